@@ -1,0 +1,646 @@
+package egress
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+	"golang.org/x/net/http2"
+)
+
+// Defaults of the HTTP client.
+const (
+	DefaultFetchTimeout   = 20 * time.Second
+	DefaultMaxRedirects   = 5
+	DefaultMaxHeaderBytes = 256 << 10
+	DefaultIdleTimeout    = 90 * time.Second
+	maxPoolKeys           = 1024
+	redirectDrainBytes    = 64 << 10
+)
+
+// Client is the guarded HTTP client. Every hop of every request is parsed
+// strictly, decided by the Dialer's policy, resolved once and dialled at the
+// pinned address, with TLS SNI and certificate checks bound to the name.
+// Redirects are followed by hand and each hop is decided again. Bodies are
+// decoded by the client and capped on the wire and after decoding.
+// Connections are pooled by (pinned address, SNI, TLS profile, upstream
+// proxy), so a pooled connection is only reused for an address the current
+// request's policy has just allowed.
+//
+// Set the exported fields before first use; a Client is safe for concurrent
+// use after that. The zero values of the limits mean the defaults.
+type Client struct {
+	Dialer          *Dialer
+	Timeout         time.Duration // whole request, redirects and body included; 0: DefaultFetchTimeout
+	HeaderTimeout   time.Duration // until response headers; 0: Timeout
+	MaxRedirects    int           // 0: DefaultMaxRedirects; negative: do not follow
+	MaxBodyBytes    int64         // on the wire; 0: DefaultMaxBodyBytes
+	MaxDecodedBytes int64         // after content decoding; 0: DefaultMaxDecodedBytes
+	MaxHeaderBytes  int64         // response header bytes; 0: DefaultMaxHeaderBytes
+	Profile         TLSProfile    // "": DefaultTLSProfile
+	RootCAs         *x509.CertPool
+
+	mu   sync.Mutex
+	pool map[poolKey]*hostTransport
+}
+
+// Request is one guarded HTTP request.
+type Request struct {
+	Method  string      // "": GET
+	URL     string      //
+	Header  http.Header // caller headers; the header floor refuses some
+	Body    []byte      //
+	Profile TLSProfile  // "": the client's
+	Call    Call        // caller key, narrowing, upstream proxy
+	// MaxRedirects overrides the client's when non-nil (0 = follow none).
+	MaxRedirects *int
+}
+
+// Response is the answer to the last hop. Body is decoded and capped: a Read
+// past a cap returns an *Error with Code too_large. Close the body.
+type Response struct {
+	StatusCode int
+	Status     string
+	Proto      string
+	Header     http.Header // Content-Encoding and Content-Length removed when the body was decoded
+	Body       io.ReadCloser
+	URL        Target         // the final URL
+	Addr       netip.AddrPort // the address the last hop went to
+	Redirects  []string       // URLs redirected through, in order (not including the final one)
+	Encoding   string         // the Content-Encoding that was decoded
+}
+
+// forbiddenHeaders are headers a caller may never set: hop-by-hop headers,
+// Host (the client derives it from the checked URL), metadata-service
+// headers and forwarding headers.
+var forbiddenHeaders = map[string]bool{
+	"Host": true, "Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
+	"Proxy-Authorization": true, "Proxy-Authenticate": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Content-Length": true,
+	"Metadata-Flavor": true, "Metadata": true, "X-Google-Metadata-Request": true,
+	"X-Forwarded-For": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true,
+	"Forwarded": true, "X-Real-Ip": true,
+}
+
+// CheckHeaders applies the header floor to caller-supplied headers.
+func CheckHeaders(h http.Header) error {
+	for k, vs := range h {
+		ck := http.CanonicalHeaderKey(k)
+		if !httpguts.ValidHeaderFieldName(k) {
+			return invalid("header", k, ReasonHeaderFloor, "invalid header name")
+		}
+		if forbiddenHeaders[ck] || strings.HasPrefix(ck, "X-Aws-Ec2-Metadata-Token") {
+			return denied("header", k, ReasonHeaderFloor, "callers may not set "+ck)
+		}
+		for _, v := range vs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return invalid("header", k, ReasonHeaderFloor, "invalid header value")
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Client) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return DefaultFetchTimeout
+}
+
+func orDefault64(v, d int64) int64 {
+	if v > 0 {
+		return v
+	}
+	return d
+}
+
+// Get is Do with a GET of rawURL and no extra headers.
+func (c *Client) Get(ctx context.Context, rawURL string) (*Response, error) {
+	return c.Do(ctx, &Request{URL: rawURL})
+}
+
+// Do sends the request, following redirects by hand. Errors are *Error: a
+// denial (the hop it happened at in Hop, no socket opened to the target),
+// parse refusals of the URL or a Location, timeouts, caps, upstream
+// failures.
+func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
+	if c.Dialer == nil {
+		return nil, denied("fetch", r.URL, ReasonNoPolicy, "client has no dialer")
+	}
+	method := r.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	if !httpguts.ValidHeaderFieldName(method) {
+		return nil, invalid("fetch", r.URL, ReasonMalformed, "invalid method")
+	}
+	if err := CheckHeaders(r.Header); err != nil {
+		return nil, err
+	}
+	t, err := ParseURL(r.URL)
+	if err != nil {
+		return nil, err
+	}
+	profile := r.Profile
+	if profile == "" {
+		profile = c.Profile
+	}
+	if profile == "" {
+		profile = DefaultTLSProfile
+	}
+	if _, err := ParseTLSProfile(string(profile)); err != nil {
+		return nil, err
+	}
+	maxRedirects := c.MaxRedirects
+	if maxRedirects == 0 {
+		maxRedirects = DefaultMaxRedirects
+	}
+	if r.MaxRedirects != nil {
+		maxRedirects = *r.MaxRedirects
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	header := r.Header.Clone()
+	if header == nil {
+		header = http.Header{}
+	}
+	body := r.Body
+	call := r.Call
+	var redirects []string
+	for hop := 0; ; hop++ {
+		call.Hop = hop
+		res, err := c.Dialer.Resolve(ctx, LaneHTTP, t, &call)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		resp, addr, err := c.roundTrip(ctx, res, profile, &call, method, header, body)
+		if err != nil {
+			cancel()
+			return nil, c.wrapErr(ctx, err, t, hop)
+		}
+		if loc := resp.Header.Get("Location"); isRedirect(resp.StatusCode) && loc != "" && maxRedirects >= 0 {
+			io.CopyN(io.Discard, resp.Body, redirectDrainBytes)
+			resp.Body.Close()
+			if hop >= maxRedirects {
+				cancel()
+				return nil, &Error{Code: CodeUpstream, Reason: ReasonRedirectLimit, Op: "redirect", Target: t.String(), Hop: hop + 1,
+					Detail: "more than " + strconv.Itoa(maxRedirects) + " redirects", Err: ErrRedirectLimit}
+			}
+			next, err := resolveLocation(t, loc)
+			if err != nil {
+				cancel()
+				var e *Error
+				if errors.As(err, &e) {
+					e.Hop, e.Op = hop+1, "redirect"
+				}
+				return nil, err
+			}
+			redirects = append(redirects, t.String())
+			switch resp.StatusCode {
+			case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther:
+				if method != http.MethodHead {
+					method = http.MethodGet
+				}
+				body = nil
+				header.Del("Content-Type")
+			}
+			if next.Origin() != t.Origin() {
+				header.Del("Authorization")
+				header.Del("Cookie")
+				header.Del("Proxy-Authorization")
+			}
+			t = next
+			continue
+		}
+		wire := resp.Body
+		enc := resp.Header.Get("Content-Encoding")
+		decoded, err := decodeBody(wire, enc, orDefault64(c.MaxBodyBytes, DefaultMaxBodyBytes), orDefault64(c.MaxDecodedBytes, DefaultMaxDecodedBytes))
+		if err != nil {
+			wire.Close()
+			cancel()
+			return nil, err
+		}
+		if enc != "" {
+			resp.Header.Del("Content-Encoding")
+			resp.Header.Del("Content-Length")
+		}
+		return &Response{
+			StatusCode: resp.StatusCode,
+			Status:     resp.Status,
+			Proto:      resp.Proto,
+			Header:     resp.Header,
+			Body:       &cancelBody{ReadCloser: decoded, cancel: cancel, ctx: ctx, target: t.String()},
+			URL:        t,
+			Addr:       addr,
+			Redirects:  redirects,
+			Encoding:   enc,
+		}, nil
+	}
+}
+
+func isRedirect(code int) bool {
+	switch code {
+	case 301, 302, 303, 307, 308:
+		return true
+	}
+	return false
+}
+
+// resolveLocation parses a Location against the current URL with the same
+// strictness as ParseURL: ambiguous bytes in the raw header are refused
+// before any resolution could normalise them away.
+func resolveLocation(base Target, loc string) (Target, error) {
+	if r, bad := badByte(loc); bad {
+		return Target{}, denied("redirect", loc, ReasonParseAmbiguous, "Location contains "+r)
+	}
+	ref, err := url.Parse(loc)
+	if err != nil {
+		return Target{}, &Error{Code: CodeUpstream, Reason: ReasonRedirect, Op: "redirect", Target: loc, Err: err}
+	}
+	abs := base.URL.ResolveReference(ref)
+	abs.Fragment, abs.RawFragment = "", ""
+	if ref.IsAbs() || strings.HasPrefix(loc, "//") {
+		// Keep the raw authority as the server wrote it, so ParseURL sees
+		// exactly what another client would.
+		if ref.IsAbs() {
+			return ParseURL(loc)
+		}
+		return ParseURL(base.Scheme + ":" + loc)
+	}
+	return ParseURL(abs.String())
+}
+
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+	ctx    context.Context
+	target string
+	once   sync.Once
+}
+
+func (b *cancelBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		var e *Error
+		if !errors.As(err, &e) {
+			code := CodeUpstream
+			if b.ctx.Err() != nil || isTimeout(err) {
+				code = CodeTimeout
+			}
+			err = &Error{Code: code, Reason: ReasonProtocol, Op: "read", Target: b.target, Err: err}
+			if code == CodeTimeout {
+				err.(*Error).Reason = ReasonTimeout
+			}
+		}
+	}
+	return n, err
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.cancel)
+	return err
+}
+
+// ReadAll reads and closes a response body, returning the cap errors as is.
+func ReadAll(resp *Response) ([]byte, error) {
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, err := buf.ReadFrom(resp.Body)
+	return buf.Bytes(), err
+}
+
+func (c *Client) wrapErr(ctx context.Context, err error, t Target, hop int) error {
+	var e *Error
+	if errors.As(err, &e) {
+		if e.Hop == 0 {
+			e.Hop = hop
+		}
+		return e
+	}
+	code, reason := CodeUpstream, ReasonProtocol
+	switch {
+	case ctx.Err() != nil || isTimeout(err):
+		code, reason = CodeTimeout, ReasonTimeout
+	case strings.Contains(err.Error(), "header") && (strings.Contains(err.Error(), "too long") || strings.Contains(err.Error(), "exceeded") || strings.Contains(err.Error(), "too large")):
+		code, reason = CodeTooLarge, ReasonHeaderTooLarge
+	}
+	return &Error{Code: code, Reason: reason, Op: "fetch", Target: t.String(), Hop: hop, Err: err}
+}
+
+type poolKey struct {
+	addr    netip.AddrPort
+	scheme  string
+	sni     string
+	profile TLSProfile
+	proxy   string
+}
+
+type ctxKey struct{}
+
+type dialInfo struct {
+	res  Resolution
+	call *Call
+	addr netip.AddrPort
+}
+
+// roundTrip sends one hop to one of res's pinned addresses.
+func (c *Client) roundTrip(ctx context.Context, res Resolution, profile TLSProfile, call *Call, method string, header http.Header, body []byte) (*http.Response, netip.AddrPort, error) {
+	t := res.Target
+	var lastErr error
+	for _, a := range res.Addrs {
+		ap := netip.AddrPortFrom(a, t.Port)
+		key := poolKey{addr: ap, scheme: t.Scheme, profile: profile, proxy: call.Proxy}
+		if t.Scheme == "https" {
+			key.sni = t.Host
+		} else {
+			key.profile = ""
+		}
+		ht := c.transport(key)
+		u := *t.URL
+		req, err := http.NewRequestWithContext(context.WithValue(ctx, ctxKey{}, &dialInfo{res: res, call: call, addr: ap}), method, u.String(), bytes.NewReader(body))
+		if err != nil {
+			return nil, ap, invalid("fetch", t.String(), ReasonMalformed, err.Error())
+		}
+		if body == nil {
+			req.Body, req.ContentLength = http.NoBody, 0
+		}
+		for _, kv := range profileHeaders(profile) {
+			req.Header.Set(kv[0], kv[1])
+		}
+		for k, vs := range header {
+			req.Header[k] = vs
+		}
+		req.Host = hostHeader(t)
+		resp, err := c.withHeaderTimeout(ctx, func() (*http.Response, error) { return ht.RoundTrip(req) })
+		if err == nil {
+			return resp, ap, nil
+		}
+		lastErr = err
+		var e *Error
+		if errors.As(err, &e) && e.Reason != ReasonConnect || ctx.Err() != nil {
+			return nil, ap, err
+		}
+	}
+	return nil, netip.AddrPort{}, lastErr
+}
+
+func (c *Client) withHeaderTimeout(ctx context.Context, f func() (*http.Response, error)) (*http.Response, error) {
+	ht := c.HeaderTimeout
+	if ht <= 0 || ht >= c.timeout() {
+		return f()
+	}
+	done := make(chan struct{})
+	timer := time.AfterFunc(ht, func() { close(done) })
+	type result struct {
+		r   *http.Response
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		r, err := f()
+		ch <- result{r, err}
+	}()
+	select {
+	case res := <-ch:
+		timer.Stop()
+		return res.r, res.err
+	case <-done:
+		go func() {
+			if res := <-ch; res.r != nil {
+				res.r.Body.Close()
+			}
+		}()
+		return nil, &Error{Code: CodeTimeout, Reason: ReasonTimeout, Op: "fetch", Detail: "no response headers within " + ht.String()}
+	}
+}
+
+func hostHeader(t Target) string {
+	h := t.Host
+	if t.Addr.Is6() {
+		h = "[" + h + "]"
+	}
+	if t.Port != defaultPort(t.Scheme) {
+		h = joinHostPort(t.Host, t.Port)
+	}
+	return h
+}
+
+func (c *Client) transport(k poolKey) *hostTransport {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pool == nil {
+		c.pool = map[poolKey]*hostTransport{}
+	}
+	if ht, ok := c.pool[k]; ok {
+		ht.lastUsed = time.Now()
+		return ht
+	}
+	if len(c.pool) >= maxPoolKeys {
+		c.evictLocked()
+	}
+	ht := newHostTransport(c, k)
+	c.pool[k] = ht
+	return ht
+}
+
+func (c *Client) evictLocked() {
+	var oldest poolKey
+	var when time.Time
+	for k, ht := range c.pool {
+		if when.IsZero() || ht.lastUsed.Before(when) {
+			oldest, when = k, ht.lastUsed
+		}
+	}
+	if ht, ok := c.pool[oldest]; ok {
+		ht.closeIdle()
+		delete(c.pool, oldest)
+	}
+}
+
+// CloseIdleConnections closes every idle pooled connection.
+func (c *Client) CloseIdleConnections() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, ht := range c.pool {
+		ht.closeIdle()
+		delete(c.pool, k)
+	}
+}
+
+var errRetryH2 = errors.New("egress: connection negotiated h2")
+
+// hostTransport carries requests to one pinned address with one SNI, TLS
+// profile and upstream proxy. HTTP/1.1 goes through an http.Transport whose
+// dial functions connect only to that address; h2 (negotiated by ALPN after
+// the handshake, whichever profile made it) through an x/net/http2
+// ClientConn, since utls connections cannot be handed to http.Transport's
+// own h2.
+type hostTransport struct {
+	c        *Client
+	key      poolKey
+	h1       *http.Transport
+	h2t      *http2.Transport
+	lastUsed time.Time
+
+	mu     sync.Mutex
+	h2     *http2.ClientConn
+	h1only bool
+	spare  chan net.Conn // an h1-negotiated conn dialled by RoundTrip, for h1's DialTLSContext
+}
+
+func newHostTransport(c *Client, k poolKey) *hostTransport {
+	ht := &hostTransport{c: c, key: k, lastUsed: time.Now(), spare: make(chan net.Conn, 1)}
+	ht.h1 = &http.Transport{
+		Proxy:                  nil,
+		DialContext:            ht.dialPlain,
+		DialTLSContext:         ht.dialTLSForH1,
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: orDefault64(c.MaxHeaderBytes, DefaultMaxHeaderBytes),
+		IdleConnTimeout:        DefaultIdleTimeout,
+		MaxIdleConnsPerHost:    16,
+		ForceAttemptHTTP2:      false,
+		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{},
+	}
+	//lint:ignore SA1019 the x/net transport is the one that accepts a pre-dialled utls connection
+	ht.h2t = &http2.Transport{
+		DisableCompression: true,
+		MaxHeaderListSize:  uint32(orDefault64(c.MaxHeaderBytes, DefaultMaxHeaderBytes)),
+		IdleConnTimeout:    DefaultIdleTimeout,
+		ReadIdleTimeout:    30 * time.Second,
+	}
+	return ht
+}
+
+func (ht *hostTransport) info(ctx context.Context) (*dialInfo, error) {
+	di, _ := ctx.Value(ctxKey{}).(*dialInfo)
+	if di == nil || di.addr != ht.key.addr {
+		return nil, denied("dial", ht.key.addr.String(), ReasonNoPolicy, "dial without a decision")
+	}
+	return di, nil
+}
+
+func (ht *hostTransport) dialTCP(ctx context.Context) (net.Conn, error) {
+	di, err := ht.info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := di.res
+	r.Addrs = []netip.Addr{ht.key.addr.Addr()}
+	return ht.c.Dialer.DialResolved(ctx, "tcp", r, di.call)
+}
+
+func (ht *hostTransport) dialPlain(ctx context.Context, _, _ string) (net.Conn, error) {
+	return ht.dialTCP(ctx)
+}
+
+func (ht *hostTransport) dialTLS(ctx context.Context) (net.Conn, string, error) {
+	conn, err := ht.dialTCP(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	return tlsHandshake(ctx, conn, ht.key.sni, ht.key.profile, []string{"h2", "http/1.1"}, ht.c.RootCAs)
+}
+
+func (ht *hostTransport) dialTLSForH1(ctx context.Context, _, _ string) (net.Conn, error) {
+	select {
+	case conn := <-ht.spare:
+		return conn, nil
+	default:
+	}
+	conn, alpn, err := ht.dialTLS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if alpn == "h2" {
+		ht.adoptH2(conn)
+		return nil, errRetryH2
+	}
+	return conn, nil
+}
+
+func (ht *hostTransport) adoptH2(conn net.Conn) (*http2.ClientConn, error) {
+	//lint:ignore SA1019 see newHostTransport
+	cc, err := ht.h2t.NewClientConn(conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	ht.mu.Lock()
+	if ht.h2 == nil || !ht.h2.CanTakeNewRequest() {
+		ht.h2 = cc
+	}
+	ht.h1only = false
+	ht.mu.Unlock()
+	return cc, nil
+}
+
+func (ht *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if ht.key.scheme != "https" {
+		return ht.h1.RoundTrip(req)
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		ht.mu.Lock()
+		cc, h1only := ht.h2, ht.h1only
+		ht.mu.Unlock()
+		if cc != nil && cc.ReserveNewRequest() {
+			return cc.RoundTrip(req)
+		}
+		if h1only {
+			resp, err := ht.h1.RoundTrip(req)
+			if errors.Is(err, errRetryH2) {
+				continue
+			}
+			return resp, err
+		}
+		conn, alpn, err := ht.dialTLS(req.Context())
+		if err != nil {
+			return nil, err
+		}
+		if alpn == "h2" {
+			cc, err := ht.adoptH2(conn)
+			if err != nil {
+				return nil, err
+			}
+			return cc.RoundTrip(req)
+		}
+		ht.mu.Lock()
+		ht.h1only = true
+		ht.mu.Unlock()
+		select {
+		case ht.spare <- conn:
+		default:
+			conn.Close()
+		}
+	}
+	return nil, &Error{Code: CodeUpstream, Reason: ReasonProtocol, Op: "fetch", Target: ht.key.sni, Detail: "could not settle on a protocol"}
+}
+
+func (ht *hostTransport) closeIdle() {
+	ht.h1.CloseIdleConnections()
+	ht.mu.Lock()
+	if cc := ht.h2; cc != nil {
+		go cc.Shutdown(context.Background())
+		ht.h2 = nil
+	}
+	ht.mu.Unlock()
+	select {
+	case c := <-ht.spare:
+		c.Close()
+	default:
+	}
+}
