@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 x/net/http2's Transport and ClientConn are deprecated in favour of net/http, whose h2 cannot take a pre-dialled utls connection.
+
 package egress
 
 import (
@@ -516,7 +518,6 @@ func newHostTransport(c *Client, k poolKey) *hostTransport {
 		ForceAttemptHTTP2:      false,
 		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{},
 	}
-	//lint:ignore SA1019 the x/net transport is the one that accepts a pre-dialled utls connection
 	ht.h2t = &http2.Transport{
 		DisableCompression: true,
 		MaxHeaderListSize:  uint32(orDefault64(c.MaxHeaderBytes, DefaultMaxHeaderBytes)),
@@ -574,7 +575,6 @@ func (ht *hostTransport) dialTLSForH1(ctx context.Context, _, _ string) (net.Con
 }
 
 func (ht *hostTransport) adoptH2(conn net.Conn) (*http2.ClientConn, error) {
-	//lint:ignore SA1019 see newHostTransport
 	cc, err := ht.h2t.NewClientConn(conn)
 	if err != nil {
 		conn.Close()

@@ -110,16 +110,15 @@ func (p *pattern) matchAddr(a netip.Addr, port uint16) bool {
 // Checker is a compiled, immutable Policy. It is safe for concurrent use.
 // A nil *Checker denies everything.
 type Checker struct {
-	lanes       [4]bool
-	anyLane     bool
-	allow       []pattern
-	allowNames  bool // some allow pattern can match a name
-	allowAddrs  bool // some allow pattern can match an address
-	deny        []pattern
-	exceptions  []pattern
-	unwrap      bool
-	parent      *Checker // Narrow: both must allow
-	description string
+	lanes      [4]bool
+	anyLane    bool
+	allow      []pattern
+	allowNames bool // some allow pattern can match a name
+	allowAddrs bool // some allow pattern can match an address
+	deny       []pattern
+	exceptions []pattern
+	unwrap     bool
+	parent     *Checker // Narrow: both must allow
 }
 
 // Compile validates the policy and returns its immutable checker.

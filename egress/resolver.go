@@ -285,8 +285,8 @@ func (r *DNSResolver) query(ctx context.Context, fqdn string, qt uint16) famResu
 			lastErr = errors.New("DNS server " + server + " answered " + dns.RcodeToString[in.Rcode])
 		}
 	}
-	if ctx.Err() != nil {
-		return famResult{err: &Error{Code: CodeTimeout, Reason: ReasonDNSTimeout, Op: "resolve", Target: strings.TrimSuffix(fqdn, "."), Err: ctx.Err()}}
+	if ctx.Err() != nil || isTimeout(lastErr) {
+		return famResult{err: &Error{Code: CodeTimeout, Reason: ReasonDNSTimeout, Op: "resolve", Target: strings.TrimSuffix(fqdn, "."), Err: lastErr}}
 	}
 	return famResult{err: &Error{Code: CodeUpstream, Reason: ReasonDNSError, Op: "resolve", Target: strings.TrimSuffix(fqdn, "."), Err: lastErr}}
 }

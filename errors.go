@@ -1,0 +1,225 @@
+package airlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+)
+
+// Code is the coarse class of a failure: one of the ten codes every surface
+// (HTTP API, MCP, CLI, WebAssembly guests) reports. The zero Code means "no
+// error".
+type Code string
+
+// The ten codes of the error vocabulary.
+const (
+	CodeDenied      Code = "denied"       // policy, profile or capability refused it
+	CodeInvalid     Code = "invalid"      // the request, its flags or the configuration are malformed
+	CodeNotFound    Code = "not_found"    // the name, page or object does not exist
+	CodeTimeout     Code = "timeout"      // a deadline passed, or the caller gave up
+	CodeUpstream    Code = "upstream"     // the remote side failed or answered with an error
+	CodeRateLimited Code = "rate_limited" // too many calls; retry later
+	CodeRevoked     Code = "revoked"      // the principal or its grant has been revoked
+	CodeTooLarge    Code = "too_large"    // a size cap was reached
+	CodeUnavailable Code = "unavailable"  // a component needed for the call is absent or down
+	CodeInternal    Code = "internal"     // a bug or an unclassified failure
+)
+
+// codes lists the vocabulary in a stable order.
+var codes = [...]Code{
+	CodeDenied, CodeInvalid, CodeNotFound, CodeTimeout, CodeUpstream,
+	CodeRateLimited, CodeRevoked, CodeTooLarge, CodeUnavailable, CodeInternal,
+}
+
+// Codes returns the ten codes in a stable order.
+func Codes() []Code { return append([]Code(nil), codes[:]...) }
+
+// Valid reports whether c is one of the ten codes.
+func (c Code) Valid() bool {
+	for _, k := range codes {
+		if c == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Reasons produced by this package when it classifies errors that carry no
+// reason of their own. Packages define their own finer reasons
+// (egress: "loopback", "dns_mixed", ...); a reason is a plain string so that
+// they need not import this package.
+const (
+	ReasonTimeout  = "timeout"  // context.DeadlineExceeded or an I/O deadline
+	ReasonCanceled = "canceled" // context.Canceled: the caller stopped waiting
+	ReasonUsage    = "usage"    // a malformed command line
+)
+
+// genericMessage replaces the message of internal errors on public surfaces.
+const genericMessage = "internal error"
+
+// Error is an error in the one vocabulary: a Code, a fine-grained Reason, a
+// human Message and the DecisionID of the broker call it belongs to (a
+// ULID, empty when no decision was recorded). Err is the underlying cause;
+// it is never serialised.
+//
+// Its JSON form is {"code","reason","message","decision_id"}; every key is
+// always present. Use it as an error through a pointer (*Error) and inspect
+// it with errors.As.
+type Error struct {
+	Code       Code   `json:"code"`
+	Reason     string `json:"reason"`
+	Message    string `json:"message"`
+	DecisionID string `json:"decision_id"`
+	Err        error  `json:"-"`
+}
+
+// ErrorBody is the envelope every surface sends: {"error": {...}}.
+type ErrorBody struct {
+	Error Error `json:"error"`
+}
+
+// Errorf returns an *Error with the given code and reason whose Message is
+// formatted as by fmt.Errorf; a %w verb makes the wrapped error reachable
+// through errors.Is and errors.As.
+func Errorf(code Code, reason, format string, args ...any) *Error {
+	err := fmt.Errorf(format, args...)
+	return &Error{Code: code, Reason: reason, Message: err.Error(), Err: err}
+}
+
+// Error returns Message, else the cause's text, else the code and reason.
+func (e *Error) Error() string {
+	switch {
+	case e.Message != "":
+		return e.Message
+	case e.Err != nil:
+		return e.Err.Error()
+	case e.Reason != "":
+		return fmt.Sprintf("%s (%s)", e.Code, e.Reason)
+	default:
+		return string(e.Code)
+	}
+}
+
+// Unwrap returns the underlying cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrorCode returns the code as a string, so that *Error satisfies the same
+// classification interface as errors of packages that do not import airlock.
+func (e *Error) ErrorCode() string { return string(e.Code) }
+
+// ErrorReason returns the reason.
+func (e *Error) ErrorReason() string { return e.Reason }
+
+// classified is how errors of packages that do not import airlock (egress,
+// whose *egress.Error implements it) declare their code and reason.
+type classified interface {
+	error
+	ErrorCode() string
+	ErrorReason() string
+}
+
+// CodeOf returns the vocabulary code of err:
+//   - "" for nil;
+//   - the code of the outermost error in the chain (errors.As order) that
+//     implements ErrorCode() string and ErrorReason() string, *Error included;
+//     a code outside the ten counts as CodeInternal;
+//   - otherwise CodeTimeout for context.DeadlineExceeded and
+//     os.ErrDeadlineExceeded, and also CodeTimeout for context.Canceled: a
+//     canceled call is one whose caller stopped waiting (Ctrl-C, a closed
+//     connection), not a bug, so it is reported like a timeout, with reason
+//     "canceled";
+//   - CodeInternal for anything else.
+func CodeOf(err error) Code {
+	code, _ := classify(err)
+	return code
+}
+
+// ReasonOf returns the reason of err, classified as by CodeOf: the
+// classified error's reason, "timeout" or "canceled" for deadlines and
+// cancellation, and "" for nil and for unclassified errors.
+func ReasonOf(err error) string {
+	_, reason := classify(err)
+	return reason
+}
+
+func classify(err error) (Code, string) {
+	if err == nil {
+		return "", ""
+	}
+	var c classified
+	if errors.As(err, &c) {
+		code := Code(c.ErrorCode())
+		if !code.Valid() {
+			code = CodeInternal
+		}
+		return code, c.ErrorReason()
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+		return CodeTimeout, ReasonTimeout
+	case errors.Is(err, context.Canceled):
+		return CodeTimeout, ReasonCanceled
+	}
+	return CodeInternal, ""
+}
+
+// ExitCode maps err to the exit status of the airlock command:
+//
+//	0  nil
+//	1  internal (and any unclassified error)
+//	2  invalid: usage or configuration
+//	3  denied, revoked, rate_limited
+//	4  upstream, timeout, too_large, not_found, unavailable
+func ExitCode(err error) int {
+	switch CodeOf(err) {
+	case "":
+		return 0
+	case CodeInvalid:
+		return 2
+	case CodeDenied, CodeRevoked, CodeRateLimited:
+		return 3
+	case CodeUpstream, CodeTimeout, CodeTooLarge, CodeNotFound, CodeUnavailable:
+		return 4
+	default:
+		return 1
+	}
+}
+
+// Public returns the shape of err that a surface may show to its caller.
+// Code and Reason come from CodeOf and ReasonOf. Message is err.Error(),
+// except for internal errors, whose detail is for the operator's log only:
+// they get a generic message. decisionID is used when not empty; otherwise
+// the DecisionID of the outermost *Error in the chain that has one. Public
+// of nil is the zero Error.
+func Public(err error, decisionID string) Error {
+	if err == nil {
+		return Error{}
+	}
+	code, reason := classify(err)
+	pub := Error{Code: code, Reason: reason, DecisionID: decisionID}
+	if code == CodeInternal {
+		pub.Message = genericMessage
+	} else {
+		pub.Message = err.Error()
+	}
+	if pub.DecisionID == "" {
+		pub.DecisionID = decisionIDOf(err)
+	}
+	return pub
+}
+
+// decisionIDOf finds the first non-empty DecisionID in err's chain.
+func decisionIDOf(err error) string {
+	for err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			return ""
+		}
+		if e.DecisionID != "" {
+			return e.DecisionID
+		}
+		err = e.Err
+	}
+	return ""
+}

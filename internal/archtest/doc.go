@@ -1,0 +1,19 @@
+// Package archtest holds no code: its tests enforce the layering of
+// ARCHITECTURE.md on the whole module, so that a package added later is
+// covered the moment it appears.
+//
+//   - Forbidden imports, from `go list -deps`: the root package imports only
+//     the standard library; egress imports nothing of ours outside egress/;
+//     the surfaces (internal/api, internal/mcp, internal/wasmhost,
+//     internal/serveflip) never import egress, a provider or each other.
+//   - No direct network access outside egress/: an AST check of every
+//     non-test file for net.Dial*, net.Dialer, net.Resolver, net.Lookup*,
+//     tls.Dial*, http.Transport, http.DefaultClient, http.Get and their
+//     kin, whatever name the import is given, plus http.Client literals
+//     without a Transport (they fall back to http.DefaultTransport).
+//
+// Both checkers are proved able to fail: the import rules on a synthetic
+// package graph, the AST check on fixtures in testdata/violations (named
+// *.go.txt so that they are never compiled or formatted as part of the
+// module), each line annotated with the violations it must produce.
+package archtest

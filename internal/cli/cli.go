@@ -1,0 +1,227 @@
+// Package cli is the composition root of the airlock command: it turns
+// flags (and, later, the config file and environment) into calls on the
+// engine and egress, and renders results and errors. cmd/airlock only calls
+// Main.
+//
+// # Adding a subcommand
+//
+// Each subcommand lives in its own file and registers a constructor from
+// init, without editing this file:
+//
+//	func init() { commands = append(commands, newPolicyCmd) }
+//
+//	func newPolicyCmd(e *env) *cobra.Command {
+//		return &cobra.Command{
+//			Use:  "policy",
+//			Args: cobra.NoArgs,
+//			RunE: func(cmd *cobra.Command, args []string) error {
+//				ctx := cmd.Context() // the context given to Main
+//				_, err := fmt.Fprintln(e.stdout, "...")
+//				return err
+//			},
+//		}
+//	}
+//
+// Main builds a fresh command tree on every call (no package state besides
+// the constructor list), so tests run it in parallel with their own
+// streams. The context is not in env: RunE takes it from cmd.Context().
+//
+// A RunE returns errors; Main prints them and picks the exit code, so a
+// subcommand never writes an error or calls os.Exit itself:
+//   - text (default): one line "airlock: <message>" on stderr;
+//   - --format json: {"error":{"code","reason","message","decision_id"}}
+//     on stderr, built with airlock.Public (the CLI runs for its operator,
+//     so internal errors keep their detail here).
+//
+// The exit code is airlock.ExitCode(err). An error that cobra returns
+// before any RunE started (unknown command or flag, wrong number of
+// arguments) is a usage error: exit 2. Inside RunE, return usageErrorf(...)
+// for a bad flag value, and errors classified by their own package (egress
+// errors are) for everything else.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlockhq/airlock"
+)
+
+// commands holds the constructors of the subcommands, appended from init in
+// the files that define them.
+var commands []func(*env) *cobra.Command
+
+// env is what one invocation of Main gives its subcommands.
+type env struct {
+	stdin  io.Reader // request bytes (airlock exchange); os.Stdin from Main
+	stdout io.Writer // results
+	stderr io.Writer // errors and diagnostics
+	format string    // "text" or "json" after flag parsing; "" when not given
+}
+
+// Output formats accepted by --format.
+const (
+	formatText = "text"
+	formatJSON = "json"
+)
+
+// Main runs the airlock command line with args (without the program name)
+// and returns the process exit code: 0 ok, 1 internal, 2 usage or
+// configuration, 3 denied/revoked/rate-limited, 4 upstream, timeout, too
+// large, not found or unavailable. It never calls os.Exit.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return run(ctx, &env{stdin: os.Stdin, stdout: stdout, stderr: stderr}, args, commands)
+}
+
+// run is Main with the streams and the subcommand constructors given.
+func run(ctx context.Context, e *env, args []string, subcommands []func(*env) *cobra.Command) (code int) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if args == nil {
+		args = []string{} // cobra reads os.Args when given nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			// A panic would exit 2, which means "usage" here.
+			fmt.Fprintf(e.stderr, "airlock: internal error: panic: %v\n%s", v, debug.Stack())
+			code = 1
+		}
+	}()
+
+	root := newRoot(e)
+	for _, newCmd := range subcommands {
+		root.AddCommand(newCmd(e))
+	}
+	var ran bool
+	markRun(root, &ran)
+	root.SetArgs(args)
+
+	_, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return 0
+	}
+	if !ran && airlock.CodeOf(err) == airlock.CodeInternal {
+		err = &airlock.Error{Code: airlock.CodeInvalid, Reason: airlock.ReasonUsage, Err: err}
+	}
+	e.reportError(args, err)
+	return airlock.ExitCode(err)
+}
+
+func newRoot(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "airlock",
+		Short: "Airlock gives sandboxed workloads the web without handing them the network",
+		Long: `Airlock fetches, exchanges bytes and (in later releases) crawls, searches and
+drives a browser on behalf of sandboxed workloads, under one SSRF-safe policy.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageErrorf("missing command")
+		},
+	}
+	root.SetIn(e.stdin)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	root.PersistentFlags().Var((*formatValue)(&e.format), "format", "output format: text or json")
+	return root
+}
+
+// markRun wraps every command's Run/RunE so that run can tell errors of a
+// command that ran from cobra's own usage errors.
+func markRun(c *cobra.Command, ran *bool) {
+	if f := c.RunE; f != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			*ran = true
+			return f(cmd, args)
+		}
+	} else if f := c.Run; f != nil {
+		c.Run = func(cmd *cobra.Command, args []string) {
+			*ran = true
+			f(cmd, args)
+		}
+	}
+	for _, sub := range c.Commands() {
+		markRun(sub, ran)
+	}
+}
+
+// usageErrorf returns an error that exits 2: a malformed command line.
+func usageErrorf(format string, args ...any) error {
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonUsage, format, args...)
+}
+
+// reportError prints err on stderr in the chosen format.
+func (e *env) reportError(args []string, err error) {
+	msg := oneLine(err.Error())
+	if e.outputFormat(args) == formatJSON {
+		pub := airlock.Public(err, "")
+		pub.Message = msg
+		if writeJSON(e.stderr, airlock.ErrorBody{Error: pub}) == nil {
+			return
+		}
+	}
+	if airlock.ReasonOf(err) == airlock.ReasonUsage {
+		msg += "; see 'airlock --help'"
+	}
+	fmt.Fprintf(e.stderr, "airlock: %s\n", msg)
+}
+
+// outputFormat is the --format value, read from args when cobra failed
+// before parsing flags (an unknown command, for instance).
+func (e *env) outputFormat(args []string) string {
+	if e.format != "" {
+		return e.format
+	}
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return formatText
+		case a == "--format=json":
+			return formatJSON
+		case a == "--format" && i+1 < len(args) && args[i+1] == formatJSON:
+			return formatJSON
+		}
+	}
+	return formatText
+}
+
+// writeJSON writes v as one line of JSON, without HTML escaping.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// formatValue is the --format flag: it refuses anything but text and json
+// while flags are parsed, so a bad value is a usage error.
+type formatValue string
+
+func (f *formatValue) String() string {
+	if *f == "" {
+		return formatText
+	}
+	return string(*f)
+}
+
+func (f *formatValue) Set(s string) error {
+	if s != formatText && s != formatJSON {
+		return fmt.Errorf("must be %s or %s", formatText, formatJSON)
+	}
+	*f = formatValue(s)
+	return nil
+}
+
+func (f *formatValue) Type() string { return "text|json" }

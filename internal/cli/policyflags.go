@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"net/netip"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlockhq/airlock/egress"
+)
+
+// policyFlags are the egress policy flags shared by every command that
+// reaches the network (policy check, exchange, and later serve and mcp).
+type policyFlags struct {
+	resolve   []string
+	dnsServer string
+	allow     []string
+	deny      []string
+	except    []string
+	unwrap    bool
+}
+
+func (p *policyFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringArrayVar(&p.resolve, "resolve", nil, "answer a name offline: host=ip[,ip...] (repeatable, like curl's --resolve)")
+	f.StringVar(&p.dnsServer, "dns-server", "", "DNS server ip:port for names (default: /etc/resolv.conf)")
+	f.StringArrayVar(&p.allow, "allow", nil, "allow-list pattern: host, *.suffix, IP, CIDR, with optional :PORT or :LO-HI (repeatable); when given, everything else is denied")
+	f.StringArrayVar(&p.deny, "deny", nil, "deny-list pattern, same forms as --allow (repeatable)")
+	f.StringArrayVar(&p.except, "except", nil, "floor exception for an intranet address: CIDR, IP or IP:PORT (repeatable; never cloud metadata)")
+	f.BoolVar(&p.unwrap, "unwrap-embedded-ipv4", false, "re-check the IPv4 address inside mapped/NAT64/6to4/Teredo IPv6 addresses instead of denying them as a class")
+}
+
+// dialer compiles the flags into a guarded dialer.
+func (p *policyFlags) dialer() (*egress.Dialer, error) {
+	pol := egress.DefaultPolicy()
+	pol.Allow, pol.Deny, pol.Exceptions, pol.UnwrapEmbeddedIPv4 = p.allow, p.deny, p.except, p.unwrap
+	chk, err := pol.Compile()
+	if err != nil {
+		return nil, usageErrorf("policy: %v", err)
+	}
+	d := &egress.Dialer{Policy: chk}
+	var next egress.Resolver
+	if p.dnsServer != "" {
+		r, err := egress.NewDNSResolver(p.dnsServer)
+		if err != nil {
+			return nil, usageErrorf("--dns-server: %v", err)
+		}
+		next = r
+	}
+	if len(p.resolve) > 0 {
+		hosts := map[string][]netip.Addr{}
+		for _, kv := range p.resolve {
+			name, ips, ok := strings.Cut(kv, "=")
+			if !ok || name == "" || ips == "" {
+				return nil, usageErrorf("--resolve %q: want host=ip[,ip...]", kv)
+			}
+			t, err := egress.ParseHost(name)
+			if err != nil || t.IsIP() {
+				return nil, usageErrorf("--resolve %q: %q is not a host name", kv, name)
+			}
+			for _, s := range strings.Split(ips, ",") {
+				a, err := netip.ParseAddr(strings.Trim(strings.TrimSpace(s), "[]"))
+				if err != nil {
+					return nil, usageErrorf("--resolve %q: %q is not an IP address", kv, s)
+				}
+				hosts[t.Host] = append(hosts[t.Host], a)
+			}
+		}
+		if next == nil {
+			sys, err := egress.SystemResolver()
+			if err == nil {
+				next = sys
+			}
+		}
+		d.Resolver = &egress.StaticResolver{Hosts: hosts, Next: next}
+	} else if next != nil {
+		d.Resolver = next
+	}
+	return d, nil
+}
