@@ -12,7 +12,7 @@ const (
 	CapabilitySecrets  Capability = "secrets"  // signing with secrets the workload never sees
 	CapabilityHTTP     Capability = "http"     // raw HTTP requests
 	CapabilityBrowse   Capability = "browse"   // fetch, crawl and search
-	CapabilityRoutes   Capability = "routes"   // inbound routes (the serve flip)
+	CapabilityRoutes   Capability = "routes"   // credentialed routes: calls the engine authenticates
 	CapabilityParallel Capability = "parallel" // batched and concurrent calls
 	CapabilityBrowser  Capability = "browser"  // a headless browser session
 )
