@@ -83,6 +83,12 @@ var metadataAddrs = []netip.Addr{
 	netip.MustParseAddr("192.0.0.192"),     // Oracle Cloud
 	netip.MustParseAddr("100.100.100.200"), // Alibaba Cloud
 	netip.MustParseAddr("fd00:ec2::254"),   // AWS IMDS over IPv6
+	netip.MustParseAddr("169.254.170.23"),  // AWS EKS Pod Identity agent
+	netip.MustParseAddr("fd00:ec2::23"),    // AWS EKS Pod Identity agent over IPv6
+	netip.MustParseAddr("fd20:ce::254"),    // Google Cloud metadata over IPv6
+	netip.MustParseAddr("169.254.0.23"),    // Tencent Cloud (metadata.tencentyun.com)
+	netip.MustParseAddr("169.254.42.42"),   // Scaleway
+	netip.MustParseAddr("fd00:42::42"),     // Scaleway over IPv6
 }
 
 // metadataNames are metadata host names, refused before any DNS lookup.
@@ -94,6 +100,8 @@ var metadataNames = map[string]bool{
 	"instance-data.ec2.internal":   true,
 	"metadata.azure.com":           true,
 	"metadata.platformequinix.com": true,
+	"metadata.packet.net":          true, // Equinix Metal's former name
+	"metadata.tencentyun.com":      true,
 }
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
@@ -107,8 +115,11 @@ type v4range struct {
 var (
 	floor4 []v4range
 	floor6 []floorEntry
-	meta4  []uint32
-	meta6  []netip.Addr
+	// floor6 split by the space an entry can match, so that a global
+	// unicast address scans only the entries inside 2000::/3.
+	floor6Global, floor6Other []floorEntry
+	meta4                     []uint32
+	meta6                     []netip.Addr
 )
 
 func init() {
@@ -116,7 +127,7 @@ func init() {
 		if e.prefix.Addr().Is4() {
 			floor4 = append(floor4, v4range{base: u32(e.prefix.Addr()), mask: maskBits(e.prefix.Bits()), reason: e.reason})
 		} else {
-			floor6 = append(floor6, e)
+			addFloor6(e)
 		}
 	}
 	// Anything the generated registry set holds that the named table misses
@@ -128,7 +139,7 @@ func init() {
 	}
 	for _, p := range ssrf.IPv6DeniedPrefixes {
 		if classify6raw(p.Addr()) == "" {
-			floor6 = append(floor6, floorEntry{prefix: p, reason: ReasonReserved, note: "generated"})
+			addFloor6(floorEntry{prefix: p, reason: ReasonReserved, note: "generated"})
 		}
 	}
 	for _, a := range metadataAddrs {
@@ -137,6 +148,21 @@ func init() {
 		} else {
 			meta6 = append(meta6, a)
 		}
+	}
+}
+
+var globalUnicast = pfx("2000::/3")
+
+func addFloor6(e floorEntry) {
+	floor6 = append(floor6, e)
+	if e.prefix.Bits() == 0 {
+		return // the catch-all is applied in classify6raw
+	}
+	if e.prefix.Overlaps(globalUnicast) {
+		floor6Global = append(floor6Global, e)
+	}
+	if e.prefix.Bits() < globalUnicast.Bits() || !globalUnicast.Contains(e.prefix.Addr()) {
+		floor6Other = append(floor6Other, e)
 	}
 }
 
@@ -167,10 +193,11 @@ func classify6raw(a netip.Addr) Reason {
 		return ReasonIPv4Embedded
 	}
 	global := a.As16()[0]&0xe0 == 0x20 // 2000::/3
-	for _, e := range floor6 {
-		if e.prefix.Bits() == 0 {
-			continue // the catch-all is applied below
-		}
+	entries := floor6Other
+	if global {
+		entries = floor6Global
+	}
+	for _, e := range entries {
 		if e.prefix.Contains(a) {
 			return e.reason
 		}
@@ -181,33 +208,41 @@ func classify6raw(a netip.Addr) Reason {
 	return ""
 }
 
+var (
+	prefixCompat   = pfx("::/96")
+	prefixNAT64    = pfx("64:ff9b::/96")
+	prefixNAT64Loc = pfx("64:ff9b:1::/48")
+	prefix6to4     = pfx("2002::/16")
+	prefixTeredo   = pfx("2001::/32")
+)
+
 // embeddedIPv4 returns the IPv4 addresses an IPv6 address carries under the
 // embedding forms we know: mapped, compatible, NAT64 (both prefixes, every
 // RFC 6052 position for local-use), 6to4 and Teredo (server and client).
-func embeddedIPv4(a netip.Addr) []netip.Addr {
+// The first n entries of out are set; an array keeps the checker's hot path
+// free of allocations.
+func embeddedIPv4(a netip.Addr) (out [4]netip.Addr, n int) {
 	b := a.As16()
 	v4 := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{b[i], b[i+1], b[i+2], b[i+3]}) }
 	switch {
 	case a.Is4In6():
-		return []netip.Addr{a.Unmap()}
-	case pfx("::/96").Contains(a):
-		return []netip.Addr{v4(12)}
-	case pfx("64:ff9b::/96").Contains(a):
-		return []netip.Addr{v4(12)}
-	case pfx("64:ff9b:1::/48").Contains(a):
-		// RFC 6052 positions for /48 (bits 48-63 and 72-87) and /64, /96.
-		return []netip.Addr{
-			netip.AddrFrom4([4]byte{b[6], b[7], b[9], b[10]}),
-			v4(9),
-			v4(12),
-		}
-	case pfx("2002::/16").Contains(a):
-		return []netip.Addr{v4(2)}
-	case pfx("2001::/32").Contains(a):
-		client := [4]byte{^b[12], ^b[13], ^b[14], ^b[15]}
-		return []netip.Addr{v4(4), netip.AddrFrom4(client)}
+		out[0], n = a.Unmap(), 1
+	case prefixCompat.Contains(a):
+		out[0], n = v4(12), 1
+	case prefixNAT64.Contains(a):
+		out[0], n = v4(12), 1
+	case prefixNAT64Loc.Contains(a):
+		// RFC 6052 positions for /48 (bits 48-63 and 72-87), /56 (bits
+		// 56-63 and 72-95), /64 and /96: the operator picks the length.
+		out[0] = netip.AddrFrom4([4]byte{b[6], b[7], b[9], b[10]})
+		out[1] = netip.AddrFrom4([4]byte{b[7], b[9], b[10], b[11]})
+		out[2], out[3], n = v4(9), v4(12), 4
+	case prefix6to4.Contains(a):
+		out[0], n = v4(2), 1
+	case prefixTeredo.Contains(a):
+		out[0], out[1], n = v4(4), netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]}), 2
 	}
-	return nil
+	return out, n
 }
 
 // Classify returns the floor class of a, or "" when a is globally reachable.
@@ -242,7 +277,8 @@ func IsMetadata(a netip.Addr) bool {
 			return true
 		}
 	}
-	for _, e := range embeddedIPv4(a) {
+	emb, n := embeddedIPv4(a)
+	for _, e := range emb[:n] {
 		if IsMetadata(e) {
 			return true
 		}
@@ -265,11 +301,11 @@ func classify(a netip.Addr, unwrap bool) Reason {
 	if r != ReasonIPv4Embedded || !unwrap {
 		return r
 	}
-	emb := embeddedIPv4(a)
-	if len(emb) == 0 {
+	emb, n := embeddedIPv4(a)
+	if n == 0 {
 		return r
 	}
-	for _, e := range emb {
+	for _, e := range emb[:n] {
 		if er := classify4(u32(e)); er != "" {
 			return er
 		}

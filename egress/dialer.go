@@ -205,13 +205,21 @@ func (d *Dialer) lookup(ctx context.Context, host string) ([]netip.Addr, error) 
 	if err != nil {
 		return nil, err
 	}
-	to := d.DNSTimeout
-	if to <= 0 {
-		to = DefaultDNSTimeout
+	var addrs []netip.Addr
+	if s, ok := r.(*StaticResolver); ok && s.Next == nil {
+		// Answers from memory only: no I/O to bound, so no timer (this is
+		// the cached-answer hot path).
+		addrs, err = s.LookupNetIP(ctx, "ip", host)
+	} else {
+		to := d.DNSTimeout
+		if to <= 0 {
+			to = DefaultDNSTimeout
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, to)
+		defer cancel()
+		addrs, err = r.LookupNetIP(ctx, "ip", host+".")
 	}
-	ctx, cancel := context.WithTimeout(ctx, to)
-	defer cancel()
-	addrs, err := r.LookupNetIP(ctx, "ip", host+".")
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {
@@ -243,6 +251,9 @@ func (d *Dialer) deniedErr(t Target, v Verdict, hop int) *Error {
 }
 
 func (d *Dialer) record(ctx context.Context, dec Decision) {
+	if d.Auditor == nil && d.Logger == nil {
+		return
+	}
 	dec.Time = time.Now()
 	if d.Auditor != nil {
 		d.Auditor.Audit(dec)

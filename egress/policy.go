@@ -364,6 +364,10 @@ func (c *Checker) checkName(lane Lane, name string, port uint16) Verdict {
 			return deny(ReasonDenyList, c.deny[i].raw)
 		}
 	}
+	if len(c.allow) > 0 && !c.allowNames {
+		// Only address patterns: a name is refused without any DNS lookup.
+		return deny(ReasonNotAllowed, "")
+	}
 	if len(c.allow) > 0 && !c.allowAddrs {
 		if _, ok := c.matchAllowName(name, port); !ok {
 			return deny(ReasonNotAllowed, "")
@@ -436,6 +440,18 @@ func (c *Checker) checkAddr(lane Lane, name string, a netip.Addr, port uint16) V
 		d := &c.deny[i]
 		if d.matchAddr(a, port) || (isName && d.kind != patPrefix && d.matchName(name, port)) {
 			return deny(ReasonDenyList, d.raw)
+		}
+	}
+	if c.unwrap && a.Is6() && len(c.deny) > 0 {
+		// The floor is about to judge the embedded IPv4 address: so must
+		// the deny list, or ::ffff:a.b.c.d would pass where a.b.c.d is denied.
+		emb, n := embeddedIPv4(a)
+		for _, e := range emb[:n] {
+			for i := range c.deny {
+				if c.deny[i].matchAddr(e, port) {
+					return deny(ReasonDenyList, c.deny[i].raw)
+				}
+			}
 		}
 	}
 	excepted := false

@@ -159,6 +159,11 @@ func ParseURL(raw string) (Target, error) {
 		cu.Path = "/"
 		cu.RawPath = ""
 	}
+	// Escaping can lengthen the URL (" becomes %22): the canonical form
+	// must itself parse, so it obeys the same limit.
+	if len(cu.String()) > MaxURLLength {
+		return Target{}, invalid(op, "", ReasonMalformed, "canonical URL longer than "+strconv.Itoa(MaxURLLength)+" bytes")
+	}
 	t.URL = cu
 	return t, nil
 }
@@ -197,6 +202,11 @@ func ParseHostPort(s string) (Target, error) {
 	if perr != nil {
 		perr.Op, perr.Target = op, s
 		return Target{}, perr
+	}
+	// The same host must read the same in a URL: a browser-style parser
+	// reads some names (0-0, 0x-1) as IPv4 addresses.
+	if d := hostDifferential(hostPart, t); d != "" {
+		return Target{}, denied(op, s, ReasonParseAmbiguous, d)
 	}
 	p, perr := parsePort(portStr)
 	if perr != nil {
@@ -275,11 +285,15 @@ func isUnicodeSpace(r rune) bool {
 
 func isFormatChar(r rune) bool {
 	switch {
-	case r == 0xad, r == 0x61c, r == 0x180e, r == 0xfeff:
+	case r == 0xad, r == 0x34f, r == 0x61c, r == 0xfeff:
+		return true
+	case r >= 0x180b && r <= 0x180f: // Mongolian variation selectors and vowel separator
 		return true
 	case r >= 0x200b && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2060 && r <= 0x206f:
 		return true
-	case r >= 0xfff0 && r <= 0xfffb, r >= 0xe0000 && r <= 0xe0fff:
+	case r >= 0xfe00 && r <= 0xfe0f: // variation selectors, which IDNA maps to nothing
+		return true
+	case r >= 0xfff0 && r <= 0xfffb, r >= 0x1bca0 && r <= 0x1bca3, r >= 0xe0000 && r <= 0xe0fff:
 		return true
 	}
 	return false
@@ -475,18 +489,7 @@ func differential(raw string, u *url.URL, t Target) string {
 	if werr != nil {
 		return "a WHATWG parser refuses it: " + werr.Error()
 	}
-	wh := w.Hostname()
-	if strings.HasPrefix(wh, "[") {
-		wh = strings.TrimSuffix(strings.TrimPrefix(wh, "["), "]")
-	}
-	wh = strings.TrimSuffix(strings.ToLower(wh), ".")
-	var wt Target
-	if a, aerr := netip.ParseAddr(wh); aerr == nil {
-		wt = Target{Host: a.String(), Addr: a}
-	} else {
-		wt = Target{Host: wh}
-	}
-	if wt.Host != t.Host {
+	if whatwgHost(w) != t.Host {
 		return "a WHATWG parser reads host " + strconv.Quote(w.Hostname())
 	}
 	wp := defaultPort(t.Scheme)
@@ -498,6 +501,32 @@ func differential(raw string, u *url.URL, t Target) string {
 	}
 	if !strings.EqualFold(w.Scheme(), t.Scheme) {
 		return "a WHATWG parser reads scheme " + strconv.Quote(w.Scheme())
+	}
+	return ""
+}
+
+// whatwgHost is the host the WHATWG parser read, in Target.Host's form.
+func whatwgHost(w *whatwg.Url) string {
+	wh := w.Hostname()
+	if strings.HasPrefix(wh, "[") {
+		wh = strings.TrimSuffix(strings.TrimPrefix(wh, "["), "]")
+	}
+	wh = strings.TrimSuffix(strings.ToLower(wh), ".")
+	if a, err := netip.ParseAddr(wh); err == nil {
+		return a.String()
+	}
+	return wh
+}
+
+// hostDifferential returns a description when the WHATWG parser reads host
+// (bracketed when IPv6) as the authority of an http URL differently from t.
+func hostDifferential(host string, t Target) string {
+	w, err := whatwgParser.Parse("http://" + host + "/")
+	if err != nil {
+		return "a WHATWG parser refuses the host: " + err.Error()
+	}
+	if whatwgHost(w) != t.Host {
+		return "a WHATWG parser reads host " + strconv.Quote(w.Hostname())
 	}
 	return ""
 }

@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"time"
+)
+
+// Defaults of the gate, each also a config value.
+const (
+	DefaultDataDir          = "./airlock-data"
+	DefaultTenantRate       = 2000.0 // broker calls per second per tenant
+	DefaultTenantBurst      = 2000
+	DefaultConnectAttempts  = 50000 // per instance per DefaultConnectWindow
+	DefaultConnectWindow    = 10 * time.Second
+	DefaultAuditInterval    = 100 * time.Millisecond
+	DefaultAuditQueue       = 65536
+	DefaultAuditRetention   = 30 * 24 * time.Hour
+	DefaultAuditMaxRows     = 5_000_000
+	DefaultRevocationPoll   = 250 * time.Millisecond
+	DefaultDrainTimeout     = 10 * time.Second
+	DefaultExchangeMaxReply = 1 << 20
+)
+
+// Config configures an Engine. The zero Config is usable: one tenant,
+// "local", with profile posix, the default egress policy, and the data
+// directory DefaultDataDir. Load it from YAML with the CLI's loader, or build
+// it in Go.
+type Config struct {
+	// DataDir holds the SQLite store (audit log, revocations, tokens, cache).
+	// "" means DefaultDataDir. Memory-only engines set InMemory instead.
+	DataDir string `koanf:"data_dir" json:"data_dir"`
+	// InMemory keeps the audit log, revocations and tokens in memory (tests,
+	// embedded use); DataDir is then ignored.
+	InMemory bool `koanf:"in_memory" json:"in_memory"`
+
+	// Tenants by name. Empty: the single tenant "local" with profile posix.
+	Tenants map[string]TenantConfig `koanf:"tenants" json:"tenants"`
+	// Profiles adds or overrides capability profiles by name.
+	Profiles map[string]ProfileConfig `koanf:"profiles" json:"profiles"`
+	// DefaultTenant is the tenant calls without a principal run as ("local").
+	DefaultTenant string `koanf:"default_tenant" json:"default_tenant"`
+
+	Egress EgressConfig           `koanf:"egress" json:"egress"`
+	Limits LimitsConfig           `koanf:"limits" json:"limits"`
+	Audit  AuditConfig            `koanf:"audit" json:"audit"`
+	Routes map[string]RouteConfig `koanf:"routes" json:"routes"`
+}
+
+// TenantConfig is one tenant: who it is (token hashes), what it may do (a
+// profile) and where it may go (lists and floor exceptions, which narrow and
+// except on top of the global egress policy).
+type TenantConfig struct {
+	// Tokens are API token hashes, "sha256:<64 hex>". Plain tokens are
+	// refused: create them with `airlock token create`.
+	Tokens []string `koanf:"tokens" json:"tokens"`
+	// Profile names the capability profile; "" is posix for "local" and
+	// compute otherwise. An unknown name is a configuration error.
+	Profile    string   `koanf:"profile" json:"profile"`
+	Allow      []string `koanf:"allow" json:"allow"`
+	Deny       []string `koanf:"deny" json:"deny"`
+	Exceptions []string `koanf:"exceptions" json:"exceptions"`
+	// Secrets are named signing keys, read from the environment or a file;
+	// their values never leave the engine.
+	Secrets map[string]SecretRef `koanf:"secrets" json:"secrets"`
+	// Routes lists the credentialed routes this tenant may call; empty means
+	// every configured route.
+	Routes []string `koanf:"routes" json:"routes"`
+	// Rate and Burst override the per-tenant broker call limit.
+	Rate  float64 `koanf:"rate" json:"rate"`
+	Burst int     `koanf:"burst" json:"burst"`
+}
+
+// SecretRef says where a secret's value comes from: exactly one of Env and
+// File.
+type SecretRef struct {
+	Env  string `koanf:"env" json:"env"`
+	File string `koanf:"file" json:"file"`
+}
+
+// ProfileConfig defines a custom profile.
+type ProfileConfig struct {
+	Capabilities []string      `koanf:"capabilities" json:"capabilities"`
+	MemoryMiB    int           `koanf:"memory_mib" json:"memory_mib"`
+	Deadline     time.Duration `koanf:"deadline" json:"deadline"`
+}
+
+// EgressConfig is the global egress policy every tenant starts from.
+type EgressConfig struct {
+	// Exceptions lift the floor for intranet addresses for every tenant.
+	Exceptions []string `koanf:"exceptions" json:"exceptions"`
+	Allow      []string `koanf:"allow" json:"allow"`
+	Deny       []string `koanf:"deny" json:"deny"`
+	// Resolve answers names offline: name → addresses.
+	Resolve map[string][]string `koanf:"resolve" json:"resolve"`
+	// DNSServer is ip:port; "" uses /etc/resolv.conf.
+	DNSServer          string        `koanf:"dns_server" json:"dns_server"`
+	UnwrapEmbeddedIPv4 bool          `koanf:"unwrap_embedded_ipv4" json:"unwrap_embedded_ipv4"`
+	PinDNS             bool          `koanf:"pin_dns" json:"pin_dns"`
+	FetchTimeout       time.Duration `koanf:"fetch_timeout" json:"fetch_timeout"`
+	MaxRedirects       int           `koanf:"max_redirects" json:"max_redirects"`
+	MaxBodyBytes       int64         `koanf:"max_body_bytes" json:"max_body_bytes"`
+	MaxDecodedBytes    int64         `koanf:"max_decoded_bytes" json:"max_decoded_bytes"`
+	TLSProfile         string        `koanf:"tls_profile" json:"tls_profile"`
+	// Proxies are the upstream proxies a request may name: name → URL
+	// (http://host:port or socks5://host:port).
+	Proxies map[string]string `koanf:"proxies" json:"proxies"`
+}
+
+// LimitsConfig holds the rate limits.
+type LimitsConfig struct {
+	TenantRate      float64       `koanf:"tenant_rate" json:"tenant_rate"`
+	TenantBurst     int           `koanf:"tenant_burst" json:"tenant_burst"`
+	ConnectAttempts int           `koanf:"connect_attempts" json:"connect_attempts"`
+	ConnectWindow   time.Duration `koanf:"connect_window" json:"connect_window"`
+}
+
+// AuditConfig tunes the audit pipeline.
+type AuditConfig struct {
+	BatchInterval time.Duration `koanf:"batch_interval" json:"batch_interval"`
+	QueueSize     int           `koanf:"queue_size" json:"queue_size"`
+	Retention     time.Duration `koanf:"retention" json:"retention"`
+	MaxRows       int64         `koanf:"max_rows" json:"max_rows"`
+}
+
+// RouteConfig is a credentialed route: the engine adds Header: <value of
+// ValueEnv> to calls under BaseURL, for the listed methods and path prefix.
+type RouteConfig struct {
+	BaseURL    string   `koanf:"base_url" json:"base_url"`
+	Header     string   `koanf:"header" json:"header"`
+	ValueEnv   string   `koanf:"value_env" json:"value_env"`
+	ValueFile  string   `koanf:"value_file" json:"value_file"`
+	Prefix     string   `koanf:"value_prefix" json:"value_prefix"` // e.g. "Bearer "
+	Methods    []string `koanf:"methods" json:"methods"`
+	PathPrefix string   `koanf:"path_prefix" json:"path_prefix"`
+}

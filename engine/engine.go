@@ -1,0 +1,873 @@
+// Package engine is Airlock's public facade: the one place every surface
+// (CLI, HTTP API, MCP, WebAssembly host) and any Go program calls to reach
+// the network on a principal's behalf. Each method runs the gate's cadence
+// (revoked? → rate limit → capability granted? → policy → the work under
+// caps → audit) and returns the one error vocabulary: an *airlock.Error
+// carrying the decision id of the call.
+//
+//	e, err := engine.New(engine.Config{InMemory: true})
+//	if err != nil { ... }
+//	defer e.Close(ctx)
+//	resp, err := e.HTTP(ctx, airlock.Principal{Tenant: "local"}, airlock.HTTPRequest{URL: "https://example.com/"})
+package engine
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/gate"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// Version is the build version reported in airlock_build_info.
+var Version = "dev"
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	logger  *slog.Logger
+	getenv  func(string) string
+	limiter gate.RateLimiter
+}
+
+// WithLogger sets the structured logger (one record per decision). The
+// default discards.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithGetenv replaces os.Getenv for reading secrets (tests).
+func WithGetenv(f func(string) string) Option { return func(o *options) { o.getenv = f } }
+
+// Engine is a running Airlock engine. Its methods are safe for concurrent
+// use. Close it to drain calls and flush the audit log.
+type Engine struct {
+	cfg      Config
+	st       *store.SQLite
+	gate     *gate.Gate
+	audit    *gate.Auditor
+	revs     *gate.RevocationSet
+	registry *prometheus.Registry
+	routes   map[string]*route
+	tokens   map[string]string // config token hash → tenant
+	logger   *slog.Logger
+	closing  atomic.Bool
+	closeMu  sync.Mutex
+	closed   bool
+	stopBg   chan struct{}
+	bgDone   chan struct{}
+}
+
+type route struct {
+	name    string
+	base    egress.Target
+	header  string
+	value   string // the credential; never leaves the engine
+	methods map[string]bool
+	prefix  string
+}
+
+func defaults(cfg Config) Config {
+	if cfg.DataDir == "" {
+		cfg.DataDir = DefaultDataDir
+	}
+	if cfg.DefaultTenant == "" {
+		cfg.DefaultTenant = airlock.LocalTenant
+	}
+	if cfg.Limits.TenantRate == 0 {
+		cfg.Limits.TenantRate = DefaultTenantRate
+	}
+	if cfg.Limits.TenantBurst == 0 {
+		cfg.Limits.TenantBurst = DefaultTenantBurst
+	}
+	if cfg.Limits.ConnectAttempts == 0 {
+		cfg.Limits.ConnectAttempts = DefaultConnectAttempts
+	}
+	if cfg.Limits.ConnectWindow == 0 {
+		cfg.Limits.ConnectWindow = DefaultConnectWindow
+	}
+	if cfg.Audit.BatchInterval == 0 {
+		cfg.Audit.BatchInterval = DefaultAuditInterval
+	}
+	if cfg.Audit.QueueSize == 0 {
+		cfg.Audit.QueueSize = DefaultAuditQueue
+	}
+	if cfg.Audit.Retention == 0 {
+		cfg.Audit.Retention = DefaultAuditRetention
+	}
+	if cfg.Audit.MaxRows == 0 {
+		cfg.Audit.MaxRows = DefaultAuditMaxRows
+	}
+	if len(cfg.Tenants) == 0 {
+		cfg.Tenants = map[string]TenantConfig{airlock.LocalTenant: {Profile: gate.ProfilePosix}}
+	}
+	return cfg
+}
+
+func configErr(format string, args ...any) error {
+	return airlock.Errorf(airlock.CodeInvalid, "config", "config: "+format, args...)
+}
+
+// New validates cfg, opens the store and starts the engine.
+func New(cfg Config, opts ...Option) (*Engine, error) {
+	o := options{getenv: os.Getenv}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	cfg = defaults(cfg)
+	if err := Validate(cfg); err != nil {
+		return nil, err
+	}
+	specs := map[string]gate.ProfileSpec{}
+	for n, p := range cfg.Profiles {
+		specs[n] = gate.ProfileSpec{Capabilities: p.Capabilities, MemoryMiB: p.MemoryMiB, Deadline: p.Deadline}
+	}
+	profiles, err := gate.Profiles(specs)
+	if err != nil {
+		return nil, configErr("%v", err)
+	}
+	e := &Engine{cfg: cfg, logger: o.logger, registry: prometheus.NewRegistry(), tokens: map[string]string{}, stopBg: make(chan struct{}), bgDone: make(chan struct{})}
+
+	resolver, err := buildResolver(cfg.Egress)
+	if err != nil {
+		return nil, err
+	}
+	proxies := map[string]*egress.UpstreamProxy{}
+	for name, raw := range cfg.Egress.Proxies {
+		p, err := egress.ParseUpstreamProxy(name, raw)
+		if err != nil {
+			return nil, configErr("egress.proxies.%s: %v", name, err)
+		}
+		proxies[name] = p
+	}
+	var pins egress.PinStore
+	if cfg.Egress.PinDNS {
+		pins = &egress.MemoryPins{}
+	}
+	profile, err := egress.ParseTLSProfile(cfg.Egress.TLSProfile)
+	if err != nil {
+		return nil, configErr("egress.tls_profile: %v", err)
+	}
+
+	tenants := map[string]*gate.Tenant{}
+	for name, tc := range cfg.Tenants {
+		pname := tc.Profile
+		if pname == "" {
+			pname = gate.ProfileCompute
+			if name == airlock.LocalTenant {
+				pname = gate.ProfilePosix
+			}
+		}
+		prof, ok := profiles[pname]
+		if !ok {
+			return nil, configErr("tenant %q: unknown profile %q", name, pname)
+		}
+		chk, err := tenantChecker(cfg.Egress, tc, prof)
+		if err != nil {
+			return nil, configErr("tenant %q: %v", name, err)
+		}
+		d := &egress.Dialer{Policy: chk, Resolver: resolver, Pins: pins, Proxies: proxies,
+			Logger: o.logger.With(slog.String("tenant", name))}
+		t := &gate.Tenant{
+			Name: name, Profile: prof, Dialer: d,
+			Client: &egress.Client{Dialer: d, Timeout: cfg.Egress.FetchTimeout, MaxRedirects: cfg.Egress.MaxRedirects,
+				MaxBodyBytes: cfg.Egress.MaxBodyBytes, MaxDecodedBytes: cfg.Egress.MaxDecodedBytes, Profile: profile},
+			Limit:   gate.Limit{Rate: cfg.Limits.TenantRate, Burst: cfg.Limits.TenantBurst},
+			Secrets: map[string][]byte{},
+		}
+		if tc.Rate > 0 {
+			t.Limit = gate.Limit{Rate: tc.Rate, Burst: max(tc.Burst, 1)}
+		}
+		for sname, ref := range tc.Secrets {
+			v, err := readSecret(ref, o.getenv)
+			if err != nil {
+				return nil, configErr("tenant %q secret %q: %v", name, sname, err)
+			}
+			t.Secrets[sname] = v
+		}
+		if len(tc.Routes) > 0 {
+			t.Routes = map[string]bool{}
+			for _, r := range tc.Routes {
+				t.Routes[r] = true
+			}
+		}
+		for _, h := range tc.Tokens {
+			e.tokens[h] = name
+		}
+		tenants[name] = t
+	}
+	e.routes = map[string]*route{}
+	for name, rc := range cfg.Routes {
+		r, err := buildRoute(name, rc, o.getenv)
+		if err != nil {
+			return nil, err
+		}
+		e.routes[name] = r
+	}
+
+	if cfg.InMemory {
+		e.st, err = store.OpenMemory()
+	} else {
+		e.st, err = store.Open(filepath.Join(cfg.DataDir, "airlock.db"))
+	}
+	if err != nil {
+		return nil, airlock.Errorf(airlock.CodeUnavailable, "store", "open the store in %s: %v", cfg.DataDir, err)
+	}
+	e.audit = gate.NewAuditor(gate.AuditorConfig{Sink: e.st, Interval: cfg.Audit.BatchInterval, Queue: cfg.Audit.QueueSize, Logger: o.logger, Registry: e.registry})
+	var g *gate.Gate
+	e.revs, err = gate.NewRevocationSet(context.Background(), e.st, DefaultRevocationPoll, o.logger, func() {
+		if g != nil {
+			g.RevocationsChanged()
+		}
+	})
+	if err != nil {
+		e.audit.Close(context.Background())
+		e.st.Close()
+		return nil, airlock.Errorf(airlock.CodeUnavailable, "store", "load revocations: %v", err)
+	}
+	g = gate.New(gate.Config{Tenants: tenants, Limiter: o.limiter, Revocations: e.revs, Auditor: e.audit, Logger: o.logger,
+		Connect: gate.Limit{Rate: float64(cfg.Limits.ConnectAttempts) / cfg.Limits.ConnectWindow.Seconds(), Burst: cfg.Limits.ConnectAttempts}})
+	e.gate = g
+
+	bi := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "airlock_build_info", Help: "Build information; always 1."}, []string{"version", "goversion"})
+	bi.WithLabelValues(Version, runtime.Version()).Set(1)
+	e.registry.MustRegister(bi, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "airlock_broker_calls_in_flight", Help: "Broker calls in progress."}, func() float64 { return float64(g.Active()) }))
+	go e.retention()
+	return e, nil
+}
+
+// Validate checks a configuration without opening anything: profiles,
+// tenants, token hashes, patterns, routes.
+func Validate(cfg Config) error {
+	cfg = defaults(cfg)
+	specs := map[string]gate.ProfileSpec{}
+	for n, p := range cfg.Profiles {
+		specs[n] = gate.ProfileSpec{Capabilities: p.Capabilities, MemoryMiB: p.MemoryMiB, Deadline: p.Deadline}
+	}
+	profiles, err := gate.Profiles(specs)
+	if err != nil {
+		return configErr("%v", err)
+	}
+	if _, ok := cfg.Tenants[cfg.DefaultTenant]; !ok {
+		return configErr("default_tenant %q is not a configured tenant", cfg.DefaultTenant)
+	}
+	seen := map[string]string{}
+	for name, tc := range cfg.Tenants {
+		if _, err := airlock.ParsePrincipal(name); err != nil || strings.Contains(name, "/") {
+			return configErr("tenant name %q: letters, digits, '-', '_', '.' only", name)
+		}
+		if tc.Profile != "" {
+			if _, ok := profiles[tc.Profile]; !ok {
+				return configErr("tenant %q: unknown profile %q (known: compute, minimal, network, posix and the profiles section)", name, tc.Profile)
+			}
+		}
+		for _, h := range tc.Tokens {
+			if err := store.ValidateTokenHash(h); err != nil {
+				return configErr("tenant %q: token %q is not a sha256:<64 hex> hash (create tokens with `airlock token create`)", name, redactToken(h))
+			}
+			if other, dup := seen[h]; dup {
+				return configErr("token hash listed for both %q and %q", other, name)
+			}
+			seen[h] = name
+		}
+		if _, err := tenantChecker(cfg.Egress, tc, gate.BuiltinProfiles()[gate.ProfilePosix]); err != nil {
+			return configErr("tenant %q: %v", name, err)
+		}
+		for sname, ref := range tc.Secrets {
+			if (ref.Env == "") == (ref.File == "") {
+				return configErr("tenant %q secret %q: set exactly one of env and file", name, sname)
+			}
+		}
+		for _, r := range tc.Routes {
+			if _, ok := cfg.Routes[r]; !ok {
+				return configErr("tenant %q: unknown route %q", name, r)
+			}
+		}
+	}
+	for name, rc := range cfg.Routes {
+		if _, err := buildRoute(name, rc, func(string) string { return "x" }); err != nil {
+			return err
+		}
+	}
+	if _, err := buildResolver(cfg.Egress); err != nil {
+		return err
+	}
+	return nil
+}
+
+func redactToken(s string) string {
+	if len(s) > 12 {
+		return s[:12] + "…"
+	}
+	return s
+}
+
+func tenantChecker(eg EgressConfig, tc TenantConfig, prof gate.Profile) (*egress.Checker, error) {
+	exceptions := append(slices.Clone(eg.Exceptions), tc.Exceptions...)
+	pol := egress.Policy{
+		Lanes:              prof.Lanes(),
+		Allow:              tc.Allow,
+		Deny:               append(slices.Clone(eg.Deny), tc.Deny...),
+		Exceptions:         exceptions,
+		UnwrapEmbeddedIPv4: eg.UnwrapEmbeddedIPv4,
+	}
+	chk, err := pol.Compile()
+	if err != nil {
+		return nil, err
+	}
+	if len(eg.Allow) > 0 {
+		global, err := egress.Policy{Lanes: egress.Lanes(), Allow: eg.Allow, Exceptions: exceptions, UnwrapEmbeddedIPv4: eg.UnwrapEmbeddedIPv4}.Compile()
+		if err != nil {
+			return nil, err
+		}
+		chk = chk.Narrow(global)
+	}
+	return chk, nil
+}
+
+func buildResolver(eg EgressConfig) (egress.Resolver, error) {
+	var next egress.Resolver
+	if eg.DNSServer != "" {
+		r, err := egress.NewDNSResolver(eg.DNSServer)
+		if err != nil {
+			return nil, configErr("egress.dns_server: %v", err)
+		}
+		next = r
+	}
+	if len(eg.Resolve) == 0 {
+		return next, nil // nil: the system resolver, loaded on first use
+	}
+	hosts := map[string][]netip.Addr{}
+	for name, ips := range eg.Resolve {
+		t, err := egress.ParseHost(name)
+		if err != nil || t.IsIP() {
+			return nil, configErr("egress.resolve: %q is not a host name", name)
+		}
+		for _, s := range ips {
+			a, err := netip.ParseAddr(strings.Trim(s, "[]"))
+			if err != nil {
+				return nil, configErr("egress.resolve.%s: %q is not an IP address", name, s)
+			}
+			hosts[t.Host] = append(hosts[t.Host], a)
+		}
+	}
+	if next == nil {
+		next = lazySystem{}
+	}
+	return &egress.StaticResolver{Hosts: hosts, Next: next}, nil
+}
+
+// lazySystem defers reading /etc/resolv.conf until a name needs it.
+type lazySystem struct{}
+
+func (lazySystem) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	r, err := egress.SystemResolver()
+	if err != nil {
+		return nil, err
+	}
+	return r.LookupNetIP(ctx, network, host)
+}
+
+func readSecret(ref SecretRef, getenv func(string) string) ([]byte, error) {
+	switch {
+	case ref.Env != "" && ref.File != "":
+		return nil, errors.New("set exactly one of env and file")
+	case ref.Env != "":
+		v := getenv(ref.Env)
+		if v == "" {
+			return nil, fmt.Errorf("environment variable %s is not set", ref.Env)
+		}
+		return []byte(v), nil
+	case ref.File != "":
+		b, err := os.ReadFile(ref.File)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", ref.File, errors.Unwrap(err))
+		}
+		v := strings.TrimRight(string(b), "\r\n")
+		if v == "" {
+			return nil, fmt.Errorf("%s is empty", ref.File)
+		}
+		return []byte(v), nil
+	}
+	return nil, errors.New("set env or file")
+}
+
+func buildRoute(name string, rc RouteConfig, getenv func(string) string) (*route, error) {
+	base, err := egress.ParseURL(rc.BaseURL)
+	if err != nil {
+		return nil, configErr("routes.%s.base_url: %v", name, err)
+	}
+	if rc.Header == "" || strings.ContainsAny(rc.Header, " :\r\n") {
+		return nil, configErr("routes.%s.header: a header name is required", name)
+	}
+	v, err := readSecret(SecretRef{Env: rc.ValueEnv, File: rc.ValueFile}, getenv)
+	if err != nil {
+		return nil, configErr("routes.%s: credential: %v", name, err)
+	}
+	r := &route{name: name, base: base, header: http.CanonicalHeaderKey(rc.Header), value: rc.Prefix + string(v), methods: map[string]bool{}, prefix: rc.PathPrefix}
+	if r.prefix == "" {
+		r.prefix = "/"
+	}
+	if !strings.HasPrefix(r.prefix, "/") {
+		return nil, configErr("routes.%s.path_prefix must start with /", name)
+	}
+	methods := rc.Methods
+	if len(methods) == 0 {
+		methods = []string{http.MethodGet}
+	}
+	for _, m := range methods {
+		r.methods[strings.ToUpper(m)] = true
+	}
+	return r, nil
+}
+
+// Principal returns the principal of the default tenant ("local").
+func (e *Engine) Principal() airlock.Principal { return airlock.Principal{Tenant: e.cfg.DefaultTenant} }
+
+// Profile returns the profile name of a tenant, or "".
+func (e *Engine) Profile(tenant string) string {
+	if t := e.gate.Tenant(tenant); t != nil {
+		return t.Profile.Name
+	}
+	return ""
+}
+
+func (e *Engine) begin(ctx context.Context, p airlock.Principal, c airlock.Capability, broker, target string) (*gate.Call, error) {
+	if e.closing.Load() {
+		return nil, airlock.Errorf(airlock.CodeUnavailable, "shutting_down", "engine is shutting down")
+	}
+	return e.gate.Begin(ctx, p, c, broker, target)
+}
+
+func narrow(n *airlock.Narrowing) (*egress.Checker, error) {
+	if n == nil || len(n.Allow) == 0 && len(n.Deny) == 0 {
+		return nil, nil
+	}
+	pol := egress.DefaultPolicy()
+	pol.Allow, pol.Deny = n.Allow, n.Deny
+	// The narrowing's own floor must not deny what the tenant excepted: an
+	// exception-free floor here would, so the narrowing opens the floor and
+	// relies on the tenant's checker for it.
+	pol.Exceptions = []string{"0.0.0.0/0", "::/0"}
+	chk, err := pol.Compile()
+	if err != nil {
+		return nil, airlock.Errorf(airlock.CodeInvalid, "narrow", "request narrowing: %v", err)
+	}
+	return chk, nil
+}
+
+// HTTP makes a generic HTTP request under the principal's policy
+// (capability http).
+func (e *Engine) HTTP(ctx context.Context, p airlock.Principal, req airlock.HTTPRequest) (*airlock.HTTPResponse, error) {
+	call, err := e.begin(ctx, p, airlock.CapabilityHTTP, "http", req.URL)
+	if err != nil {
+		return nil, err
+	}
+	n, err := narrow(req.Narrow)
+	if err != nil {
+		return nil, call.End(err, 0, 0)
+	}
+	resp, in, err := e.doHTTP(call, call.Tenant.Client, &egress.Request{
+		Method: req.Method, URL: req.URL, Header: http.Header(req.Header), Body: req.Body,
+		Profile: egress.TLSProfile(req.TLSProfile), MaxRedirects: req.MaxRedirects,
+		Call: egress.Call{Key: call.Key(), Narrow: n, Proxy: req.Proxy},
+	}, "")
+	if err = call.End(err, in, int64(len(req.Body))); err != nil {
+		return nil, err
+	}
+	resp.DecisionID = call.ID
+	return resp, nil
+}
+
+func (e *Engine) doHTTP(call *gate.Call, c *egress.Client, r *egress.Request, redact string) (*airlock.HTTPResponse, int64, error) {
+	resp, err := c.Do(call.Ctx, r)
+	if err != nil {
+		return nil, 0, err
+	}
+	body, err := egress.ReadAll(resp)
+	if err != nil {
+		return nil, int64(len(body)), err
+	}
+	h := map[string][]string(resp.Header)
+	if redact != "" {
+		body = redactBytes(body, redact)
+		for k, vs := range h {
+			for i, v := range vs {
+				vs[i] = strings.ReplaceAll(v, redact, redactedMark)
+			}
+			h[k] = vs
+		}
+	}
+	return &airlock.HTTPResponse{Status: resp.StatusCode, Header: h, Body: body, URL: resp.URL.String(), Redirects: resp.Redirects, Proto: resp.Proto}, int64(len(body)), nil
+}
+
+const redactedMark = "[REDACTED]"
+
+func redactBytes(b []byte, secret string) []byte {
+	if secret == "" || !strings.Contains(string(b), secret) {
+		return b
+	}
+	return []byte(strings.ReplaceAll(string(b), secret, redactedMark))
+}
+
+// Exchange makes a one-shot TCP, UDP or TLS exchange (capability tcp, udp or
+// tls, after the lane).
+func (e *Engine) Exchange(ctx context.Context, p airlock.Principal, req airlock.ExchangeRequest) (*airlock.ExchangeResponse, error) {
+	var capability airlock.Capability
+	switch req.Lane {
+	case airlock.LaneTCP:
+		capability = airlock.CapabilityTCP
+	case airlock.LaneUDP:
+		capability = airlock.CapabilityUDP
+	case airlock.LaneTLS:
+		capability = airlock.CapabilityTLS
+	default:
+		return nil, airlock.Errorf(airlock.CodeInvalid, "lane", "exchange lane %q: want tcp, udp or tls", req.Lane)
+	}
+	call, err := e.begin(ctx, p, capability, req.Lane, req.Target)
+	if err != nil {
+		return nil, err
+	}
+	n, err := narrow(req.Narrow)
+	if err != nil {
+		return nil, call.End(err, 0, 0)
+	}
+	o := &egress.ExchangeOptions{Call: egress.Call{Key: call.Key(), Narrow: n}, Timeout: req.Timeout, MaxReply: req.MaxReply, IdleAfterFirstByte: req.Idle}
+	d := call.Tenant.Dialer
+	var reply []byte
+	switch req.Lane {
+	case airlock.LaneTCP:
+		reply, err = d.ExchangeTCP(call.Ctx, req.Target, req.Data, o)
+	case airlock.LaneUDP:
+		reply, err = d.ExchangeUDP(call.Ctx, req.Target, req.Data, o)
+	case airlock.LaneTLS:
+		reply, err = d.ExchangeTLS(call.Ctx, req.Target, req.Data, o)
+	}
+	if err = call.End(err, int64(len(reply)), int64(len(req.Data))); err != nil {
+		return nil, err
+	}
+	return &airlock.ExchangeResponse{Data: reply, DecisionID: call.ID}, nil
+}
+
+// Sign returns HMAC-SHA256(secret, data) with the tenant's named secret
+// (capability secrets). The secret itself is never returned, logged or
+// audited.
+func (e *Engine) Sign(ctx context.Context, p airlock.Principal, name string, data []byte) ([]byte, string, error) {
+	call, err := e.begin(ctx, p, airlock.CapabilitySecrets, "sign", name)
+	if err != nil {
+		return nil, "", err
+	}
+	key, ok := call.Tenant.Secrets[name]
+	if !ok {
+		return nil, "", call.End(airlock.Errorf(airlock.CodeNotFound, "secret", "no secret named %q for tenant %s", name, p.Tenant), 0, 0)
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write(data)
+	sum := m.Sum(nil)
+	return sum, call.ID, call.End(nil, 0, int64(len(data)))
+}
+
+// Route calls a credentialed route (capability routes): the engine adds the
+// route's credential header, the call goes through egress under the
+// tenant's policy, and any echo of the credential in the response is
+// redacted.
+func (e *Engine) Route(ctx context.Context, p airlock.Principal, req airlock.RouteRequest) (*airlock.HTTPResponse, error) {
+	call, err := e.begin(ctx, p, airlock.CapabilityRoutes, "route", req.Name+" "+req.Method+" "+req.Path)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := e.routes[req.Name]
+	if !ok || call.Tenant.Routes != nil && !call.Tenant.Routes[req.Name] {
+		return nil, call.End(airlock.Errorf(airlock.CodeNotFound, "route", "no route named %q for tenant %s", req.Name, p.Tenant), 0, 0)
+	}
+	method := strings.ToUpper(req.Method)
+	if method == "" {
+		method = http.MethodGet
+	}
+	if !r.methods[method] {
+		return nil, call.End(airlock.Errorf(airlock.CodeDenied, "route_method", "route %s does not allow %s", r.name, method), 0, 0)
+	}
+	u, err := r.join(req.Path)
+	if err != nil {
+		return nil, call.End(err, 0, 0)
+	}
+	h := http.Header{}
+	for k, vs := range req.Header {
+		if http.CanonicalHeaderKey(k) == r.header {
+			continue // the caller cannot set or see the credential header
+		}
+		h[k] = vs
+	}
+	if err := egress.CheckHeaders(h); err != nil {
+		return nil, call.End(err, 0, 0)
+	}
+	h.Set(r.header, r.value)
+	resp, in, err := e.doHTTP(call, call.Tenant.Client, &egress.Request{Method: method, URL: u, Header: h, Body: req.Body,
+		Call: egress.Call{Key: call.Key()}}, r.value)
+	if err != nil {
+		err = scrubErr(err, r.value)
+	}
+	if err = call.End(err, in, int64(len(req.Body))); err != nil {
+		return nil, err
+	}
+	resp.DecisionID = call.ID
+	return resp, nil
+}
+
+// scrubErr makes sure no error text carries the credential.
+func scrubErr(err error, secret string) error {
+	if secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	return airlock.Errorf(airlock.CodeOf(err), airlock.ReasonOf(err), "%s", strings.ReplaceAll(err.Error(), secret, redactedMark))
+}
+
+func (r *route) join(path string) (string, error) {
+	bad := func(why string) error {
+		return airlock.Errorf(airlock.CodeInvalid, "route_path", "route %s: path %q %s", r.name, path, why)
+	}
+	if !strings.HasPrefix(path, "/") || strings.HasPrefix(path, "//") {
+		return "", bad("must start with a single /")
+	}
+	p, _, _ := strings.Cut(path, "?")
+	for _, seg := range strings.Split(p, "/") {
+		if seg == ".." || seg == "." || strings.Contains(strings.ToLower(seg), "%2e") || strings.Contains(strings.ToLower(seg), "%2f") {
+			return "", bad("may not contain dot segments or encoded slashes")
+		}
+	}
+	if !strings.HasPrefix(p, r.prefix) {
+		return "", bad("is outside the route's path prefix " + r.prefix)
+	}
+	base := strings.TrimSuffix(r.base.URL.String(), "/")
+	if r.base.URL.Path != "/" {
+		base = strings.TrimSuffix(r.base.String(), "/")
+	}
+	u := base + path
+	t, err := egress.ParseURL(u)
+	if err != nil {
+		return "", err
+	}
+	if t.Origin() != r.base.Origin() {
+		return "", bad("leaves the route's origin")
+	}
+	return u, nil
+}
+
+// Authenticate maps an API token to its tenant's principal: tokens listed
+// (as hashes) in the configuration, or created with CreateToken.
+func (e *Engine) Authenticate(ctx context.Context, token string) (airlock.Principal, error) {
+	if token == "" {
+		return airlock.Principal{}, airlock.Errorf(airlock.CodeDenied, "token", "missing token")
+	}
+	h := store.HashToken(token)
+	if t, ok := e.tokens[h]; ok {
+		return airlock.Principal{Tenant: t}, nil
+	}
+	tok, err := e.st.LookupToken(ctx, h)
+	if err == nil && e.gate.Tenant(tok.Tenant) != nil {
+		return airlock.Principal{Tenant: tok.Tenant}, nil
+	}
+	return airlock.Principal{}, airlock.Errorf(airlock.CodeDenied, "token", "unknown token")
+}
+
+// CreateToken makes a new API token for tenant, stores only its hash, and
+// returns the token (shown once).
+func (e *Engine) CreateToken(ctx context.Context, tenant, label string) (string, error) {
+	if e.gate.Tenant(tenant) == nil {
+		return "", airlock.Errorf(airlock.CodeNotFound, "tenant", "unknown tenant %q", tenant)
+	}
+	var b [32]byte
+	rand.Read(b[:])
+	tok := "alk_" + base64.RawURLEncoding.EncodeToString(b[:])
+	err := e.st.AddToken(ctx, store.Token{Hash: store.HashToken(tok), Tenant: tenant, Label: label, Created: time.Now()})
+	e.gate.RecordAdmin("token_create", tenant, err)
+	if err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// Revoke revokes a principal ("tenant/instance") or a whole tenant: its
+// next broker call fails with revoked, and its calls in flight are
+// cancelled. Every process sharing the data directory sees it within a
+// second.
+func (e *Engine) Revoke(ctx context.Context, subject, reason string) error {
+	if _, err := airlock.ParsePrincipal(subject); err != nil {
+		return err
+	}
+	err := e.revs.Revoke(ctx, subject, reason)
+	e.gate.RecordAdmin("revoke", subject, err)
+	return err
+}
+
+// Unrevoke lifts a revocation.
+func (e *Engine) Unrevoke(ctx context.Context, subject string) error {
+	err := e.revs.Unrevoke(ctx, subject)
+	e.gate.RecordAdmin("unrevoke", subject, err)
+	if errors.Is(err, store.ErrNotFound) {
+		return airlock.Errorf(airlock.CodeNotFound, "revocation", "%s is not revoked", subject)
+	}
+	return err
+}
+
+// Revocations lists the current revocations.
+func (e *Engine) Revocations() []string {
+	var out []string
+	for _, r := range e.revs.List() {
+		out = append(out, r.Subject)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func toPublic(r store.AuditRecord) airlock.AuditRecord {
+	return airlock.AuditRecord{ID: r.ID, Time: r.Time, Tenant: r.Tenant, Instance: r.Instance, Broker: r.Broker, Outcome: r.Outcome,
+		Code: r.Code, Reason: r.Reason, Target: r.Target, Detail: r.Detail, DurationMS: r.DurationMS, BytesIn: r.BytesIn, BytesOut: r.BytesOut}
+}
+
+// AuditQuery reads the persistent audit log, newest first.
+func (e *Engine) AuditQuery(ctx context.Context, q airlock.AuditQuery) ([]airlock.AuditRecord, error) {
+	sq := store.AuditQuery{Since: q.Since, Until: q.Until, Outcome: q.Outcome, Broker: q.Broker, Reason: q.Reason, Limit: q.Limit, BeforeID: q.BeforeID}
+	if q.Principal != "" {
+		p, err := airlock.ParsePrincipal(q.Principal)
+		if err != nil {
+			return nil, err
+		}
+		sq.Tenant, sq.Instance = p.Tenant, p.Instance
+	}
+	recs, err := e.st.QueryAudit(ctx, sq)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]airlock.AuditRecord, len(recs))
+	for i, r := range recs {
+		out[i] = toPublic(r)
+	}
+	return out, nil
+}
+
+// AuditStats counts persisted decisions since a time by broker, outcome and
+// reason.
+func (e *Engine) AuditStats(ctx context.Context, since time.Time) ([]airlock.AuditStat, error) {
+	st, err := e.st.AuditStats(ctx, since)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]airlock.AuditStat, len(st))
+	for i, s := range st {
+		out[i] = airlock.AuditStat(s)
+	}
+	return out, nil
+}
+
+// RecentDenials returns the deny ring (the last 128 denials, strings cut to
+// 512 bytes), engine-wide or for one principal.
+func (e *Engine) RecentDenials(principal string, n int) []airlock.AuditRecord {
+	recs := e.audit.Recent(principal, n)
+	out := make([]airlock.AuditRecord, len(recs))
+	for i, r := range recs {
+		out[i] = toPublic(r)
+	}
+	return out
+}
+
+// Counters returns this process's decision counters since start.
+func (e *Engine) Counters() []airlock.AuditStat {
+	st := e.audit.Stats()
+	out := make([]airlock.AuditStat, len(st))
+	for i, s := range st {
+		out[i] = airlock.AuditStat(s)
+	}
+	return out
+}
+
+// FlushAudit waits until every decision made so far is in the persistent
+// log.
+func (e *Engine) FlushAudit(ctx context.Context) error { return e.audit.Flush(ctx) }
+
+// Metrics serves the Prometheus metrics of this engine.
+func (e *Engine) Metrics() http.Handler {
+	return promhttp.HandlerFor(e.registry, promhttp.HandlerOpts{})
+}
+
+// Registry returns the Prometheus registry, for surfaces that add their own
+// metrics.
+func (e *Engine) Registry() *prometheus.Registry { return e.registry }
+
+func (e *Engine) retention() {
+	defer close(e.bgDone)
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	prune := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := e.st.PruneAudit(ctx, time.Now().Add(-e.cfg.Audit.Retention), e.cfg.Audit.MaxRows); err != nil {
+			e.logger.Error("audit retention", slog.String("error", err.Error()))
+		}
+	}
+	prune()
+	for {
+		select {
+		case <-e.stopBg:
+			return
+		case <-t.C:
+			prune()
+		}
+	}
+}
+
+// Close stops taking calls, waits for calls in flight (until ctx ends, then
+// cancels them), flushes the audit log and closes the store.
+func (e *Engine) Close(ctx context.Context) error {
+	e.closeMu.Lock()
+	defer e.closeMu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	e.closing.Store(true)
+	for e.gate.Active() > 0 {
+		select {
+		case <-ctx.Done():
+			goto drained
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+drained:
+	close(e.stopBg)
+	<-e.bgDone
+	e.revs.Close()
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultDrainTimeout)
+	defer cancel()
+	errA := e.audit.Close(flushCtx)
+	for _, name := range e.gate.Tenants() {
+		e.gate.Tenant(name).Client.CloseIdleConnections()
+	}
+	errS := e.st.Close()
+	return errors.Join(errA, errS)
+}

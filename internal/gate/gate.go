@@ -1,0 +1,285 @@
+// Package gate is the cadence every broker call passes, whatever surface it
+// came through: revoked? → rate limit → capability granted? → (the caller
+// applies the policy and does the work under caps) → audit. It owns
+// principals and tenants, capability profiles, the revocation set, the rate
+// limiters and the audit pipeline.
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/egress"
+)
+
+// Reasons the gate itself produces.
+const (
+	ReasonRevoked       = "revoked"
+	ReasonTenantRate    = "tenant_rate"
+	ReasonConnectRate   = "connect_rate"
+	ReasonCapability    = "capability"
+	ReasonUnknownTenant = "unknown_tenant"
+	ReasonBadPrincipal  = "principal"
+)
+
+// Outcomes of an audit record.
+const (
+	OutcomeAllow = "allow"
+	OutcomeDeny  = "deny"
+	OutcomeError = "error"
+)
+
+// Tenant is a compiled tenant: its profile, the egress client and dialer
+// built on its effective policy, and what it may sign and route.
+type Tenant struct {
+	Name    string
+	Profile Profile
+	Limit   Limit
+	Dialer  *egress.Dialer
+	Client  *egress.Client
+	Secrets map[string][]byte // never leaves the engine
+	Routes  map[string]bool   // nil: every route
+}
+
+// Gate applies the cadence. Create it with New; it is safe for concurrent
+// use.
+type Gate struct {
+	tenants map[string]*Tenant
+	limiter RateLimiter
+	revs    *RevocationSet
+	audit   *Auditor
+	connect Limit
+	logger  *slog.Logger
+	ids     ulidGen
+
+	mu     sync.Mutex
+	active map[*Call]struct{}
+}
+
+// Config wires a Gate.
+type Config struct {
+	Tenants     map[string]*Tenant
+	Limiter     RateLimiter // nil: a MemoryLimiter
+	Revocations *RevocationSet
+	Auditor     *Auditor
+	Connect     Limit // connect attempts per instance
+	Logger      *slog.Logger
+}
+
+// New builds a Gate. It installs the connect-attempt limiter on every
+// tenant's dialer.
+func New(cfg Config) *Gate {
+	g := &Gate{tenants: cfg.Tenants, limiter: cfg.Limiter, revs: cfg.Revocations, audit: cfg.Auditor, connect: cfg.Connect, logger: cfg.Logger, active: map[*Call]struct{}{}}
+	if g.limiter == nil {
+		g.limiter = &MemoryLimiter{}
+	}
+	for _, t := range g.tenants {
+		if t.Dialer != nil {
+			t.Dialer.Limiter = g.connectLimiter
+		}
+	}
+	return g
+}
+
+func (g *Gate) connectLimiter(ctx context.Context, key string) error {
+	ok, retry, err := g.limiter.Allow(ctx, "connect:"+key, g.connect)
+	if err != nil {
+		return &egress.Error{Code: egress.CodeUnavailable, Reason: ReasonConnectRate, Op: "limit", Err: err}
+	}
+	if !ok {
+		return &egress.Error{Code: egress.CodeRateLimited, Reason: ReasonConnectRate, Op: "limit",
+			Detail: fmt.Sprintf("connect attempts over %d per %s; retry after %s", g.connect.Burst, limitWindow(g.connect), retry.Round(time.Millisecond))}
+	}
+	return nil
+}
+
+func limitWindow(l Limit) time.Duration {
+	if l.Rate <= 0 {
+		return 0
+	}
+	return time.Duration(float64(l.Burst) / l.Rate * float64(time.Second))
+}
+
+// Tenant returns the compiled tenant, or nil.
+func (g *Gate) Tenant(name string) *Tenant { return g.tenants[name] }
+
+// Tenants returns the tenant names.
+func (g *Gate) Tenants() []string {
+	out := make([]string, 0, len(g.tenants))
+	for n := range g.tenants {
+		out = append(out, n)
+	}
+	return out
+}
+
+// Auditor returns the audit pipeline.
+func (g *Gate) Auditor() *Auditor { return g.audit }
+
+// Revocations returns the revocation set.
+func (g *Gate) Revocations() *RevocationSet { return g.revs }
+
+// NewID returns a fresh decision id (a ULID).
+func (g *Gate) NewID() string { return g.ids.next(time.Now()) }
+
+// Call is one broker call in progress. Its Ctx is cancelled when the call's
+// principal is revoked mid-flight (context.Cause is then a revoked error).
+// End it exactly once.
+type Call struct {
+	ID        string
+	Principal airlock.Principal
+	Tenant    *Tenant
+	Broker    string
+	Target    string
+	Ctx       context.Context
+	start     time.Time
+	cancel    context.CancelCauseFunc
+	g         *Gate
+	ended     bool
+}
+
+// RevokedError is the cause of a revoked call.
+type RevokedError struct{ Principal airlock.Principal }
+
+func (e *RevokedError) Error() string       { return "gate: " + e.Principal.String() + " is revoked" }
+func (e *RevokedError) ErrorCode() string   { return string(airlock.CodeRevoked) }
+func (e *RevokedError) ErrorReason() string { return ReasonRevoked }
+
+// RateLimitedError carries the time after which a retry can succeed.
+type RateLimitedError struct {
+	Reason string
+	After  time.Duration
+}
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("gate: rate limited (%s); retry after %s", e.Reason, e.After.Round(time.Millisecond))
+}
+func (e *RateLimitedError) ErrorCode() string         { return string(airlock.CodeRateLimited) }
+func (e *RateLimitedError) ErrorReason() string       { return e.Reason }
+func (e *RateLimitedError) RetryAfter() time.Duration { return e.After }
+
+// Begin runs the cadence up to the policy: principal known, not revoked,
+// within its tenant's rate, capability granted (cap "" skips the check, for
+// calls every profile has). On refusal it records the decision and returns
+// an *airlock.Error carrying the decision id; otherwise the caller does the
+// work under call.Ctx and calls End.
+func (g *Gate) Begin(ctx context.Context, p airlock.Principal, capability airlock.Capability, broker, target string) (*Call, error) {
+	c := &Call{ID: g.NewID(), Principal: p, Broker: broker, Target: target, start: time.Now(), g: g}
+	if !p.Valid() {
+		return nil, c.refuse(airlock.CodeInvalid, ReasonBadPrincipal, "bad principal "+fmt.Sprintf("%q", p.String()), nil)
+	}
+	t := g.tenants[p.Tenant]
+	if t == nil {
+		return nil, c.refuse(airlock.CodeDenied, ReasonUnknownTenant, "unknown tenant "+fmt.Sprintf("%q", p.Tenant), nil)
+	}
+	c.Tenant = t
+	if g.revs != nil && g.revs.Revoked(p) {
+		return nil, c.refuse(airlock.CodeRevoked, ReasonRevoked, p.String()+" is revoked", &RevokedError{Principal: p})
+	}
+	ok, retry, err := g.limiter.Allow(ctx, "tenant:"+p.Tenant, t.Limit)
+	if err != nil {
+		return nil, c.refuse(airlock.CodeUnavailable, ReasonTenantRate, "rate limiter unavailable", err)
+	}
+	if !ok {
+		rl := &RateLimitedError{Reason: ReasonTenantRate, After: retry}
+		return nil, c.refuse(airlock.CodeRateLimited, ReasonTenantRate, rl.Error(), rl)
+	}
+	if capability != "" && !t.Profile.Has(capability) {
+		return nil, c.refuse(airlock.CodeDenied, ReasonCapability,
+			fmt.Sprintf("capability %s is not granted by profile %s", capability, t.Profile.Name), nil)
+	}
+	c.Ctx, c.cancel = context.WithCancelCause(ctx)
+	g.mu.Lock()
+	g.active[c] = struct{}{}
+	g.mu.Unlock()
+	return c, nil
+}
+
+func (c *Call) refuse(code airlock.Code, reason, msg string, cause error) error {
+	c.ended = true
+	c.g.audit.Record(Record{ID: c.ID, Time: c.start, Tenant: c.Principal.Tenant, Instance: c.Principal.Instance,
+		Broker: c.Broker, Outcome: OutcomeDeny, Code: string(code), Reason: reason, Target: c.Target, Detail: msg,
+		DurationMS: time.Since(c.start).Milliseconds()})
+	return &airlock.Error{Code: code, Reason: reason, Message: msg, DecisionID: c.ID, Err: cause}
+}
+
+// End records the call's one decision and returns err in the public shape
+// (an *airlock.Error with the decision id), or nil. A call cancelled by a
+// revocation reports revoked, whatever error the work returned.
+func (c *Call) End(err error, bytesIn, bytesOut int64) error {
+	if c.ended {
+		return err
+	}
+	c.ended = true
+	c.g.mu.Lock()
+	delete(c.g.active, c)
+	c.g.mu.Unlock()
+	if err != nil {
+		var re *RevokedError
+		if cause := context.Cause(c.Ctx); errors.As(cause, &re) {
+			err = fmt.Errorf("%w (mid-flight: %v)", cause, err)
+		}
+	}
+	c.cancel(nil)
+	rec := Record{ID: c.ID, Time: c.start, Tenant: c.Principal.Tenant, Instance: c.Principal.Instance,
+		Broker: c.Broker, Outcome: OutcomeAllow, Target: c.Target,
+		DurationMS: time.Since(c.start).Milliseconds(), BytesIn: bytesIn, BytesOut: bytesOut}
+	if err == nil {
+		rec.Reason = "ok"
+		c.g.audit.Record(rec)
+		return nil
+	}
+	code := airlock.CodeOf(err)
+	rec.Code, rec.Reason, rec.Detail = string(code), airlock.ReasonOf(err), err.Error()
+	rec.Outcome = OutcomeError
+	switch code {
+	case airlock.CodeDenied, airlock.CodeRevoked, airlock.CodeRateLimited:
+		rec.Outcome = OutcomeDeny
+	}
+	c.g.audit.Record(rec)
+	msg := err.Error()
+	if code == airlock.CodeInternal && c.g.logger != nil {
+		c.g.logger.Error("internal error in broker call", slog.String("decision_id", c.ID), slog.String("broker", c.Broker), slog.String("error", msg))
+	}
+	return &airlock.Error{Code: code, Reason: rec.Reason, Message: msg, DecisionID: c.ID, Err: err}
+}
+
+// Key is the caller key egress uses for this call's connect attempts.
+func (c *Call) Key() string { return c.Principal.String() }
+
+// RevocationsChanged cancels every in-flight call whose principal is now
+// revoked. The revocation set calls it after each change.
+func (g *Gate) RevocationsChanged() {
+	if g.revs == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for c := range g.active {
+		if g.revs.Revoked(c.Principal) {
+			c.cancel(&RevokedError{Principal: c.Principal})
+		}
+	}
+}
+
+// Active returns how many calls are in flight.
+func (g *Gate) Active() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.active)
+}
+
+// RecordAdmin audits an administrative action (revoke, unrevoke, token).
+func (g *Gate) RecordAdmin(action, subject string, err error) string {
+	id := g.NewID()
+	rec := Record{ID: id, Time: time.Now(), Tenant: "admin", Broker: "admin", Outcome: OutcomeAllow, Reason: action, Target: subject}
+	if err != nil {
+		rec.Outcome, rec.Code, rec.Detail = OutcomeError, string(airlock.CodeOf(err)), err.Error()
+	}
+	g.audit.Record(rec)
+	return id
+}

@@ -1,0 +1,141 @@
+package gate
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// RevocationSet answers "is this principal revoked?" on every broker call,
+// from memory, and keeps that memory in step with the shared store: a
+// revocation written by any process sharing the store is picked up within
+// one poll interval. A tenant's revocation covers all its instances.
+type RevocationSet struct {
+	st       store.Revocations
+	poll     time.Duration
+	logger   *slog.Logger
+	onChange func()
+
+	set     atomic.Pointer[map[string]store.Revocation]
+	version atomic.Uint64
+	mu      sync.Mutex // serialises refreshes
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// NewRevocationSet loads the current set and starts polling every poll
+// (0: 250 ms). onChange, if set, runs after every change is applied.
+func NewRevocationSet(ctx context.Context, st store.Revocations, poll time.Duration, logger *slog.Logger, onChange func()) (*RevocationSet, error) {
+	if poll <= 0 {
+		poll = 250 * time.Millisecond
+	}
+	r := &RevocationSet{st: st, poll: poll, logger: logger, onChange: onChange, stop: make(chan struct{}), done: make(chan struct{})}
+	empty := map[string]store.Revocation{}
+	r.set.Store(&empty)
+	if err := r.refresh(ctx, true); err != nil {
+		return nil, err
+	}
+	go r.loop()
+	return r, nil
+}
+
+// Revoked reports whether p's tenant or p itself is revoked.
+func (r *RevocationSet) Revoked(p airlock.Principal) bool {
+	m := *r.set.Load()
+	if len(m) == 0 {
+		return false
+	}
+	if _, ok := m[p.Tenant]; ok {
+		return true
+	}
+	if p.Instance != "" {
+		_, ok := m[p.String()]
+		return ok
+	}
+	return false
+}
+
+// List returns the current revocations.
+func (r *RevocationSet) List() []store.Revocation {
+	m := *r.set.Load()
+	out := make([]store.Revocation, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// Revoke persists a revocation and applies it here at once.
+func (r *RevocationSet) Revoke(ctx context.Context, subject, reason string) error {
+	if err := r.st.Revoke(ctx, subject, reason); err != nil {
+		return err
+	}
+	return r.refresh(ctx, true)
+}
+
+// Unrevoke lifts a revocation.
+func (r *RevocationSet) Unrevoke(ctx context.Context, subject string) error {
+	if err := r.st.Unrevoke(ctx, subject); err != nil {
+		return err
+	}
+	return r.refresh(ctx, true)
+}
+
+func (r *RevocationSet) refresh(ctx context.Context, force bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, err := r.st.RevocationVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if !force && v == r.version.Load() {
+		return nil
+	}
+	list, err := r.st.ListRevocations(ctx)
+	if err != nil {
+		return err
+	}
+	m := make(map[string]store.Revocation, len(list))
+	for _, rv := range list {
+		m[rv.Subject] = rv
+	}
+	r.set.Store(&m)
+	r.version.Store(v)
+	if r.onChange != nil {
+		r.onChange()
+	}
+	return nil
+}
+
+func (r *RevocationSet) loop() {
+	defer close(r.done)
+	t := time.NewTicker(r.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := r.refresh(ctx, false); err != nil && r.logger != nil {
+				r.logger.Error("revocation poll failed; keeping the last known set", slog.String("error", err.Error()))
+			}
+			cancel()
+		}
+	}
+}
+
+// Close stops polling.
+func (r *RevocationSet) Close() {
+	select {
+	case <-r.stop:
+	default:
+		close(r.stop)
+	}
+	<-r.done
+}
