@@ -152,6 +152,10 @@ func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 	if err := CheckHeaders(r.Header); err != nil {
 		return nil, err
 	}
+	if p := r.Call.Proxy; p != "" && c.Dialer.Proxies[p] == nil {
+		// Refused before any DNS, decision or pool entry for it.
+		return nil, denied("fetch", r.URL, ReasonProxy, "upstream proxy "+strconv.Quote(p)+" is not configured")
+	}
 	t, err := ParseURL(r.URL)
 	if err != nil {
 		return nil, err
@@ -175,24 +179,24 @@ func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, c.timeout())
-	header := r.Header.Clone()
-	if header == nil {
-		header = http.Header{}
-	}
+	header := canonicalHeader(r.Header)
 	body := r.Body
 	call := r.Call
 	var redirects []string
+	d := c.Dialer // after the first redirect, a copy that reuses this request's answers
+	var hops *hopResolver
 	for hop := 0; ; hop++ {
 		call.Hop = hop
-		res, err := c.Dialer.Resolve(ctx, LaneHTTP, t, &call)
+		res, err := d.Resolve(ctx, LaneHTTP, t, &call)
 		if err != nil {
 			cancel()
 			return nil, err
 		}
 		resp, addr, err := c.roundTrip(ctx, res, profile, &call, method, header, body)
 		if err != nil {
+			err = c.wrapErr(ctx, err, t, hop) // before cancel: it looks at ctx
 			cancel()
-			return nil, c.wrapErr(ctx, err, t, hop)
+			return nil, err
 		}
 		if loc := resp.Header.Get("Location"); isRedirect(resp.StatusCode) && loc != "" && maxRedirects >= 0 {
 			io.CopyN(io.Discard, resp.Body, redirectDrainBytes)
@@ -225,6 +229,17 @@ func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 				header.Del("Cookie")
 				header.Del("Proxy-Authorization")
 			}
+			if hops == nil {
+				if nr, err := c.Dialer.resolver(); err == nil {
+					hops = &hopResolver{seen: map[string][]netip.Addr{}, next: nr}
+					cd := *c.Dialer
+					cd.Resolver = hops
+					d = &cd
+				}
+			}
+			if hops != nil && !t.IsIP() {
+				hops.seen[t.Host] = res.Addrs
+			}
 			t = next
 			continue
 		}
@@ -245,13 +260,43 @@ func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 			Status:     resp.Status,
 			Proto:      resp.Proto,
 			Header:     resp.Header,
-			Body:       &cancelBody{ReadCloser: decoded, cancel: cancel, ctx: ctx, target: t.String()},
+			Body:       &cancelBody{ReadCloser: decoded, cancel: cancel, ctx: ctx, target: t},
 			URL:        t,
 			Addr:       addr,
 			Redirects:  redirects,
 			Encoding:   enc,
 		}, nil
 	}
+}
+
+// hopResolver answers the names a request has already resolved with the
+// answers it got: a request resolves each name once, however many redirect
+// hops lead back to it (each hop is still decided on those answers).
+type hopResolver struct {
+	seen map[string][]netip.Addr // by canonical host
+	next Resolver
+}
+
+func (h *hopResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	if a, ok := h.seen[strings.TrimSuffix(host, ".")]; ok && network == "ip" {
+		return a, nil
+	}
+	return h.next.LookupNetIP(ctx, network, host)
+}
+
+// canonicalHeader copies h with canonical keys, merging keys that differ
+// only in case, so that dropping a header on redirect (Del) drops every
+// spelling the caller used.
+func canonicalHeader(h http.Header) http.Header {
+	if len(h) == 0 {
+		return nil // Del and range work on nil
+	}
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		ck := http.CanonicalHeaderKey(k)
+		out[ck] = append(out[ck], vs...)
+	}
+	return out
 }
 
 func isRedirect(code int) bool {
@@ -269,20 +314,22 @@ func resolveLocation(base Target, loc string) (Target, error) {
 	if r, bad := badByte(loc); bad {
 		return Target{}, denied("redirect", loc, ReasonParseAmbiguous, "Location contains "+r)
 	}
+	// Absolute and scheme-relative Locations keep the raw authority as the
+	// server wrote it, so ParseURL sees exactly what another client would,
+	// and refuses it with its own reason before net/url can call it merely
+	// malformed (a percent-encoded host is ambiguous: browsers decode it).
+	if strings.HasPrefix(loc, "//") {
+		return ParseURL(base.Scheme + ":" + loc)
+	}
+	if i := strings.IndexByte(loc, ':'); i > 0 && validScheme(strings.ToLower(loc[:i])) {
+		return ParseURL(loc)
+	}
 	ref, err := url.Parse(loc)
 	if err != nil {
 		return Target{}, &Error{Code: CodeUpstream, Reason: ReasonRedirect, Op: "redirect", Target: loc, Err: err}
 	}
 	abs := base.URL.ResolveReference(ref)
 	abs.Fragment, abs.RawFragment = "", ""
-	if ref.IsAbs() || strings.HasPrefix(loc, "//") {
-		// Keep the raw authority as the server wrote it, so ParseURL sees
-		// exactly what another client would.
-		if ref.IsAbs() {
-			return ParseURL(loc)
-		}
-		return ParseURL(base.Scheme + ":" + loc)
-	}
 	return ParseURL(abs.String())
 }
 
@@ -290,7 +337,7 @@ type cancelBody struct {
 	io.ReadCloser
 	cancel context.CancelFunc
 	ctx    context.Context
-	target string
+	target Target // formatted only for an error
 	once   sync.Once
 }
 
@@ -299,14 +346,8 @@ func (b *cancelBody) Read(p []byte) (int, error) {
 	if err != nil && err != io.EOF {
 		var e *Error
 		if !errors.As(err, &e) {
-			code := CodeUpstream
-			if b.ctx.Err() != nil || isTimeout(err) {
-				code = CodeTimeout
-			}
-			err = &Error{Code: code, Reason: ReasonProtocol, Op: "read", Target: b.target, Err: err}
-			if code == CodeTimeout {
-				err.(*Error).Reason = ReasonTimeout
-			}
+			code, reason := ctxCode(b.ctx, err)
+			err = &Error{Code: code, Reason: reason, Op: "read", Target: b.target.String(), Err: err}
 		}
 	}
 	return n, err
@@ -332,16 +373,45 @@ func (c *Client) wrapErr(ctx context.Context, err error, t Target, hop int) erro
 		if e.Hop == 0 {
 			e.Hop = hop
 		}
+		if e.Target == "" {
+			e.Target = t.String()
+		}
 		return e
 	}
-	code, reason := CodeUpstream, ReasonProtocol
-	switch {
-	case ctx.Err() != nil || isTimeout(err):
-		code, reason = CodeTimeout, ReasonTimeout
-	case strings.Contains(err.Error(), "header") && (strings.Contains(err.Error(), "too long") || strings.Contains(err.Error(), "exceeded") || strings.Contains(err.Error(), "too large")):
+	code, reason := ctxCode(ctx, err)
+	if code == CodeUpstream && headerTooLarge(err) {
 		code, reason = CodeTooLarge, ReasonHeaderTooLarge
 	}
 	return &Error{Code: code, Reason: reason, Op: "fetch", Target: t.String(), Hop: hop, Err: err}
+}
+
+// ctxCode classifies a transport error: a timeout when ctx's deadline (or
+// an I/O deadline) passed, canceled when the caller canceled ctx, else an
+// upstream protocol failure.
+func ctxCode(ctx context.Context, err error) (Code, Reason) {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err):
+		return CodeTimeout, ReasonTimeout
+	case ctx.Err() != nil:
+		return CodeUnavailable, ReasonCanceled
+	}
+	return CodeUpstream, ReasonProtocol
+}
+
+// headerTooLarge reports whether err is the transport refusing response
+// headers past MaxHeaderBytes. Neither transport exports an error value for
+// it, so the stable texts are matched: net/http's HTTP/1 "server response
+// headers exceeded N bytes", x/net/http2's header list limit, and the
+// COMPRESSION_ERROR its framer raises for a single header string longer than
+// the limit (corrupt HPACK raises it too; both end the connection).
+func headerTooLarge(err error) bool {
+	var ce http2.ConnectionError
+	if errors.As(err, &ce) && http2.ErrCode(ce) == http2.ErrCodeCompression {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "server response headers exceeded") ||
+		strings.Contains(s, "response header list larger than advertised limit")
 }
 
 type poolKey struct {
@@ -373,22 +443,27 @@ func (c *Client) roundTrip(ctx context.Context, res Resolution, profile TLSProfi
 			key.profile = ""
 		}
 		ht := c.transport(key)
-		u := *t.URL
-		req, err := http.NewRequestWithContext(context.WithValue(ctx, ctxKey{}, &dialInfo{res: res, call: call, addr: ap}), method, u.String(), bytes.NewReader(body))
+		dctx := context.WithValue(ctx, ctxKey{}, &dialInfo{res: res, call: call, addr: ap})
+		var rbody io.Reader
+		if body != nil {
+			rbody = bytes.NewReader(body) // NewRequest sets GetBody for it: h2 may replay
+		}
+		// An empty URL here, the checked one copied in below: no second parse.
+		req, err := http.NewRequestWithContext(dctx, method, "", rbody)
 		if err != nil {
 			return nil, ap, invalid("fetch", t.String(), ReasonMalformed, err.Error())
 		}
-		if body == nil {
-			req.Body, req.ContentLength = http.NoBody, 0
-		}
-		for _, kv := range profileHeaders(profile) {
-			req.Header.Set(kv[0], kv[1])
+		*req.URL = *t.URL
+		ph := profileHeaderSet(profile)
+		req.Header = make(http.Header, len(ph)+len(header))
+		for k, vs := range ph {
+			req.Header[k] = vs
 		}
 		for k, vs := range header {
 			req.Header[k] = vs
 		}
 		req.Host = hostHeader(t)
-		resp, err := c.withHeaderTimeout(ctx, func() (*http.Response, error) { return ht.RoundTrip(req) })
+		resp, err := c.withHeaderTimeout(ctx, ht, req)
 		if err == nil {
 			return resp, ap, nil
 		}
@@ -401,10 +476,10 @@ func (c *Client) roundTrip(ctx context.Context, res Resolution, profile TLSProfi
 	return nil, netip.AddrPort{}, lastErr
 }
 
-func (c *Client) withHeaderTimeout(ctx context.Context, f func() (*http.Response, error)) (*http.Response, error) {
+func (c *Client) withHeaderTimeout(ctx context.Context, rt http.RoundTripper, req *http.Request) (*http.Response, error) {
 	ht := c.HeaderTimeout
 	if ht <= 0 || ht >= c.timeout() {
-		return f()
+		return rt.RoundTrip(req)
 	}
 	done := make(chan struct{})
 	timer := time.AfterFunc(ht, func() { close(done) })
@@ -414,7 +489,7 @@ func (c *Client) withHeaderTimeout(ctx context.Context, f func() (*http.Response
 	}
 	ch := make(chan result, 1)
 	go func() {
-		r, err := f()
+		r, err := rt.RoundTrip(req)
 		ch <- result{r, err}
 	}()
 	select {
@@ -429,6 +504,32 @@ func (c *Client) withHeaderTimeout(ctx context.Context, f func() (*http.Response
 		}()
 		return nil, &Error{Code: CodeTimeout, Reason: ReasonTimeout, Op: "fetch", Detail: "no response headers within " + ht.String()}
 	}
+}
+
+// profileHeaderSets holds each profile's default request headers with
+// canonical keys, built once. The value slices are shared by every request
+// and must not be modified.
+var profileHeaderSets = func() map[TLSProfile]http.Header {
+	m := map[TLSProfile]http.Header{}
+	for _, p := range TLSProfiles() {
+		h := http.Header{}
+		for _, kv := range profileHeaders(p) {
+			h.Set(kv[0], kv[1])
+		}
+		m[p] = h
+	}
+	return m
+}()
+
+func profileHeaderSet(p TLSProfile) http.Header {
+	if h, ok := profileHeaderSets[p]; ok {
+		return h
+	}
+	h := http.Header{}
+	for _, kv := range profileHeaders(p) {
+		h.Set(kv[0], kv[1])
+	}
+	return h
 }
 
 func hostHeader(t Target) string {
@@ -563,6 +664,11 @@ func (ht *hostTransport) dialTLSForH1(ctx context.Context, _, _ string) (net.Con
 		return conn, nil
 	default:
 	}
+	// http.Transport dials with a context detached from the request: no
+	// deadline, no cancel. Bound the handshake as the request's would be,
+	// or a server that stalls it holds the dial for ever.
+	ctx, cancel := context.WithTimeout(ctx, ht.c.timeout())
+	defer cancel()
 	conn, alpn, err := ht.dialTLS(ctx)
 	if err != nil {
 		return nil, err

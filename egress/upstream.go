@@ -71,6 +71,13 @@ func (p *UpstreamProxy) dial(ctx context.Context, d *Dialer, target netip.AddrPo
 	if to <= 0 {
 		to = DefaultConnectTimeout
 	}
+	if _, ok := ctx.Deadline(); !ok {
+		// http.Transport dials with a context detached from the request:
+		// bound the proxy handshake (SOCKS5 has no other bound).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, to)
+		defer cancel()
+	}
 	fwd := proxyForward{timeout: to}
 	wrap := func(err error) error {
 		code := CodeUpstream
@@ -99,11 +106,8 @@ func (p *UpstreamProxy) dial(ctx context.Context, d *Dialer, target netip.AddrPo
 	if err != nil {
 		return nil, wrap(err)
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	} else {
-		conn.SetDeadline(time.Now().Add(to))
-	}
+	dl, _ := ctx.Deadline() // set above when the caller had none
+	conn.SetDeadline(dl)
 	req := fmt.Sprintf("CONNECT %s HTTP/1.1\r\nHost: %s\r\n", target, target)
 	if p.user != nil {
 		pw, _ := p.user.Password()

@@ -16,11 +16,11 @@ import (
 
 // Audit limits.
 const (
-	DefaultRingSize      = 128             // last denials kept in memory, per engine and per principal
-	RingStringCap        = 512             // bytes of guest-controlled strings kept in the ring
-	PersistStringCap     = 2048            // bytes of guest-controlled strings persisted
-	maxRingPrincipals    = 4096            // principals with their own deny ring
-	maxBatch             = 2000            // records per store transaction
+	DefaultRingSize      = 128  // last denials kept in memory, per engine and per principal
+	RingStringCap        = 512  // bytes of guest-controlled strings kept in the ring
+	PersistStringCap     = 2048 // bytes of guest-controlled strings persisted
+	maxRingPrincipals    = 4096 // principals with their own deny ring
+	maxBatch             = 2000 // records per store transaction
 	defaultAuditInterval = 100 * time.Millisecond
 	defaultAuditQueue    = 65536
 )
