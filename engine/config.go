@@ -132,3 +132,7 @@ type RouteConfig struct {
 	Methods    []string `koanf:"methods" json:"methods"`
 	PathPrefix string   `koanf:"path_prefix" json:"path_prefix"`
 }
+
+// Effective returns cfg with every default filled in, as New would run it.
+// It holds no secret values: secrets are references (env, file).
+func Effective(cfg Config) Config { return defaults(cfg) }

@@ -728,10 +728,10 @@ func (e *Engine) Revoke(ctx context.Context, subject, reason string) error {
 // Unrevoke lifts a revocation.
 func (e *Engine) Unrevoke(ctx context.Context, subject string) error {
 	err := e.revs.Unrevoke(ctx, subject)
-	e.gate.RecordAdmin("unrevoke", subject, err)
 	if errors.Is(err, store.ErrNotFound) {
-		return airlock.Errorf(airlock.CodeNotFound, "revocation", "%s is not revoked", subject)
+		err = airlock.Errorf(airlock.CodeNotFound, "revocation", "%s is not revoked", subject)
 	}
+	e.gate.RecordAdmin("unrevoke", subject, err)
 	return err
 }
 

@@ -64,6 +64,10 @@ type env struct {
 	stdout io.Writer // results
 	stderr io.Writer // errors and diagnostics
 	format string    // "text" or "json" after flag parsing; "" when not given
+
+	environ    []string // the process environment (AIRLOCK_* configuration)
+	configPath string   // --config
+	dataDir    string   // --data-dir
 }
 
 // Output formats accepted by --format.
@@ -77,7 +81,7 @@ const (
 // configuration, 3 denied/revoked/rate-limited, 4 upstream, timeout, too
 // large, not found or unavailable. It never calls os.Exit.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return run(ctx, &env{stdin: os.Stdin, stdout: stdout, stderr: stderr}, args, commands)
+	return run(ctx, &env{stdin: os.Stdin, stdout: stdout, stderr: stderr, environ: os.Environ()}, args, commands)
 }
 
 // run is Main with the streams and the subcommand constructors given.
@@ -132,6 +136,8 @@ drives a browser on behalf of sandboxed workloads, under one SSRF-safe policy.`,
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
 	root.PersistentFlags().Var((*formatValue)(&e.format), "format", "output format: text or json")
+	root.PersistentFlags().StringVar(&e.configPath, "config", "", "configuration file (default $AIRLOCK_CONFIG, else ./airlock.yaml if present)")
+	root.PersistentFlags().StringVar(&e.dataDir, "data-dir", "", "data directory: audit log, revocations, tokens (default ./airlock-data)")
 	return root
 }
 
@@ -225,3 +231,11 @@ func (f *formatValue) Set(s string) error {
 }
 
 func (f *formatValue) Type() string { return "text|json" }
+
+// writeJSONIndent writes v as indented JSON for people.
+func writeJSONIndent(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -6,7 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/engine"
 )
 
 func init() { commands = append(commands, newExchangeCmd) }
@@ -25,18 +26,15 @@ func newExchangeCmd(e *env) *cobra.Command {
 over a guarded connection, and write the reply to standard output.
 tcp and tls read the reply until EOF, or until the peer has been idle 500 ms after
 its first byte; tls verifies the peer against the system roots with SNI = HOST.
-udp sends one datagram and prints one reply. Replies past the cap are an error.`,
+udp sends one datagram and prints one reply. Replies past the cap are an error.
+The call is audited in the data directory like any other broker call.`,
 		Example: `  printf 'PING\r\n' | airlock exchange tcp --except 127.0.0.1 127.0.0.1:6379
   printf 'GET / HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n' | airlock exchange tls example.com:443`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			lane, err := egress.ParseLane(args[0])
-			if err != nil || lane == egress.LaneHTTP {
-				return usageErrorf("exchange: lane must be tcp, udp or tls, not %q", args[0])
-			}
-			d, err := pf.dialer()
-			if err != nil {
-				return err
+			lane := args[0]
+			if lane != airlock.LaneTCP && lane != airlock.LaneUDP && lane != airlock.LaneTLS {
+				return usageErrorf("exchange: lane must be tcp, udp or tls, not %q", lane)
 			}
 			req, err := io.ReadAll(io.LimitReader(e.stdin, maxExchangeRequest+1))
 			if err != nil {
@@ -45,21 +43,14 @@ udp sends one datagram and prints one reply. Replies past the cap are an error.`
 			if len(req) > maxExchangeRequest {
 				return usageErrorf("exchange: request on standard input is larger than 1 MiB")
 			}
-			o := &egress.ExchangeOptions{Timeout: timeout, IdleAfterFirstByte: idle, MaxReply: maxReply}
-			var reply []byte
-			switch lane {
-			case egress.LaneTCP:
-				reply, err = d.ExchangeTCP(cmd.Context(), args[1], req, o)
-			case egress.LaneTLS:
-				reply, err = d.ExchangeTLS(cmd.Context(), args[1], req, o)
-			case egress.LaneUDP:
-				reply, err = d.ExchangeUDP(cmd.Context(), args[1], req, o)
-			}
-			if err != nil {
+			return e.withEngine(&pf, func(en *engine.Engine, p airlock.Principal) error {
+				resp, err := en.Exchange(cmd.Context(), p, airlock.ExchangeRequest{Lane: lane, Target: args[1], Data: req, Timeout: timeout, Idle: idle, MaxReply: maxReply})
+				if err != nil {
+					return err
+				}
+				_, err = e.stdout.Write(resp.Data)
 				return err
-			}
-			_, err = e.stdout.Write(reply)
-			return err
+			})
 		},
 	}
 	pf.register(cmd)

@@ -115,16 +115,17 @@ func TestExchangeCLI(t *testing.T) {
 		c.Write([]byte(strings.ToUpper(string(buf[:n]))))
 	}()
 	addr := ln.Addr().String()
-	r := invoke(t, context.Background(), "ping", []string{"exchange", "tcp", "--except", "127.0.0.1", "--idle", "50ms", addr})
+	dd := t.TempDir()
+	r := invoke(t, context.Background(), "ping", []string{"exchange", "--data-dir", dd, "tcp", "--except", "127.0.0.1", "--idle", "50ms", addr})
 	if r.code != 0 || r.stdout != "PING" {
 		t.Errorf("exchange: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
 	// Without the exception loopback is the floor: exit 3, nothing sent.
-	r = invoke(t, context.Background(), "ping", []string{"exchange", "tcp", addr})
+	r = invoke(t, context.Background(), "ping", []string{"exchange", "--data-dir", dd, "tcp", addr})
 	if r.code != 3 || !strings.Contains(r.stderr, "loopback") {
 		t.Errorf("denied exchange: exit %d stderr %q", r.code, r.stderr)
 	}
-	r = invoke(t, context.Background(), "ping", []string{"exchange", "http", addr})
+	r = invoke(t, context.Background(), "ping", []string{"exchange", "--data-dir", dd, "http", addr})
 	if r.code != 2 {
 		t.Errorf("bad lane: exit %d", r.code)
 	}

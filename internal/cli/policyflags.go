@@ -6,7 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/engine"
 )
 
 // policyFlags are the egress policy flags shared by every command that
@@ -77,4 +79,47 @@ func (p *policyFlags) dialer() (*egress.Dialer, error) {
 		d.Resolver = next
 	}
 	return d, nil
+}
+
+// applyTo folds the policy flags into a configuration: --resolve,
+// --dns-server and --unwrap-embedded-ipv4 into the global egress settings;
+// --allow, --deny and --except into the default tenant.
+func (p *policyFlags) applyTo(cfg *engine.Config) error {
+	for _, kv := range p.resolve {
+		name, ips, ok := strings.Cut(kv, "=")
+		if !ok || name == "" || ips == "" {
+			return usageErrorf("--resolve %q: want host=ip[,ip...]", kv)
+		}
+		if cfg.Egress.Resolve == nil {
+			cfg.Egress.Resolve = map[string][]string{}
+		}
+		for _, s := range strings.Split(ips, ",") {
+			cfg.Egress.Resolve[name] = append(cfg.Egress.Resolve[name], strings.TrimSpace(s))
+		}
+	}
+	if p.dnsServer != "" {
+		cfg.Egress.DNSServer = p.dnsServer
+	}
+	if p.unwrap {
+		cfg.Egress.UnwrapEmbeddedIPv4 = true
+	}
+	if len(p.allow)+len(p.deny)+len(p.except) == 0 {
+		return nil
+	}
+	tenant := cfg.DefaultTenant
+	if tenant == "" {
+		tenant = airlock.LocalTenant
+	}
+	if cfg.Tenants == nil {
+		cfg.Tenants = map[string]engine.TenantConfig{}
+	}
+	tc, ok := cfg.Tenants[tenant]
+	if !ok && len(cfg.Tenants) > 0 {
+		return usageErrorf("default tenant %q is not configured", tenant)
+	}
+	tc.Allow = append(tc.Allow, p.allow...)
+	tc.Deny = append(tc.Deny, p.deny...)
+	tc.Exceptions = append(tc.Exceptions, p.except...)
+	cfg.Tenants[tenant] = tc
+	return nil
 }

@@ -1,0 +1,322 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/engine"
+)
+
+func init() { commands = append(commands, newAdminCmd, newTokenCmd, newAuditCmd, newConfigCmd) }
+
+func newAdminCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "admin",
+		Short: "Revoke and unrevoke principals and tenants",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return usageErrorf("missing subcommand: revoke, unrevoke or revocations")
+		},
+	}
+	var reason string
+	revoke := &cobra.Command{
+		Use:   "revoke TENANT|TENANT/INSTANCE",
+		Short: "Revoke a tenant or one principal: its next broker call fails with revoked",
+		Long: `Revoke a tenant (all its instances) or one principal. Calls in flight are
+cancelled and the next broker call fails with revoked, in every process that shares
+the data directory (within a second).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.withEngine(nil, func(en *engine.Engine, _ airlock.Principal) error {
+				if err := en.Revoke(cmd.Context(), args[0], reason); err != nil {
+					return err
+				}
+				return e.say(map[string]string{"revoked": args[0]}, "revoked %s\n", args[0])
+			})
+		},
+	}
+	revoke.Flags().StringVar(&reason, "reason", "", "why (kept with the revocation)")
+	unrevoke := &cobra.Command{
+		Use:   "unrevoke TENANT|TENANT/INSTANCE",
+		Short: "Lift a revocation",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.withEngine(nil, func(en *engine.Engine, _ airlock.Principal) error {
+				if err := en.Unrevoke(cmd.Context(), args[0]); err != nil {
+					return err
+				}
+				return e.say(map[string]string{"unrevoked": args[0]}, "unrevoked %s\n", args[0])
+			})
+		},
+	}
+	list := &cobra.Command{
+		Use:   "revocations",
+		Short: "List the current revocations",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.withEngine(nil, func(en *engine.Engine, _ airlock.Principal) error {
+				subs := en.Revocations()
+				if e.format == formatJSON {
+					return writeJSON(e.stdout, map[string][]string{"revoked": append([]string{}, subs...)})
+				}
+				for _, s := range subs {
+					fmt.Fprintln(e.stdout, s)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(revoke, unrevoke, list)
+	return cmd
+}
+
+// say prints v as JSON with --format json, else the formatted text.
+func (e *env) say(v any, format string, args ...any) error {
+	if e.format == formatJSON {
+		return writeJSON(e.stdout, v)
+	}
+	_, err := fmt.Fprintf(e.stdout, format, args...)
+	return err
+}
+
+func newTokenCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Manage API tokens",
+		Args:  cobra.NoArgs,
+		RunE:  func(*cobra.Command, []string) error { return usageErrorf("missing subcommand: create") },
+	}
+	var tenant, label string
+	create := &cobra.Command{
+		Use:   "create --tenant T",
+		Short: "Create an API token for a tenant; it is printed once and only its hash is kept",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if tenant == "" {
+				return usageErrorf("token create: --tenant is required")
+			}
+			return e.withEngine(nil, func(en *engine.Engine, _ airlock.Principal) error {
+				tok, err := en.CreateToken(cmd.Context(), tenant, label)
+				if err != nil {
+					return err
+				}
+				if e.format == formatJSON {
+					return writeJSON(e.stdout, map[string]string{"tenant": tenant, "token": tok})
+				}
+				_, err = fmt.Fprintf(e.stdout, "%s\n", tok)
+				fmt.Fprintf(e.stderr, "token for tenant %s created; it is shown only this once\n", tenant)
+				return err
+			})
+		},
+	}
+	create.Flags().StringVar(&tenant, "tenant", "", "tenant the token authenticates as")
+	create.Flags().StringVar(&label, "label", "", "a note kept with the token's hash")
+	cmd.AddCommand(create)
+	return cmd
+}
+
+// auditFlags are the filters of audit query and tail.
+type auditFlags struct {
+	since                              time.Duration
+	principal, outcome, broker, reason string
+	limit                              int
+}
+
+func (a *auditFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.DurationVar(&a.since, "since", 0, "only records newer than this (e.g. 1h, 30m)")
+	f.StringVar(&a.principal, "principal", "", "tenant or tenant/instance")
+	f.StringVar(&a.outcome, "outcome", "", "allow, deny or error")
+	f.StringVar(&a.broker, "broker", "", "http, tcp, udp, tls, sign, route, admin, ...")
+	f.StringVar(&a.reason, "reason", "", "a reason such as loopback or capability")
+}
+
+func (a *auditFlags) query() airlock.AuditQuery {
+	q := airlock.AuditQuery{Principal: a.principal, Outcome: a.outcome, Broker: a.broker, Reason: a.reason, Limit: a.limit}
+	if a.since > 0 {
+		q.Since = time.Now().Add(-a.since)
+	}
+	return q
+}
+
+func (e *env) printRecords(recs []airlock.AuditRecord) error {
+	if e.format == formatJSON {
+		for _, r := range recs {
+			if err := writeJSON(e.stdout, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	for _, r := range recs {
+		who := r.Tenant
+		if r.Instance != "" {
+			who += "/" + r.Instance
+		}
+		detail := r.Detail
+		if len(detail) > 120 {
+			detail = detail[:120] + "…"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05.000"), r.ID, who, r.Broker, r.Outcome, r.Reason, r.Target, strings.ReplaceAll(detail, "\n", " "))
+	}
+	return tw.Flush()
+}
+
+func newAuditCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Read the audit log of the data directory",
+		Args:  cobra.NoArgs,
+		RunE:  func(*cobra.Command, []string) error { return usageErrorf("missing subcommand: tail, stats or query") },
+	}
+	var qf auditFlags
+	query := &cobra.Command{
+		Use:   "query",
+		Short: "Print audit records, newest first",
+		Example: `  airlock audit query --outcome deny --since 1h
+  airlock audit query --principal acme --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.withEngine(nil, func(en *engine.Engine, _ airlock.Principal) error {
+				recs, err := en.AuditQuery(cmd.Context(), qf.query())
+				if err != nil {
+					return err
+				}
+				return e.printRecords(recs)
+			})
+		},
+	}
+	qf.register(query)
+	query.Flags().IntVar(&qf.limit, "limit", 100, "at most this many records (max 10000)")
+
+	var tf auditFlags
+	var follow bool
+	tail := &cobra.Command{
+		Use:   "tail",
+		Short: "Print the latest audit records, oldest first; --follow keeps printing new ones",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.withEngine(nil, func(en *engine.Engine, _ airlock.Principal) error {
+				return e.tail(cmd.Context(), en, tf.query(), follow)
+			})
+		},
+	}
+	tf.register(tail)
+	tail.Flags().IntVarP(&tf.limit, "lines", "n", 20, "how many records to start with")
+	tail.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new records until interrupted")
+
+	var since time.Duration
+	stats := &cobra.Command{
+		Use:   "stats",
+		Short: "Count decisions by broker, outcome and reason",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.withEngine(nil, func(en *engine.Engine, _ airlock.Principal) error {
+				var from time.Time
+				if since > 0 {
+					from = time.Now().Add(-since)
+				}
+				st, err := en.AuditStats(cmd.Context(), from)
+				if err != nil {
+					return err
+				}
+				if e.format == formatJSON {
+					return writeJSON(e.stdout, map[string]any{"stats": append([]airlock.AuditStat{}, st...)})
+				}
+				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "BROKER\tOUTCOME\tREASON\tCOUNT")
+				for _, s := range st {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", s.Broker, s.Outcome, s.Reason, s.Count)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	stats.Flags().DurationVar(&since, "since", 0, "only decisions newer than this (e.g. 24h)")
+	cmd.AddCommand(query, tail, stats)
+	return cmd
+}
+
+func (e *env) tail(ctx context.Context, en *engine.Engine, q airlock.AuditQuery, follow bool) error {
+	recs, err := en.AuditQuery(ctx, q)
+	if err != nil {
+		return err
+	}
+	for i, j := 0, len(recs)-1; i < j; i, j = i+1, j-1 {
+		recs[i], recs[j] = recs[j], recs[i]
+	}
+	if err := e.printRecords(recs); err != nil {
+		return err
+	}
+	if !follow {
+		return nil
+	}
+	last := ""
+	if len(recs) > 0 {
+		last = recs[len(recs)-1].ID
+	}
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		q.Limit = 1000
+		q.BeforeID = ""
+		newer, err := en.AuditQuery(ctx, q)
+		if err != nil {
+			return err
+		}
+		var fresh []airlock.AuditRecord
+		for _, r := range newer {
+			if r.ID <= last {
+				break
+			}
+			fresh = append(fresh, r)
+		}
+		for i, j := 0, len(fresh)-1; i < j; i, j = i+1, j-1 {
+			fresh[i], fresh[j] = fresh[j], fresh[i]
+		}
+		if len(fresh) > 0 {
+			last = fresh[len(fresh)-1].ID
+			if err := e.printRecords(fresh); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func newConfigCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Check the configuration",
+		Args:  cobra.NoArgs,
+		RunE:  func(*cobra.Command, []string) error { return usageErrorf("missing subcommand: check") },
+	}
+	check := &cobra.Command{
+		Use:   "check",
+		Short: "Validate the configuration and print the effective result (secrets shown by source, never by value)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, path, err := e.config(nil)
+			if err != nil {
+				return err
+			}
+			if err := engine.Validate(cfg); err != nil {
+				return err
+			}
+			return writeJSONIndent(e.stdout, describeConfig(engine.Effective(cfg), path))
+		},
+	}
+	cmd.AddCommand(check)
+	return cmd
+}

@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"context"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/engine"
+)
+
+// config loads the configuration and applies the global flags and, when
+// given, the policy flags (which shape the global egress settings and the
+// default tenant, so a person can try things without a config file).
+func (e *env) config(pf *policyFlags) (engine.Config, string, error) {
+	cfg, path, err := loadConfig(e.configPath, e.environ)
+	if err != nil {
+		return cfg, path, err
+	}
+	if e.dataDir != "" {
+		cfg.DataDir = e.dataDir
+	}
+	if pf != nil {
+		if err := pf.applyTo(&cfg); err != nil {
+			return cfg, path, err
+		}
+	}
+	return cfg, path, nil
+}
+
+// openEngine starts an engine for one CLI verb. The caller closes it with
+// closeEngine, which flushes the audit log.
+func (e *env) openEngine(pf *policyFlags) (*engine.Engine, error) {
+	cfg, _, err := e.config(pf)
+	if err != nil {
+		return nil, err
+	}
+	return engine.New(cfg)
+}
+
+func closeEngine(en *engine.Engine) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return en.Close(ctx)
+}
+
+// withEngine runs f with an engine and closes it, keeping f's error first.
+func (e *env) withEngine(pf *policyFlags, f func(*engine.Engine, airlock.Principal) error) error {
+	en, err := e.openEngine(pf)
+	if err != nil {
+		return err
+	}
+	ferr := f(en, en.Principal())
+	cerr := closeEngine(en)
+	if ferr != nil {
+		return ferr
+	}
+	return cerr
+}
