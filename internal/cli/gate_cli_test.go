@@ -153,3 +153,11 @@ egress:
 		t.Errorf("flag did not win: %s", out.String())
 	}
 }
+
+func TestExampleConfigIsValid(t *testing.T) {
+	t.Parallel()
+	r := invoke(t, context.Background(), "", []string{"config", "check", "--config", "../../airlock.example.yaml"})
+	if r.code != 0 {
+		t.Fatalf("airlock.example.yaml: exit %d: %s", r.code, r.stderr)
+	}
+}
