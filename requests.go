@@ -20,6 +20,9 @@ type HTTPRequest struct {
 	TLSProfile   string              `json:"tls_profile,omitempty"`   // go, chrome; "": the engine's default
 	MaxRedirects *int                `json:"max_redirects,omitempty"` // nil: the engine's default; 0: follow none
 	Narrow       *Narrowing          `json:"narrow,omitempty"`
+	// Cache asks for the engine's shared HTTP cache (RFC 9111 shared-cache
+	// rules, one partition per tenant): GETs without credentials only.
+	Cache bool `json:"cache,omitempty"`
 }
 
 // HTTPResponse is the answer to an HTTPRequest (or a route call). Body is
@@ -32,6 +35,7 @@ type HTTPResponse struct {
 	URL        string              `json:"url"`                 // the final URL after redirects
 	Redirects  []string            `json:"redirects,omitempty"` // the URLs redirected through
 	Proto      string              `json:"proto"`
+	Cache      string              `json:"cache,omitempty"` // hit, miss or bypass when the cache was asked for
 	DecisionID string              `json:"decision_id"`
 }
 

@@ -139,7 +139,14 @@ func ParseURL(raw string) (Target, error) {
 	// Differential: net/url and a WHATWG (browser) parser must read the same
 	// host and port as our own canonical reading, else someone downstream
 	// could connect to a different place than the one we checked.
-	if d := differential(raw, u, t); d != "" {
+	if simpleAuthority(authority, t) {
+		// Letters, digits, dots and hyphens (or a canonical dotted quad) and a
+		// decimal port: every parser reads this the same way; only confirm
+		// net/url's split.
+		if !strings.EqualFold(u.Host, authority) {
+			return Target{}, denied(op, raw, ReasonParseAmbiguous, "net/url reads host "+strconv.Quote(u.Host))
+		}
+	} else if d := differential(raw, u, t); d != "" {
 		return Target{}, denied(op, raw, ReasonParseAmbiguous, d)
 	}
 	cu := &url.URL{
@@ -392,6 +399,12 @@ func canonicalHost(h string) (Target, *Error) {
 		}
 		return Target{Host: a.String(), Addr: a}, nil
 	}
+	if plainLDH(lower) {
+		if e := checkName(lower); e != "" {
+			return Target{}, invalid("", "", ReasonBadHost, e)
+		}
+		return Target{Host: lower}, nil
+	}
 	name, err := idnaProfile.ToASCII(lower)
 	if err != nil {
 		return Target{}, &Error{Code: CodeInvalid, Reason: ReasonBadHost, Detail: "not a valid host name", Err: err}
@@ -529,4 +542,43 @@ func hostDifferential(host string, t Target) string {
 		return "a WHATWG parser reads host " + strconv.Quote(w.Hostname())
 	}
 	return ""
+}
+
+// plainLDH reports whether h is lowercase ASCII letters, digits, hyphens
+// and dots with no punycode label: IDNA would return it unchanged, so the
+// mapping can be skipped (checkName still validates it). The caller has
+// already ruled out numeric forms.
+func plainLDH(h string) bool {
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return !strings.HasPrefix(h, "xn--") && !strings.Contains(h, ".xn--")
+}
+
+// simpleAuthority reports whether the raw authority is a form on which
+// net/url, a WHATWG parser and ours cannot disagree: an LDH name (no
+// punycode, not numeric) or the canonical dotted quad we produced, with an
+// optional decimal port without leading zeros.
+func simpleAuthority(authority string, t Target) bool {
+	host, port, _ := strings.Cut(authority, ":")
+	if port != "" && (port[0] == '0' || strconv.Itoa(int(t.Port)) != port) {
+		return false
+	}
+	if t.Addr.IsValid() {
+		return t.Addr.Is4() && host == t.Host
+	}
+	if host != t.Host || !plainLDH(host) {
+		return false
+	}
+	// Every label starts with a letter: nothing a parser could take for a
+	// number in any radix (0x-1, 0-0 are read as addresses by some).
+	for i := 0; i < len(host); i++ {
+		if (i == 0 || host[i-1] == '.') && !(host[i] >= 'a' && host[i] <= 'z') {
+			return false
+		}
+	}
+	return true
 }

@@ -492,11 +492,18 @@ func (e *Engine) HTTP(ctx context.Context, p airlock.Principal, req airlock.HTTP
 	if err != nil {
 		return nil, call.End(err, 0, 0)
 	}
-	resp, in, err := e.doHTTP(call, call.Tenant.Client, &egress.Request{
+	er := &egress.Request{
 		Method: req.Method, URL: req.URL, Header: http.Header(req.Header), Body: req.Body,
 		Profile: egress.TLSProfile(req.TLSProfile), MaxRedirects: req.MaxRedirects,
 		Call: egress.Call{Key: call.Key(), Narrow: n, Proxy: req.Proxy},
-	}, "")
+	}
+	var resp *airlock.HTTPResponse
+	var in int64
+	if req.Cache {
+		resp, in, err = e.cachedHTTP(call, er)
+	} else {
+		resp, in, err = e.doHTTP(call, call.Tenant.Client, er, "")
+	}
 	if err = call.End(err, in, int64(len(req.Body))); err != nil {
 		return nil, err
 	}
