@@ -1,5 +1,7 @@
 //go:build unix
 
+//lint:file-ignore SA1019 the h2 test drives a pre-dialled connection through x/net/http2, as client.go does
+
 package egress
 
 import (

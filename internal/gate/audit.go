@@ -54,7 +54,6 @@ type Auditor struct {
 	ring     *ring
 	rings    map[string]*ring
 
-	flushMu  sync.Mutex
 	flushReq chan chan error
 
 	dropped     atomic.Int64
