@@ -83,9 +83,14 @@ type route struct {
 	name    string
 	base    egress.Target
 	header  string
-	value   string // the credential; never leaves the engine
+	value   string // the header value (prefix + credential); never leaves the engine
+	secret  string // the credential alone: what responses and errors are scrubbed of
 	methods map[string]bool
 	prefix  string
+	// origin narrows every call of the route to its base's host and port,
+	// so that a redirect cannot carry the credential header elsewhere
+	// (egress drops only Authorization and Cookie across origins).
+	origin *egress.Checker
 }
 
 func defaults(cfg Config) Config {
@@ -238,9 +243,11 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		return nil, airlock.Errorf(airlock.CodeUnavailable, "store", "open the store in %s: %v", cfg.DataDir, err)
 	}
 	e.audit = gate.NewAuditor(gate.AuditorConfig{Sink: e.st, Interval: cfg.Audit.BatchInterval, Queue: cfg.Audit.QueueSize, Logger: o.logger, Registry: e.registry})
-	var g *gate.Gate
+	// The poller may call onChange from its goroutine before the gate
+	// exists: hand the gate over through an atomic pointer.
+	var gp atomic.Pointer[gate.Gate]
 	e.revs, err = gate.NewRevocationSet(context.Background(), e.st, DefaultRevocationPoll, o.logger, func() {
-		if g != nil {
+		if g := gp.Load(); g != nil {
 			g.RevocationsChanged()
 		}
 	})
@@ -249,8 +256,9 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		e.st.Close()
 		return nil, airlock.Errorf(airlock.CodeUnavailable, "store", "load revocations: %v", err)
 	}
-	g = gate.New(gate.Config{Tenants: tenants, Limiter: o.limiter, Revocations: e.revs, Auditor: e.audit, Logger: o.logger,
+	g := gate.New(gate.Config{Tenants: tenants, Limiter: o.limiter, Revocations: e.revs, Auditor: e.audit, Logger: o.logger,
 		Connect: gate.Limit{Rate: float64(cfg.Limits.ConnectAttempts) / cfg.Limits.ConnectWindow.Seconds(), Burst: cfg.Limits.ConnectAttempts}})
+	gp.Store(g)
 	e.gate = g
 
 	bi := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "airlock_build_info", Help: "Build information; always 1."}, []string{"version", "goversion"})
@@ -429,9 +437,15 @@ func buildRoute(name string, rc RouteConfig, getenv func(string) string) (*route
 	if err != nil {
 		return nil, configErr("routes.%s: credential: %v", name, err)
 	}
-	r := &route{name: name, base: base, header: http.CanonicalHeaderKey(rc.Header), value: rc.Prefix + string(v), methods: map[string]bool{}, prefix: rc.PathPrefix}
+	r := &route{name: name, base: base, header: http.CanonicalHeaderKey(rc.Header), value: rc.Prefix + string(v), secret: string(v), methods: map[string]bool{}, prefix: rc.PathPrefix}
 	if r.prefix == "" {
 		r.prefix = "/"
+	}
+	pol := egress.DefaultPolicy()
+	pol.Allow = []string{base.HostPort()}
+	pol.Exceptions = []string{"0.0.0.0/0", "::/0"} // the tenant's checker keeps the floor
+	if r.origin, err = pol.Compile(); err != nil {
+		return nil, configErr("routes.%s.base_url: %v", name, err)
 	}
 	if !strings.HasPrefix(r.prefix, "/") {
 		return nil, configErr("routes.%s.path_prefix must start with /", name)
@@ -457,14 +471,28 @@ func (e *Engine) Profile(tenant string) string {
 	return ""
 }
 
-func (e *Engine) begin(ctx context.Context, p airlock.Principal, c airlock.Capability, broker, target string) (*gate.Call, error) {
-	if e.closing.Load() {
-		return nil, airlock.Errorf(airlock.CodeUnavailable, "shutting_down", "engine is shutting down")
-	}
-	return e.gate.Begin(ctx, p, c, broker, target)
+func errShuttingDown() *airlock.Error {
+	return airlock.Errorf(airlock.CodeUnavailable, "shutting_down", "engine is shutting down")
 }
 
-func narrow(n *airlock.Narrowing) (*egress.Checker, error) {
+func (e *Engine) begin(ctx context.Context, p airlock.Principal, c airlock.Capability, broker, target string) (*gate.Call, error) {
+	if e.closing.Load() {
+		return nil, errShuttingDown()
+	}
+	call, err := e.gate.Begin(ctx, p, c, broker, target)
+	if err != nil {
+		return nil, err
+	}
+	// Close may have started between the check above and Begin: it waits
+	// only for calls it can see, so a call registered after it looked must
+	// not proceed (its record still reaches the open auditor).
+	if e.closing.Load() {
+		return nil, call.End(errShuttingDown(), 0, 0)
+	}
+	return call, nil
+}
+
+func narrowChecker(n *airlock.Narrowing) (*egress.Checker, error) {
 	if n == nil || len(n.Allow) == 0 && len(n.Deny) == 0 {
 		return nil, nil
 	}
@@ -488,7 +516,7 @@ func (e *Engine) HTTP(ctx context.Context, p airlock.Principal, req airlock.HTTP
 	if err != nil {
 		return nil, err
 	}
-	n, err := narrow(req.Narrow)
+	n, err := narrowChecker(req.Narrow)
 	if err != nil {
 		return nil, call.End(err, 0, 0)
 	}
@@ -554,13 +582,18 @@ func (e *Engine) Exchange(ctx context.Context, p airlock.Principal, req airlock.
 	case airlock.LaneTLS:
 		capability = airlock.CapabilityTLS
 	default:
-		return nil, airlock.Errorf(airlock.CodeInvalid, "lane", "exchange lane %q: want tcp, udp or tls", req.Lane)
+		// Still one decision, like every broker call.
+		call, err := e.begin(ctx, p, "", "exchange", req.Target)
+		if err != nil {
+			return nil, err
+		}
+		return nil, call.End(airlock.Errorf(airlock.CodeInvalid, "lane", "exchange lane %q: want tcp, udp or tls", req.Lane), 0, 0)
 	}
 	call, err := e.begin(ctx, p, capability, req.Lane, req.Target)
 	if err != nil {
 		return nil, err
 	}
-	n, err := narrow(req.Narrow)
+	n, err := narrowChecker(req.Narrow)
 	if err != nil {
 		return nil, call.End(err, 0, 0)
 	}
@@ -635,9 +668,9 @@ func (e *Engine) Route(ctx context.Context, p airlock.Principal, req airlock.Rou
 	}
 	h.Set(r.header, r.value)
 	resp, in, err := e.doHTTP(call, call.Tenant.Client, &egress.Request{Method: method, URL: u, Header: h, Body: req.Body,
-		Call: egress.Call{Key: call.Key()}}, r.value)
+		Call: egress.Call{Key: call.Key(), Narrow: r.origin}}, r.secret)
 	if err != nil {
-		err = scrubErr(err, r.value)
+		err = scrubErr(err, r.secret)
 	}
 	if err = call.End(err, in, int64(len(req.Body))); err != nil {
 		return nil, err
@@ -667,7 +700,8 @@ func (r *route) join(path string) (string, error) {
 			return "", bad("may not contain dot segments or encoded slashes")
 		}
 	}
-	if !strings.HasPrefix(p, r.prefix) {
+	// The prefix matches whole segments: /v1 admits /v1 and /v1/x, not /v10.
+	if !strings.HasPrefix(p, r.prefix) || !strings.HasSuffix(r.prefix, "/") && len(p) > len(r.prefix) && p[len(r.prefix)] != '/' {
 		return "", bad("is outside the route's path prefix " + r.prefix)
 	}
 	base := strings.TrimSuffix(r.base.URL.String(), "/")
@@ -848,6 +882,18 @@ func (e *Engine) retention() {
 	}
 }
 
+// waitIdle waits until no call is in flight, or ctx ends (false).
+func (e *Engine) waitIdle(ctx context.Context) bool {
+	for e.gate.Active() > 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return true
+}
+
 // Close stops taking calls, waits for calls in flight (until ctx ends, then
 // cancels them), flushes the audit log and closes the store.
 func (e *Engine) Close(ctx context.Context) error {
@@ -858,14 +904,15 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	e.closed = true
 	e.closing.Store(true)
-	for e.gate.Active() > 0 {
-		select {
-		case <-ctx.Done():
-			goto drained
-		case <-time.After(5 * time.Millisecond):
-		}
+	if !e.waitIdle(ctx) {
+		// The caller stopped waiting: cancel what is still running, and
+		// give it a bounded moment to end, so that its decision records
+		// reach the audit log before it closes.
+		e.gate.CancelActive(errShuttingDown())
+		waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultDrainTimeout)
+		e.waitIdle(waitCtx)
+		cancel()
 	}
-drained:
 	close(e.stopBg)
 	<-e.bgDone
 	e.revs.Close()
