@@ -176,3 +176,17 @@ const (
 	VerbCrawl  = "crawl"
 	VerbSearch = "search"
 )
+
+// FetchResult is one URL of a batched fetch: a Page or an Error.
+type FetchResult struct {
+	URL   string `json:"url"`
+	Page  *Page  `json:"page,omitempty"`
+	Error *Error `json:"error,omitempty"`
+}
+
+// Batched fetch defaults.
+const (
+	DefaultBatchMax         = 64
+	DefaultBatchConcurrency = 16
+	DefaultBatchTimeout     = 15 * time.Second
+)

@@ -43,6 +43,35 @@ type Config struct {
 	Limits LimitsConfig           `koanf:"limits" json:"limits"`
 	Audit  AuditConfig            `koanf:"audit" json:"audit"`
 	Routes map[string]RouteConfig `koanf:"routes" json:"routes"`
+	Browse BrowseConfig           `koanf:"browse" json:"browse"`
+}
+
+// BrowseConfig picks the providers of fetch, crawl and search. API keys are
+// read from the environment variables named here (defaults in brackets) and
+// never appear in results, errors or logs; a provider whose key is absent is
+// not available.
+type BrowseConfig struct {
+	// Provider serves every verb it declares (native, firecrawl); "" native.
+	Provider string `koanf:"provider" json:"provider"`
+	// SearchProvider serves search, whatever Provider is (dataforseo,
+	// brave-api, searxng, firecrawl, native).
+	SearchProvider string `koanf:"search_provider" json:"search_provider"`
+	// Proxy is the upstream proxy (a name from egress.proxies) merged into
+	// browse calls that name none.
+	Proxy string `koanf:"proxy" json:"proxy"`
+	// Base URLs, for self-hosted services and tests.
+	FirecrawlURL  string `koanf:"firecrawl_url" json:"firecrawl_url"`   // [https://api.firecrawl.dev]; key FIRECRAWL_API_KEY
+	DataForSEOURL string `koanf:"dataforseo_url" json:"dataforseo_url"` // key DATAFORSEO_AUTH
+	BraveAPIURL   string `koanf:"brave_api_url" json:"brave_api_url"`   // key BRAVE_SEARCH_API_KEY
+	SearXNGURL    string `koanf:"searxng_url" json:"searxng_url"`       // or SEARXNG_URL
+	// Engine base URLs of the keyless search cascade (tests).
+	DuckDuckGoURL string `koanf:"duckduckgo_url" json:"duckduckgo_url"`
+	BraveURL      string `koanf:"brave_url" json:"brave_url"`
+	BingURL       string `koanf:"bing_url" json:"bing_url"`
+	// Batched fetch: URLs per batch, at once, and each fetch's timeout.
+	BatchMax         int           `koanf:"batch_max" json:"batch_max"`
+	BatchConcurrency int           `koanf:"batch_concurrency" json:"batch_concurrency"`
+	BatchTimeout     time.Duration `koanf:"batch_timeout" json:"batch_timeout"`
 }
 
 // TenantConfig is one tenant: who it is (token hashes), what it may do (a

@@ -135,7 +135,7 @@ drives a browser on behalf of sandboxed workloads, under one SSRF-safe policy.`,
 	root.SetIn(e.stdin)
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
-	root.PersistentFlags().Var((*formatValue)(&e.format), "format", "output format: text or json")
+	root.PersistentFlags().Var((*formatValue)(&e.format), "format", "output format: text or json (errors as JSON on stderr); browse verbs also md, org, jsonl")
 	root.PersistentFlags().StringVar(&e.configPath, "config", "", "configuration file (default $AIRLOCK_CONFIG, else ./airlock.yaml if present)")
 	root.PersistentFlags().StringVar(&e.dataDir, "data-dir", "", "data directory: audit log, revocations, tokens (default ./airlock-data)")
 	return root
@@ -168,7 +168,7 @@ func usageErrorf(format string, args ...any) error {
 // reportError prints err on stderr in the chosen format.
 func (e *env) reportError(args []string, err error) {
 	msg := oneLine(err.Error())
-	if e.outputFormat(args) == formatJSON {
+	if f := e.outputFormat(args); f == formatJSON || f == "jsonl" {
 		pub := airlock.Public(err, "")
 		pub.Message = msg
 		if writeJSON(e.stderr, airlock.ErrorBody{Error: pub}) == nil {
@@ -191,9 +191,9 @@ func (e *env) outputFormat(args []string) string {
 		switch {
 		case a == "--":
 			return formatText
-		case a == "--format=json":
+		case a == "--format=json" || a == "--format=jsonl":
 			return formatJSON
-		case a == "--format" && i+1 < len(args) && args[i+1] == formatJSON:
+		case a == "--format" && i+1 < len(args) && (args[i+1] == formatJSON || args[i+1] == "jsonl"):
 			return formatJSON
 		}
 	}
@@ -223,14 +223,16 @@ func (f *formatValue) String() string {
 }
 
 func (f *formatValue) Set(s string) error {
-	if s != formatText && s != formatJSON {
-		return fmt.Errorf("must be %s or %s", formatText, formatJSON)
+	switch s {
+	case formatText, formatJSON, "jsonl", "md", "markdown", "org":
+	default:
+		return fmt.Errorf("must be text, json, jsonl, md, markdown or org")
 	}
 	*f = formatValue(s)
 	return nil
 }
 
-func (f *formatValue) Type() string { return "text|json" }
+func (f *formatValue) Type() string { return "format" }
 
 // writeJSONIndent writes v as indented JSON for people.
 func writeJSONIndent(w io.Writer, v any) error {

@@ -70,7 +70,7 @@ func TestMainExitCodes(t *testing.T) {
 		{name: "unknown command", args: []string{"frobnicate"}, wantCode: 2, wantStderr: "airlock: unknown command \"frobnicate\" for \"airlock\"; see 'airlock --help'\n"},
 		{name: "unknown flag", args: []string{"version", "--nope"}, wantCode: 2, wantStderr: "airlock: unknown flag: --nope; see 'airlock --help'\n"},
 		{name: "extra argument", args: []string{"version", "extra"}, wantCode: 2, wantStderr: "airlock: unknown command \"extra\" for \"airlock version\"; see 'airlock --help'\n"},
-		{name: "bad format", args: []string{"--format", "xml", "version"}, wantCode: 2, wantStderr: "airlock: invalid argument \"xml\" for \"--format\" flag: must be text or json; see 'airlock --help'\n"},
+		{name: "bad format", args: []string{"--format", "xml", "version"}, wantCode: 2, wantStderr: "airlock: invalid argument \"xml\" for \"--format\" flag: must be text, json, jsonl, md, markdown or org; see 'airlock --help'\n"},
 		{
 			name: "usage error from RunE", args: []string{"fail"},
 			extra:    []func(*env) *cobra.Command{failWith(usageErrorf("--resolve %q: want host=ip", "x"))},
