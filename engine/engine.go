@@ -37,6 +37,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/browse"
 	"github.com/airlockhq/airlock/internal/gate"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -70,6 +71,7 @@ type Engine struct {
 	revs     *gate.RevocationSet
 	registry *prometheus.Registry
 	routes   map[string]*route
+	browse   *browse.Dispatcher
 	tokens   map[string]string // config token hash → tenant
 	logger   *slog.Logger
 	closing  atomic.Bool
@@ -224,6 +226,9 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 			e.tokens[h] = name
 		}
 		tenants[name] = t
+	}
+	if e.browse, err = buildDispatcher(cfg.Browse, o.getenv); err != nil {
+		return nil, err
 	}
 	e.routes = map[string]*route{}
 	for name, rc := range cfg.Routes {
@@ -758,7 +763,7 @@ func (e *Engine) CreateToken(ctx context.Context, tenant, label string) (string,
 // cancelled. Every process sharing the data directory sees it within a
 // second.
 func (e *Engine) Revoke(ctx context.Context, subject, reason string) error {
-	if _, err := airlock.ParsePrincipal(subject); err != nil {
+	if err := checkSubject(subject); err != nil {
 		return err
 	}
 	err := e.revs.Revoke(ctx, subject, reason)
@@ -766,8 +771,25 @@ func (e *Engine) Revoke(ctx context.Context, subject, reason string) error {
 	return err
 }
 
+// checkSubject accepts "tenant" or "tenant/instance" in canonical form
+// (ParsePrincipal also reads "tenant/" as the tenant, which the store
+// refuses).
+func checkSubject(subject string) error {
+	p, err := airlock.ParsePrincipal(subject)
+	if err != nil {
+		return err
+	}
+	if p.String() != subject {
+		return airlock.Errorf(airlock.CodeInvalid, "principal", "bad revocation subject %q: want tenant or tenant/instance", subject)
+	}
+	return nil
+}
+
 // Unrevoke lifts a revocation.
 func (e *Engine) Unrevoke(ctx context.Context, subject string) error {
+	if err := checkSubject(subject); err != nil {
+		return err
+	}
 	err := e.revs.Unrevoke(ctx, subject)
 	if errors.Is(err, store.ErrNotFound) {
 		err = airlock.Errorf(airlock.CodeNotFound, "revocation", "%s is not revoked", subject)

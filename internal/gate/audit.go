@@ -50,7 +50,7 @@ type Auditor struct {
 	closed atomic.Bool
 
 	mu       sync.Mutex
-	counters map[statKey]int64
+	counters map[statKey]*statEntry
 	ring     *ring
 	rings    map[string]*ring
 
@@ -70,6 +70,15 @@ type Auditor struct {
 
 type statKey struct{ broker, outcome, reason string }
 
+// statEntry is one counter and the metric series of its key, looked up once
+// rather than by label values on every decision (the request path).
+type statEntry struct {
+	n        int64
+	calls    prometheus.Counter
+	duration prometheus.Observer
+	in, out  prometheus.Counter // created on first use
+}
+
 // NewAuditor starts the batch writer.
 func NewAuditor(cfg AuditorConfig) *Auditor {
 	if cfg.Interval <= 0 {
@@ -83,7 +92,7 @@ func NewAuditor(cfg AuditorConfig) *Auditor {
 		queue:    make(chan Record, cfg.Queue),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
-		counters: map[statKey]int64{},
+		counters: map[statKey]*statEntry{},
 		ring:     newRing(DefaultRingSize),
 		rings:    map[string]*ring{},
 		flushReq: make(chan chan error),
@@ -110,16 +119,20 @@ func (a *Auditor) Record(r Record) {
 	r.Target = cut(r.Target, PersistStringCap)
 	r.Detail = cut(r.Detail, PersistStringCap)
 	k := statKey{r.Broker, r.Outcome, r.Reason}
-	a.calls.WithLabelValues(r.Broker, r.Outcome, r.Reason).Inc()
-	a.duration.WithLabelValues(r.Broker).Observe(float64(r.DurationMS) / 1000)
-	if r.BytesIn > 0 {
-		a.bytes.WithLabelValues(r.Broker, "in").Add(float64(r.BytesIn))
-	}
-	if r.BytesOut > 0 {
-		a.bytes.WithLabelValues(r.Broker, "out").Add(float64(r.BytesOut))
-	}
 	a.mu.Lock()
-	a.counters[k]++
+	se := a.counters[k]
+	if se == nil {
+		se = &statEntry{calls: a.calls.WithLabelValues(r.Broker, r.Outcome, r.Reason), duration: a.duration.WithLabelValues(r.Broker)}
+		a.counters[k] = se
+	}
+	se.n++
+	if r.BytesIn > 0 && se.in == nil {
+		se.in = a.bytes.WithLabelValues(r.Broker, "in")
+	}
+	if r.BytesOut > 0 && se.out == nil {
+		se.out = a.bytes.WithLabelValues(r.Broker, "out")
+	}
+	calls, duration, in, out := se.calls, se.duration, se.in, se.out
 	if r.Outcome != "allow" {
 		rr := r
 		rr.Target, rr.Detail = cut(r.Target, RingStringCap), cut(r.Detail, RingStringCap)
@@ -139,11 +152,19 @@ func (a *Auditor) Record(r Record) {
 		pr.add(rr)
 	}
 	a.mu.Unlock()
-	if l := a.cfg.Logger; l != nil {
-		level := slog.LevelInfo
-		if r.Outcome != "allow" {
-			level = slog.LevelWarn
-		}
+	calls.Inc()
+	duration.Observe(float64(r.DurationMS) / 1000)
+	if r.BytesIn > 0 {
+		in.Add(float64(r.BytesIn))
+	}
+	if r.BytesOut > 0 {
+		out.Add(float64(r.BytesOut))
+	}
+	level := slog.LevelInfo
+	if r.Outcome != "allow" {
+		level = slog.LevelWarn
+	}
+	if l := a.cfg.Logger; l != nil && l.Enabled(context.Background(), level) { // skip building the record for a discarding logger
 		l.LogAttrs(context.Background(), level, "broker decision",
 			slog.String("decision_id", r.ID),
 			slog.String("tenant", r.Tenant),
@@ -216,7 +237,7 @@ func (a *Auditor) Stats() []Stat {
 	a.mu.Lock()
 	out := make([]Stat, 0, len(a.counters))
 	for k, v := range a.counters {
-		out = append(out, Stat{Broker: k.broker, Outcome: k.outcome, Reason: k.reason, Count: v})
+		out = append(out, Stat{Broker: k.broker, Outcome: k.outcome, Reason: k.reason, Count: v.n})
 	}
 	a.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {

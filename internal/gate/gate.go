@@ -44,6 +44,8 @@ type Tenant struct {
 	Client  *egress.Client
 	Secrets map[string][]byte // never leaves the engine
 	Routes  map[string]bool   // nil: every route
+
+	limitKey string // the rate limiter key, set by New
 }
 
 // Gate applies the cadence. Create it with New; it is safe for concurrent
@@ -78,7 +80,8 @@ func New(cfg Config) *Gate {
 	if g.limiter == nil {
 		g.limiter = &MemoryLimiter{}
 	}
-	for _, t := range g.tenants {
+	for name, t := range g.tenants {
+		t.limitKey = "tenant:" + name
 		if t.Dialer != nil {
 			t.Dialer.Limiter = g.connectLimiter
 		}
@@ -92,8 +95,11 @@ func (g *Gate) connectLimiter(ctx context.Context, key string) error {
 		return &egress.Error{Code: egress.CodeUnavailable, Reason: ReasonConnectRate, Op: "limit", Err: err}
 	}
 	if !ok {
+		// Err carries the retry-after, so airlock.RetryAfter finds it through
+		// the egress error and the call's *airlock.Error.
 		return &egress.Error{Code: egress.CodeRateLimited, Reason: ReasonConnectRate, Op: "limit",
-			Detail: fmt.Sprintf("connect attempts over %d per %s; retry after %s", g.connect.Burst, limitWindow(g.connect), retry.Round(time.Millisecond))}
+			Detail: fmt.Sprintf("connect attempts over %d per %s", g.connect.Burst, limitWindow(g.connect)),
+			Err:    &RateLimitedError{Reason: ReasonConnectRate, After: retry}}
 	}
 	return nil
 }
@@ -168,7 +174,8 @@ func (e *RateLimitedError) RetryAfter() time.Duration { return e.After }
 // an *airlock.Error carrying the decision id; otherwise the caller does the
 // work under call.Ctx and calls End.
 func (g *Gate) Begin(ctx context.Context, p airlock.Principal, capability airlock.Capability, broker, target string) (*Call, error) {
-	c := &Call{ID: g.NewID(), Principal: p, Broker: broker, Target: target, start: time.Now(), g: g}
+	now := time.Now()
+	c := &Call{ID: g.ids.next(now), Principal: p, Broker: broker, Target: target, start: now, g: g}
 	if !p.Valid() {
 		return nil, c.refuse(airlock.CodeInvalid, ReasonBadPrincipal, "bad principal "+fmt.Sprintf("%q", p.String()), nil)
 	}
@@ -180,7 +187,7 @@ func (g *Gate) Begin(ctx context.Context, p airlock.Principal, capability airloc
 	if g.revs != nil && g.revs.Revoked(p) {
 		return nil, c.refuse(airlock.CodeRevoked, ReasonRevoked, p.String()+" is revoked", &RevokedError{Principal: p})
 	}
-	ok, retry, err := g.limiter.Allow(ctx, "tenant:"+p.Tenant, t.Limit)
+	ok, retry, err := g.limiter.Allow(ctx, t.limitKey, t.Limit)
 	if err != nil {
 		return nil, c.refuse(airlock.CodeUnavailable, ReasonTenantRate, "rate limiter unavailable", err)
 	}
@@ -219,8 +226,10 @@ func (c *Call) End(err error, bytesIn, bytesOut int64) error {
 	delete(c.g.active, c)
 	c.g.mu.Unlock()
 	if err != nil {
-		var re *RevokedError
-		if cause := context.Cause(c.Ctx); errors.As(cause, &re) {
+		// A call the gate cancelled (a revocation, a shutdown) reports why,
+		// whatever error the work returned.
+		var cl interface{ ErrorCode() string }
+		if cause := context.Cause(c.Ctx); errors.As(cause, &cl) {
 			err = fmt.Errorf("%w (mid-flight: %v)", cause, err)
 		}
 	}
@@ -263,6 +272,16 @@ func (g *Gate) RevocationsChanged() {
 		if g.revs.Revoked(c.Principal) {
 			c.cancel(&RevokedError{Principal: c.Principal})
 		}
+	}
+}
+
+// CancelActive cancels every call in flight with cause (an error with an
+// ErrorCode, such as an *airlock.Error, which End then reports).
+func (g *Gate) CancelActive(cause error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for c := range g.active {
+		c.cancel(cause)
 	}
 }
 

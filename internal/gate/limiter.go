@@ -30,9 +30,14 @@ type MemoryLimiter struct {
 }
 
 type limEntry struct {
+	// mu serialises reading the clock with the reservation: rate.Limiter
+	// trusts its callers' times to be in order, and over-grants (refills
+	// the same interval again) when concurrent callers hand it a time
+	// earlier than one it has already seen.
+	mu   sync.Mutex
 	lim  *rate.Limiter
 	at   Limit
-	used time.Time
+	used time.Time // guarded by MemoryLimiter.mu
 }
 
 const maxLimiterKeys = 100000
@@ -61,6 +66,12 @@ func (l *MemoryLimiter) Allow(_ context.Context, key string, limit Limit) (bool,
 	}
 	e.used = now
 	l.mu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now = time.Now()
+	if e.lim.AllowN(now, 1) { // the common case, without a reservation to allocate
+		return true, 0, nil
+	}
 	r := e.lim.ReserveN(now, 1)
 	if !r.OK() {
 		return false, time.Second, nil

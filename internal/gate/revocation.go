@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,7 +76,10 @@ func (r *RevocationSet) Revoke(ctx context.Context, subject, reason string) erro
 	if err := r.st.Revoke(ctx, subject, reason); err != nil {
 		return err
 	}
-	return r.refresh(ctx, true)
+	r.refreshAfterWrite(ctx, func(m map[string]store.Revocation) {
+		m[subject] = store.Revocation{Subject: subject, Reason: reason, Created: time.Now().UTC()}
+	})
+	return nil
 }
 
 // Unrevoke lifts a revocation.
@@ -83,7 +87,31 @@ func (r *RevocationSet) Unrevoke(ctx context.Context, subject string) error {
 	if err := r.st.Unrevoke(ctx, subject); err != nil {
 		return err
 	}
-	return r.refresh(ctx, true)
+	r.refreshAfterWrite(ctx, func(m map[string]store.Revocation) { delete(m, subject) })
+	return nil
+}
+
+// refreshAfterWrite reloads the set after this process changed the store.
+// The change is stored whatever happens next, so a failed reload (a store
+// busy under load) must neither report the change as failed nor delay it
+// until a poll succeeds: it is then applied to the local copy, and the next
+// successful poll, seeing a new version, reloads the whole set.
+func (r *RevocationSet) refreshAfterWrite(ctx context.Context, change func(map[string]store.Revocation)) {
+	err := r.refresh(ctx, true)
+	if err == nil {
+		return
+	}
+	if r.logger != nil {
+		r.logger.Error("revocation reload failed; applying the change locally", slog.String("error", err.Error()))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := maps.Clone(*r.set.Load())
+	change(m)
+	r.set.Store(&m)
+	if r.onChange != nil {
+		r.onChange()
+	}
 }
 
 func (r *RevocationSet) refresh(ctx context.Context, force bool) error {
