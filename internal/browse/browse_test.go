@@ -16,7 +16,9 @@ func (fetchOnly) Fetch(context.Context, airlock.Doer, airlock.FetchRequest) (*ai
 
 type all struct{ fetchOnly }
 
-func (all) Capabilities() []string { return []string{airlock.VerbFetch, airlock.VerbCrawl, airlock.VerbSearch} }
+func (all) Capabilities() []string {
+	return []string{airlock.VerbFetch, airlock.VerbCrawl, airlock.VerbSearch}
+}
 func (all) Crawl(context.Context, airlock.Doer, airlock.CrawlRequest, func(*airlock.Page) error, func(airlock.CrawlProgress)) (*airlock.CrawlSummary, error) {
 	return nil, nil
 }

@@ -1,0 +1,298 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/browse"
+	"github.com/airlockhq/airlock/internal/gate"
+	"github.com/airlockhq/airlock/internal/provider/native"
+)
+
+// scraper is a remote provider that returns raw HTML; the engine runs its
+// own extractor on it so every provider's Page has the same shape.
+type scraper interface {
+	Scrape(ctx context.Context, d airlock.Doer, url string) (html []byte, finalURL string, status int, err error)
+}
+
+// countingDoer counts the body bytes a call received.
+type countingDoer struct {
+	*callDoer
+	in atomic.Int64
+}
+
+func (c *countingDoer) Do(ctx context.Context, req *airlock.HTTPRequest) (*airlock.HTTPResponse, error) {
+	resp, err := c.callDoer.Do(ctx, req)
+	if resp != nil {
+		c.in.Add(int64(len(resp.Body)))
+	}
+	return resp, err
+}
+
+func (e *Engine) newDoer(call *gate.Call, n *egress.Checker, proxy string, profile egress.TLSProfile, cache bool) *countingDoer {
+	return &countingDoer{callDoer: &callDoer{e: e, call: call, narrow: n, proxy: e.browse.Proxy(proxy), profile: profile, cache: cache}}
+}
+
+// checkURL runs the policy on a URL without fetching it: what a remote
+// provider is asked for, and every final URL it reports.
+func (e *Engine) checkURL(call *gate.Call, n *egress.Checker, raw string) error {
+	t, err := egress.ParseURL(raw)
+	if err != nil {
+		return err
+	}
+	_, err = call.Tenant.Dialer.Resolve(call.Ctx, egress.LaneHTTP, t, &egress.Call{Key: call.Key(), Narrow: n})
+	return err
+}
+
+// Fetch fetches one page through the resolved provider (capability
+// browse).
+func (e *Engine) Fetch(ctx context.Context, p airlock.Principal, req airlock.FetchRequest) (*airlock.Page, error) {
+	call, err := e.begin(ctx, p, airlock.CapabilityBrowse, "fetch", req.URL)
+	if err != nil {
+		return nil, err
+	}
+	page, in, err := e.fetchIn(call, req)
+	if err = call.End(err, in, 0); err != nil {
+		return nil, err
+	}
+	page.DecisionID = call.ID
+	return page, nil
+}
+
+func (e *Engine) fetchIn(call *gate.Call, req airlock.FetchRequest) (*airlock.Page, int64, error) {
+	name, prov, err := e.browse.Resolve(airlock.VerbFetch, req.Provider)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := narrowChecker(req.Narrow)
+	if err != nil {
+		return nil, 0, err
+	}
+	d := e.newDoer(call, n, req.Proxy, egress.ProfileChrome, req.Cache)
+	req.Proxy = d.proxy
+	if name == browse.NativeName {
+		page, err := prov.(airlock.Fetcher).Fetch(call.Ctx, d, req)
+		return page, d.in.Load(), err
+	}
+	// A remote provider: decide the target before delegating, and every
+	// final URL it reports after. Its own subrequests happen outside our
+	// floor (see the README).
+	if err := e.checkURL(call, n, req.URL); err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
+	var page *airlock.Page
+	if s, ok := prov.(scraper); ok {
+		html, final, status, err := s.Scrape(call.Ctx, d, req.URL)
+		if err != nil {
+			return nil, d.in.Load(), err
+		}
+		if final == "" {
+			final = req.URL
+		}
+		if err := e.checkURL(call, n, final); err != nil {
+			return nil, d.in.Load(), err
+		}
+		if status != 0 && (status < 200 || status > 299) {
+			return nil, d.in.Load(), &native.StatusError{URL: final, Status: status}
+		}
+		page, err = native.ExtractResponse(call.Ctx, &airlock.HTTPResponse{Status: max(status, 200), URL: final, Body: html,
+			Header: map[string][]string{"Content-Type": {"text/html; charset=utf-8"}}}, airlock.ExtractFull)
+		if err != nil {
+			return nil, d.in.Load(), err
+		}
+	} else {
+		page, err = prov.(airlock.Fetcher).Fetch(call.Ctx, d, req)
+		if err != nil {
+			return nil, d.in.Load(), err
+		}
+		if err := e.checkURL(call, n, page.URL); err != nil {
+			return nil, d.in.Load(), err
+		}
+	}
+	page.RequestedURL, page.Provider = req.URL, name
+	page.ElapsedMS = time.Since(start).Milliseconds()
+	return page, d.in.Load(), nil
+}
+
+// FetchMany fetches a batch of URLs concurrently as one broker call
+// (capabilities browse and parallel): at most BatchMax URLs, BatchConcurrency
+// at a time, BatchTimeout each. Each URL gets a Page or an Error.
+func (e *Engine) FetchMany(ctx context.Context, p airlock.Principal, urls []string, opts airlock.FetchRequest) ([]airlock.FetchResult, string, error) {
+	call, err := e.begin(ctx, p, airlock.CapabilityBrowse, "fetch_many", fmt.Sprintf("%d urls", len(urls)))
+	if err != nil {
+		return nil, "", err
+	}
+	if !call.Tenant.Profile.Has(airlock.CapabilityParallel) {
+		return nil, "", call.End(airlock.Errorf(airlock.CodeDenied, gate.ReasonCapability, "capability parallel is not granted by profile %s", call.Tenant.Profile.Name), 0, 0)
+	}
+	bc := e.cfg.Browse
+	maxN, conc, to := orInt(bc.BatchMax, airlock.DefaultBatchMax), orInt(bc.BatchConcurrency, airlock.DefaultBatchConcurrency), bc.BatchTimeout
+	if to <= 0 {
+		to = airlock.DefaultBatchTimeout
+	}
+	if len(urls) > maxN {
+		return nil, "", call.End(airlock.Errorf(airlock.CodeTooLarge, "batch", "%d URLs in one batch; at most %d", len(urls), maxN), 0, 0)
+	}
+	out := make([]airlock.FetchResult, len(urls))
+	sem := make(chan struct{}, conc)
+	var wg sync.WaitGroup
+	var in atomic.Int64
+	for i, u := range urls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-call.Ctx.Done():
+				out[i] = airlock.FetchResult{URL: u, Error: pub(context.Cause(call.Ctx), call.ID)}
+				return
+			}
+			defer func() { <-sem }()
+			ctx, cancel := context.WithTimeout(call.Ctx, to)
+			defer cancel()
+			sub := *call
+			sub.Ctx = ctx
+			r := opts
+			r.URL = u
+			page, n, err := e.fetchIn(&sub, r)
+			in.Add(n)
+			if err != nil {
+				out[i] = airlock.FetchResult{URL: u, Error: pub(err, call.ID)}
+				return
+			}
+			page.DecisionID = call.ID
+			out[i] = airlock.FetchResult{URL: u, Page: page}
+		}()
+	}
+	wg.Wait()
+	return out, call.ID, call.End(nil, in.Load(), 0)
+}
+
+func pub(err error, id string) *airlock.Error {
+	pe := airlock.Public(err, id)
+	return &pe
+}
+
+func orInt(v, d int) int {
+	if v > 0 {
+		return v
+	}
+	return d
+}
+
+// Crawl crawls through the resolved provider (capability browse): URLs
+// fetched concurrently or a seed walked breadth-first, pages streamed to
+// emit as they arrive. Ignoring robots.txt and the chrome TLS profile are
+// recorded in the call's audit record. A revocation stops the crawl at its
+// next fetch.
+func (e *Engine) Crawl(ctx context.Context, p airlock.Principal, req airlock.CrawlRequest, emit func(*airlock.Page) error, progress func(airlock.CrawlProgress)) (*airlock.CrawlSummary, error) {
+	target := req.Seed
+	if target == "" {
+		target = fmt.Sprintf("%d urls", len(req.URLs))
+		if len(req.URLs) > 0 {
+			target += " from " + req.URLs[0]
+		}
+	}
+	var flags []string
+	if req.IgnoreRobots {
+		flags = append(flags, "ignore_robots")
+	}
+	if strings.EqualFold(req.TLSProfile, string(egress.ProfileChrome)) {
+		flags = append(flags, "tls=chrome")
+	}
+	if len(flags) > 0 {
+		target += " [" + strings.Join(flags, " ") + "]"
+	}
+	call, err := e.begin(ctx, p, airlock.CapabilityBrowse, "crawl", target)
+	if err != nil {
+		return nil, err
+	}
+	sum, in, err := e.crawlIn(call, req, emit, progress)
+	if sum != nil {
+		sum.DecisionID = call.ID
+		if call.Ctx.Err() != nil && sum.Stopped == "" {
+			sum.Stopped = airlock.ReasonOf(context.Cause(call.Ctx))
+		}
+	}
+	if err = call.End(err, in, 0); err != nil {
+		return sum, err
+	}
+	return sum, nil
+}
+
+func (e *Engine) crawlIn(call *gate.Call, req airlock.CrawlRequest, emit func(*airlock.Page) error, progress func(airlock.CrawlProgress)) (*airlock.CrawlSummary, int64, error) {
+	name, prov, err := e.browse.Resolve(airlock.VerbCrawl, req.Provider)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := narrowChecker(req.Narrow)
+	if err != nil {
+		return nil, 0, err
+	}
+	d := e.newDoer(call, n, req.Proxy, egress.ProfileGo, req.Cache)
+	req.Proxy = d.proxy
+	if emit == nil {
+		emit = func(*airlock.Page) error { return nil }
+	}
+	if progress == nil {
+		progress = func(airlock.CrawlProgress) {}
+	}
+	out := emit
+	if name != browse.NativeName {
+		for _, u := range append([]string{req.Seed}, req.URLs...) {
+			if u == "" {
+				continue
+			}
+			if err := e.checkURL(call, n, u); err != nil {
+				return nil, 0, err
+			}
+		}
+		out = func(pg *airlock.Page) error {
+			if e.checkURL(call, n, pg.URL) != nil {
+				return nil // a page the policy refuses is dropped
+			}
+			pg.Provider = name
+			return emit(pg)
+		}
+	}
+	sum, err := prov.(airlock.Crawler).Crawl(call.Ctx, d, req, out, progress)
+	return sum, d.in.Load(), err
+}
+
+// Search searches through the resolved provider (capability browse).
+func (e *Engine) Search(ctx context.Context, p airlock.Principal, req airlock.SearchRequest) ([]airlock.SearchResult, string, error) {
+	call, err := e.begin(ctx, p, airlock.CapabilityBrowse, "search", req.Query)
+	if err != nil {
+		return nil, "", err
+	}
+	if strings.TrimSpace(req.Query) == "" {
+		return nil, "", call.End(airlock.Errorf(airlock.CodeInvalid, "query", "empty query"), 0, 0)
+	}
+	name, prov, err := e.browse.Resolve(airlock.VerbSearch, req.Provider)
+	if err != nil {
+		return nil, "", call.End(err, 0, 0)
+	}
+	d := e.newDoer(call, nil, req.Proxy, egress.ProfileChrome, false)
+	req.Proxy = d.proxy
+	res, err := prov.(airlock.Searcher).Search(call.Ctx, d, req)
+	if err == nil && name != browse.NativeName {
+		kept := res[:0]
+		for _, r := range res {
+			if _, perr := egress.ParseURL(r.URL); perr == nil {
+				kept = append(kept, r)
+			}
+		}
+		res = kept
+	}
+	if err = call.End(err, d.in.Load(), 0); err != nil {
+		return nil, "", err
+	}
+	return res, call.ID, nil
+}

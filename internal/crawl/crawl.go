@@ -1,0 +1,1049 @@
+package crawl
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/airlockhq/airlock"
+)
+
+// Defaults of a crawl (ARCHITECTURE.md "Defaults").
+const (
+	DefaultConcurrency        = 8
+	DefaultPerHostConcurrency = 2
+	DefaultMaxPages           = 25
+	DefaultDepth              = 2
+	DefaultTimeout            = 25 * time.Second
+	DefaultTLSProfile         = "go"
+	// Unlimited as CrawlRequest.Depth lifts the depth limit.
+	Unlimited = -1
+	// MaxSkipped entries are kept in CrawlSummary.Skipped.
+	MaxSkipped = 10000
+	// ProgressInterval is the least time between two progress events.
+	ProgressInterval = 250 * time.Millisecond
+)
+
+const (
+	maxRateLimitRetries = 3
+	maxRetryWait        = 5 * time.Second
+	acceptPage          = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+	acceptRobots        = "text/plain,*/*;q=0.1"
+	acceptSitemap       = "application/xml,text/xml,text/plain,*/*;q=0.1"
+	errReasonRedirects  = "redirect_limit" // egress: too many redirects
+)
+
+// maxSkipped is MaxSkipped; tests lower it.
+var maxSkipped = MaxSkipped
+
+// UserAgent returns the User-Agent a crawl identifies itself with:
+// "airlock/VERSION (+https://github.com/airlockhq/airlock)".
+func UserAgent(version string) string {
+	return "airlock/" + version + " (+https://github.com/airlockhq/airlock)"
+}
+
+// Extracted is what a PageFunc makes of one response.
+type Extracted struct {
+	// Page is emitted unless NoIndex is set; nil emits nothing. Run fills
+	// URL, RequestedURL, Status, ContentType, FetchedAt, ElapsedMS and
+	// DecisionID where they are left zero.
+	Page *airlock.Page
+	// Links are the page's links to follow, absolute or relative to the
+	// response URL; every link, not only the ones kept in Page.Links.
+	Links []string
+	// NoIndex and NoFollow are the page's robots directives
+	// (<meta name="robots">); the X-Robots-Tag header is read by Run too.
+	NoIndex, NoFollow bool
+}
+
+// PageFunc turns a 2xx response into a page: the caller's extractor. mode
+// is airlock.ExtractFull or airlock.ExtractNone. It is called from several
+// goroutines at once. An error skips the page; an error whose reason (see
+// airlock.ReasonOf) is "bot_wall" or "type" is reported with that reason.
+type PageFunc func(ctx context.Context, resp *airlock.HTTPResponse, mode string) (Extracted, error)
+
+// Config is what a crawl needs besides its request. Doer and Page are
+// required; every other zero field has a documented default.
+type Config struct {
+	// Doer fetches every URL, robots.txt and sitemaps included; it is the
+	// only way a crawl reaches the network. Its errors are classified by
+	// airlock.CodeOf: revoked stops the crawl, the others skip the URL.
+	Doer airlock.Doer
+	// Page extracts each fetched page.
+	Page PageFunc
+	// UserAgent is sent with every request; "": UserAgent("dev").
+	UserAgent string
+	// TLSProfile is used when the request names none; "": "go".
+	TLSProfile string
+	// Frontier and Seen hold the crawl's state; nil: in memory, for this
+	// run only. A shared pair lets several runs work one crawl.
+	Frontier Frontier
+	Seen     Seen
+	// Robots caches robots.txt verdicts across runs; nil: a cache for
+	// this run only.
+	Robots *RobotsCache
+	// Logger receives debug records (robots.txt verdicts, sitemap
+	// failures); nil: none.
+	Logger *slog.Logger
+}
+
+// options is a CrawlRequest with its defaults applied.
+type options struct {
+	seed        string // "" for a list
+	depth       int    // Unlimited or ≥ 0
+	maxPages    int
+	concurrency int
+	perHost     int
+	timeout     time.Duration
+	extract     string
+	ua, tls     string
+	subdomains  bool
+	ignore      bool // robots.txt
+	sitemap     bool
+}
+
+func invalid(format string, args ...any) error {
+	return airlock.Errorf(airlock.CodeInvalid, "crawl_request", "crawl: "+format, args...)
+}
+
+func newOptions(cfg Config, req airlock.CrawlRequest) (options, error) {
+	o := options{
+		depth: req.Depth, maxPages: req.MaxPages, concurrency: req.Concurrency,
+		perHost: req.PerHostConcurrency, timeout: req.Timeout, extract: req.Extract,
+		ua: cfg.UserAgent, tls: req.TLSProfile, subdomains: req.Subdomains,
+		ignore: req.IgnoreRobots, sitemap: req.Sitemap,
+	}
+	switch {
+	case cfg.Doer == nil || cfg.Page == nil:
+		return o, invalid("a Doer and a page function are required")
+	case req.Seed == "" && len(req.URLs) == 0:
+		return o, invalid("a seed or a list of URLs is required")
+	case req.Seed != "" && len(req.URLs) > 0:
+		return o, invalid("a seed and a list of URLs are exclusive")
+	case o.depth < Unlimited, o.maxPages < 0, o.concurrency < 0, o.perHost < 0, o.timeout < 0:
+		return o, invalid("negative depth, page limit, concurrency or timeout")
+	}
+	if req.Seed != "" {
+		seed, err := Normalize(req.Seed)
+		if err != nil {
+			return o, invalid("seed %q: %w", req.Seed, err)
+		}
+		o.seed = seed
+	}
+	switch o.extract {
+	case "":
+		o.extract = airlock.ExtractFull
+	case airlock.ExtractFull, airlock.ExtractNone:
+	default:
+		return o, invalid("extract %q: want %q or %q", o.extract, airlock.ExtractFull, airlock.ExtractNone)
+	}
+	if o.depth == 0 {
+		o.depth = DefaultDepth
+	}
+	if o.maxPages == 0 {
+		o.maxPages = DefaultMaxPages
+		if o.seed == "" {
+			o.maxPages = len(req.URLs)
+		}
+	}
+	if o.concurrency == 0 {
+		o.concurrency = DefaultConcurrency
+	}
+	if o.perHost == 0 {
+		o.perHost = DefaultPerHostConcurrency
+	}
+	if o.timeout == 0 {
+		o.timeout = DefaultTimeout
+	}
+	if o.ua == "" {
+		o.ua = UserAgent("dev")
+	}
+	if o.tls == "" {
+		o.tls = cmp.Or(cfg.TLSProfile, DefaultTLSProfile)
+	}
+	return o, nil
+}
+
+// Run crawls what req asks for, through cfg.Doer, and sends each page to
+// emit as it arrives. With req.Seed it walks the seed's host breadth first
+// (req.Subdomains: and the hosts under it, "www." dropped), to req.Depth
+// links from the seed (Unlimited: no limit); with req.URLs it fetches those
+// URLs and follows no links. Either way it stops after req.MaxPages pages
+// fetched successfully (0: 25 for a seed, every URL of a list); failed
+// fetches do not count, and cannot grow the frontier.
+//
+// Politeness: robots.txt is obeyed (RFC 9309, product token "airlock")
+// unless req.IgnoreRobots, which the caller audits; at most
+// req.PerHostConcurrency requests run at once per origin (scheme, host and
+// port), and one at a time, spaced by its Crawl-delay, where robots.txt
+// sets one. Pages marked noindex are not emitted and count toward the page
+// limit; the links of pages marked nofollow are not followed.
+//
+// Dead, refused and out-of-scope URLs never end the crawl: they are listed
+// in the summary's Skipped (at most MaxSkipped entries) with a Reason*
+// reason. The summary's Queued is the number of URLs queued over the whole
+// crawl, Fetched the responses received, Failed the fetches that gave no
+// page (errors, statuses outside 2xx, page function errors).
+//
+// emit and progress are called from one goroutine at a time; progress
+// (nil: none) at most every ProgressInterval and once at the end. A crawl
+// stops early, with the summary's Stopped set (Stopped* values) and a
+// non-nil error, when ctx ends, when the Doer answers revoked (the
+// principal lost its grant: the error is that answer), when emit fails or
+// when the Frontier or Seen fails. Run returns a nil summary only for an
+// invalid request or Config (an *airlock.Error with code invalid).
+func Run(ctx context.Context, cfg Config, req airlock.CrawlRequest, emit func(*airlock.Page) error, progress func(airlock.CrawlProgress)) (*airlock.CrawlSummary, error) {
+	opt, err := newOptions(cfg, req)
+	if err != nil {
+		return nil, err
+	}
+	if emit == nil {
+		emit = func(*airlock.Page) error { return nil }
+	}
+	r := &run{
+		cfg: cfg, req: req, opt: opt, emit: emit, progress: progress,
+		log: cfg.Logger, frontier: cfg.Frontier, seen: cfg.Seen, robots: cfg.Robots,
+		hosts:     make(map[string]*host),
+		results:   make(chan result, opt.concurrency),
+		maxParked: max(64, 4*opt.concurrency),
+		start:     time.Now(),
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if r.frontier == nil {
+		r.frontier = NewMemoryFrontier(0)
+	}
+	if r.seen == nil {
+		r.seen = NewMemorySeen()
+	}
+	if r.robots == nil {
+		r.robots = NewRobotsCache(0)
+	}
+	r.parent = ctx
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	defer r.cancel()
+	r.lastProgress = r.start
+	return r.run()
+}
+
+// run is one crawl. Fields above the line are set once; the scheduler
+// goroutine (the one in Run) owns the middle block; workers share the rest.
+type run struct {
+	cfg      Config
+	req      airlock.CrawlRequest
+	opt      options
+	emit     func(*airlock.Page) error
+	progress func(airlock.CrawlProgress)
+	log      *slog.Logger
+	frontier Frontier
+	seen     Seen
+	robots   *RobotsCache
+	scope    *scope // nil for a list
+	seedURL  *url.URL
+	parent   context.Context
+	ctx      context.Context // canceled when the crawl stops
+	cancel   context.CancelFunc
+	results  chan result
+	start    time.Time
+
+	hosts          map[string]*host // by origin
+	waiting        []*host          // hosts with parked items
+	parked         int
+	maxParked      int
+	inflight       int // requests of any kind
+	inflightPages  int
+	okPages        int // pages fetched successfully, emitted or not
+	pages          int // pages emitted
+	done           int // page fetches finished
+	failed         int
+	fetched        int
+	bytes          int64
+	sitemapFiles   int
+	sitemapsSeeded bool
+	stopped        string
+	stopErr        error
+	lastProgress   time.Time
+
+	limit       atomic.Bool // the page limit is reached: queue nothing more
+	queued      atomic.Int64
+	sitemapURLs atomic.Int64
+	mu          sync.Mutex
+	skipped     []airlock.Skipped
+	overflow    int
+}
+
+// host is the scheduler's view of one origin.
+type host struct {
+	origin   string
+	rules    *robots // nil: not known yet
+	fetching bool    // its robots.txt is being fetched
+	active   int
+	next     time.Time // no request starts before
+	queue    []Item
+	qhead    int
+	waiting  bool // in run.waiting
+}
+
+// limit is the number of requests the host may have in flight.
+func (h *host) limit(perHost int) int {
+	if h.rules == nil || h.rules.delay > 0 {
+		return 1
+	}
+	return perHost
+}
+
+func (h *host) needsRobots(now time.Time) bool {
+	return h.rules == nil || !h.rules.expires.IsZero() && !now.Before(h.rules.expires)
+}
+
+// result is what a worker reports to the scheduler.
+type result struct {
+	h        *host
+	item     Item
+	robots   bool    // a robots.txt fetch
+	rules    *robots // its verdict
+	start    time.Time
+	page     *airlock.Page // to emit
+	ok       bool          // a page fetched and extracted
+	fetched  bool          // a response came back
+	failed   bool
+	bytes    int64
+	fatal    error // revoked: stop the crawl
+	storeErr error // the Frontier or Seen failed
+}
+
+func (r *run) run() (*airlock.CrawlSummary, error) {
+	if err := r.seedFrontier(); err != nil {
+		r.stop(StoppedStore, err)
+	}
+	r.loop()
+	return r.finish()
+}
+
+// seedFrontier queues the seed (and /sitemap.xml) or the listed URLs.
+func (r *run) seedFrontier() error {
+	if r.opt.seed != "" {
+		u, _ := url.Parse(r.opt.seed)
+		r.seedURL = u
+		r.scope = newScope(hostOf(u), r.opt.subdomains)
+		if _, err := r.seen.Add(r.ctx, r.opt.seed); err != nil {
+			return err
+		}
+		items := []Item{{URL: r.opt.seed}}
+		if r.opt.sitemap {
+			sm := originOf(u) + "/sitemap.xml"
+			if added, err := r.seen.Add(r.ctx, "sitemap "+sm); err != nil {
+				return err
+			} else if added {
+				items = append(items, Item{URL: sm, Kind: KindSitemap})
+			}
+		}
+		return r.push(items)
+	}
+	var items []Item
+	for _, raw := range r.req.URLs {
+		key, err := Normalize(raw)
+		if err != nil {
+			r.skip(raw, ReasonInvalid, err.Error())
+			continue
+		}
+		added, err := r.seen.Add(r.ctx, key)
+		if err != nil {
+			return err
+		}
+		if !added {
+			r.skip(raw, ReasonDuplicate, "")
+			continue
+		}
+		items = append(items, Item{URL: key})
+	}
+	return r.push(items)
+}
+
+func (r *run) loop() {
+	var tick <-chan time.Time
+	if r.progress != nil {
+		t := time.NewTicker(ProgressInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	parentDone := r.parent.Done()
+	for {
+		var empty bool
+		var wake time.Time
+		if r.stopErr == nil && r.parent.Err() != nil {
+			r.stopParent()
+		}
+		if r.stopErr == nil && !r.limit.Load() {
+			empty, wake = r.fill(time.Now())
+		}
+		if r.inflight == 0 {
+			if r.stopErr != nil || r.limit.Load() || empty && r.parked == 0 {
+				return
+			}
+			if wake.IsZero() { // cannot happen: parked work with nothing to wait for
+				wake = time.Now().Add(10 * time.Millisecond)
+			}
+		}
+		var timerC <-chan time.Time
+		if !wake.IsZero() && r.inflight < r.opt.concurrency {
+			timer.Reset(time.Until(wake))
+			timerC = timer.C
+		}
+		select {
+		case res := <-r.results:
+			r.handle(res)
+		case <-timerC:
+		case <-tick:
+			if now := time.Now(); now.Sub(r.lastProgress) >= ProgressInterval {
+				r.report(now)
+			}
+		case <-parentDone:
+			parentDone = nil
+			r.stopParent()
+		}
+		timer.Stop()
+	}
+}
+
+// fill starts requests while there is room. empty reports that the
+// frontier had nothing left; wake is when a parked item's host will take a
+// request (zero: none is waiting for time).
+func (r *run) fill(now time.Time) (empty bool, wake time.Time) {
+	for r.inflight < r.opt.concurrency && r.stopErr == nil &&
+		r.okPages+r.inflightPages < r.opt.maxPages {
+		h, w := r.readyHost(now)
+		if h != nil {
+			if h.needsRobots(now) {
+				r.startRobots(h, now)
+				continue
+			}
+			it := h.queue[h.qhead]
+			h.queue[h.qhead] = Item{}
+			h.qhead++
+			r.parked--
+			r.dispatch(h, it, now)
+			continue
+		}
+		wake = w
+		if r.parked >= r.maxParked {
+			return false, wake
+		}
+		it, ok, err := r.frontier.Pop(r.ctx)
+		if err != nil {
+			r.stopStore(err)
+			return false, time.Time{}
+		}
+		if !ok {
+			return true, wake
+		}
+		r.park(it, now)
+	}
+	return false, wake
+}
+
+// readyHost returns a host with parked work that can start a request now,
+// or else the earliest time one can.
+func (r *run) readyHost(now time.Time) (*host, time.Time) {
+	var wake time.Time
+	for i := 0; i < len(r.waiting); {
+		h := r.waiting[i]
+		if h.qhead == len(h.queue) {
+			h.queue, h.qhead, h.waiting = h.queue[:0], 0, false
+			r.waiting[i] = r.waiting[len(r.waiting)-1]
+			r.waiting = r.waiting[:len(r.waiting)-1]
+			continue
+		}
+		i++
+		if h.fetching || h.active >= h.limit(r.opt.perHost) {
+			continue
+		}
+		if h.needsRobots(now) || !now.Before(h.next) {
+			return h, time.Time{}
+		}
+		if wake.IsZero() || h.next.Before(wake) {
+			wake = h.next
+		}
+	}
+	return nil, wake
+}
+
+// park puts an item popped from the frontier in its host's queue.
+func (r *run) park(it Item, now time.Time) {
+	u, err := url.Parse(it.URL)
+	if err != nil || u.Host == "" {
+		r.skip(it.URL, ReasonInvalid, "not an absolute URL")
+		r.doneItem(it)
+		return
+	}
+	origin := originOf(u)
+	h := r.hosts[origin]
+	if h == nil {
+		h = &host{origin: origin}
+		if r.opt.ignore {
+			h.rules = &robots{verdict: robotsAllowAll}
+		} else {
+			h.rules = r.robots.get(origin, now)
+		}
+		r.hosts[origin] = h
+		r.seedSitemaps(h)
+	}
+	h.queue = append(h.queue, it)
+	r.parked++
+	if !h.waiting {
+		h.waiting = true
+		r.waiting = append(r.waiting, h)
+	}
+}
+
+// dispatch starts a worker for it, unless robots.txt refuses it.
+func (r *run) dispatch(h *host, it Item, now time.Time) {
+	u, err := url.Parse(it.URL)
+	if err != nil {
+		r.skip(it.URL, ReasonInvalid, err.Error())
+		r.doneItem(it)
+		return
+	}
+	if !h.rules.allowed(u) {
+		if it.Kind == KindPage {
+			detail := "disallowed by robots.txt"
+			if h.rules.detail != "" {
+				detail = h.rules.detail
+			}
+			r.skip(it.URL, ReasonRobots, detail)
+		}
+		r.doneItem(it)
+		return
+	}
+	if it.Kind == KindSitemap {
+		if r.sitemapFiles >= MaxSitemaps {
+			r.doneItem(it)
+			return
+		}
+		r.sitemapFiles++
+	} else {
+		r.inflightPages++
+	}
+	h.active++
+	h.next = now.Add(h.rules.delay)
+	r.inflight++
+	go func() {
+		var res result
+		if it.Kind == KindSitemap {
+			res = r.fetchSitemap(it)
+		} else {
+			res = r.fetchPage(it)
+		}
+		res.h, res.item = h, it
+		r.results <- res
+	}()
+}
+
+func (r *run) startRobots(h *host, now time.Time) {
+	h.fetching = true
+	h.active++
+	r.inflight++
+	go func() {
+		rules, fatal := r.loadRobots(h.origin)
+		r.results <- result{h: h, robots: true, rules: rules, start: now, fatal: fatal}
+	}()
+}
+
+// handle takes a worker's result, in the scheduler goroutine.
+func (r *run) handle(res result) {
+	now := time.Now()
+	h := res.h
+	h.active--
+	r.inflight--
+	switch {
+	case res.robots:
+		h.fetching = false
+		if res.rules != nil {
+			h.rules = res.rules
+			if t := res.start.Add(res.rules.delay); t.After(h.next) {
+				h.next = t
+			}
+			r.seedSitemaps(h)
+		}
+	case res.item.Kind == KindPage:
+		r.inflightPages--
+		r.done++
+		r.bytes += res.bytes
+		if res.fetched {
+			r.fetched++
+		}
+		if res.failed {
+			r.failed++
+		}
+		if res.ok {
+			r.okPages++
+		}
+		if res.page != nil && r.stopErr == nil {
+			if err := r.emit(res.page); err != nil {
+				r.stop(StoppedEmit, fmt.Errorf("emit: %w", err))
+			} else {
+				r.pages++
+			}
+		}
+		if r.okPages >= r.opt.maxPages {
+			r.limit.Store(true)
+		}
+	}
+	switch {
+	case res.fatal != nil:
+		r.stop(StoppedRevoked, res.fatal)
+	case res.storeErr != nil:
+		r.stopStore(res.storeErr)
+	}
+	if !res.robots {
+		r.doneItem(res.item)
+	}
+	if now.Sub(r.lastProgress) >= ProgressInterval {
+		r.report(now)
+	}
+}
+
+// seedSitemaps queues the Sitemap lines of the seed origin's robots.txt,
+// once.
+func (r *run) seedSitemaps(h *host) {
+	if !r.opt.sitemap || r.sitemapsSeeded || r.seedURL == nil || h.rules == nil || h.origin != originOf(r.seedURL) {
+		return
+	}
+	r.sitemapsSeeded = true
+	items, err := r.sitemapItems(r.seedURL, h.rules.sitemaps, 0)
+	if err == nil {
+		err = r.push(items)
+	}
+	if err != nil {
+		r.stopStore(err)
+	}
+}
+
+// sitemapItems turns sitemap locations into frontier items: in scope, new,
+// at nesting level depth.
+func (r *run) sitemapItems(base *url.URL, locs []string, depth int) ([]Item, error) {
+	var items []Item
+	for _, loc := range locs {
+		u, err := base.Parse(loc)
+		if err != nil {
+			continue
+		}
+		key, err := normalizeURL(u)
+		if err != nil || !r.scope.contains(hostOf(u)) {
+			continue
+		}
+		added, err := r.seen.Add(r.ctx, "sitemap "+key)
+		if err != nil {
+			return nil, err
+		}
+		if added {
+			items = append(items, Item{URL: key, Depth: depth, Kind: KindSitemap})
+		}
+	}
+	return items, nil
+}
+
+func (r *run) stop(why string, err error) {
+	if r.stopErr != nil {
+		return
+	}
+	r.stopped, r.stopErr = why, err
+	r.cancel()
+}
+
+// stopParent stops the crawl because its context ended.
+func (r *run) stopParent() {
+	err := context.Cause(r.parent) // a revocation may cancel with its own error
+	switch {
+	case airlock.CodeOf(err) == airlock.CodeRevoked:
+		r.stop(StoppedRevoked, err)
+	case errors.Is(r.parent.Err(), context.DeadlineExceeded):
+		r.stop(StoppedTimeout, err)
+	default:
+		r.stop(StoppedCanceled, err)
+	}
+}
+
+func (r *run) stopStore(err error) {
+	if r.ctx.Err() != nil { // failing because the crawl is stopping
+		return
+	}
+	r.stop(StoppedStore, err)
+}
+
+// doneItem tells the frontier an item is dealt with. A shared frontier must
+// hear it even when the crawl is stopping.
+func (r *run) doneItem(it Item) {
+	if err := r.frontier.Done(context.WithoutCancel(r.parent), it); err != nil {
+		r.log.Debug("crawl: frontier done", "url", it.URL, "error", err)
+	}
+}
+
+func (r *run) report(now time.Time) {
+	r.lastProgress = now
+	if r.progress == nil {
+		return
+	}
+	q, _ := r.frontier.Len(r.ctx)
+	r.progress(airlock.CrawlProgress{Done: r.done, Queued: q + r.parked, Failed: r.failed, PagesPerS: r.rate(now)})
+}
+
+func (r *run) rate(now time.Time) float64 {
+	s := now.Sub(r.start).Seconds()
+	if s <= 0 {
+		return 0
+	}
+	return float64(r.pages) / s
+}
+
+// finish lists what the page limit left unfetched and builds the summary.
+func (r *run) finish() (*airlock.CrawlSummary, error) {
+	if r.stopErr == nil && r.limit.Load() {
+		for _, h := range r.waiting {
+			for _, it := range h.queue[h.qhead:] {
+				r.skipLimit(it)
+			}
+			h.queue, h.qhead = nil, 0
+		}
+		r.parked = 0
+		for {
+			it, ok, err := r.frontier.Pop(r.ctx)
+			if err != nil || !ok {
+				break
+			}
+			r.skipLimit(it)
+		}
+	}
+	now := time.Now()
+	r.report(now)
+	r.mu.Lock()
+	skipped := r.skipped
+	if r.overflow > 0 {
+		skipped = append(skipped, airlock.Skipped{Reason: ReasonTruncated, Detail: fmt.Sprintf("%d more skipped URLs not listed", r.overflow)})
+	}
+	r.mu.Unlock()
+	if skipped == nil {
+		skipped = []airlock.Skipped{}
+	}
+	sum := &airlock.CrawlSummary{
+		Pages: r.pages, Skipped: skipped, Queued: int(r.queued.Load()), Fetched: r.fetched,
+		Failed: r.failed, Bytes: r.bytes, ElapsedMS: now.Sub(r.start).Milliseconds(),
+		PagesPerS: r.rate(now), Stopped: r.stopped,
+	}
+	if r.stopErr != nil {
+		return sum, fmt.Errorf("crawl stopped (%s): %w", r.stopped, r.stopErr)
+	}
+	return sum, nil
+}
+
+func (r *run) skipLimit(it Item) {
+	if it.Kind == KindPage {
+		r.skip(it.URL, ReasonLimit, "")
+	}
+	r.doneItem(it)
+}
+
+// skip lists a URL in the summary; safe for concurrent use.
+func (r *run) skip(u, reason, detail string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.skipped) >= maxSkipped {
+		r.overflow++
+		return
+	}
+	r.skipped = append(r.skipped, airlock.Skipped{URL: u, Reason: reason, Detail: detail})
+}
+
+// push queues items; what a bounded frontier refuses is skipped as limit.
+func (r *run) push(items []Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	n, err := r.frontier.Push(r.ctx, items)
+	r.queued.Add(int64(n))
+	if err != nil {
+		return err
+	}
+	for _, it := range items[n:] {
+		if it.Kind == KindPage {
+			r.skip(it.URL, ReasonLimit, "frontier full")
+		}
+	}
+	return nil
+}
+
+// do sends a GET through the Doer, waiting out the Doer's rate limit a
+// few times.
+func (r *run) do(ctx context.Context, target, accept string) (*airlock.HTTPResponse, error) {
+	for attempt := 0; ; attempt++ {
+		req := &airlock.HTTPRequest{
+			Method: "GET", URL: target,
+			Header:     map[string][]string{"User-Agent": {r.opt.ua}, "Accept": {accept}},
+			Proxy:      r.req.Proxy,
+			TLSProfile: r.opt.tls,
+			Narrow:     r.req.Narrow,
+			Cache:      r.req.Cache,
+		}
+		resp, err := r.cfg.Doer.Do(ctx, req)
+		if err == nil {
+			if resp == nil {
+				return nil, errors.New("crawl: the Doer returned no response")
+			}
+			return resp, nil
+		}
+		if airlock.CodeOf(err) != airlock.CodeRateLimited || attempt == maxRateLimitRetries {
+			return nil, err
+		}
+		wait := min(max(airlock.RetryAfter(err), 100*time.Millisecond), maxRetryWait)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		}
+	}
+}
+
+// loadRobots returns the robots.txt verdict of an origin; fatal is set
+// when the Doer answered revoked.
+func (r *run) loadRobots(origin string) (rules *robots, fatal error) {
+	ctx, cancel := context.WithTimeout(r.ctx, r.opt.timeout)
+	defer cancel()
+	resp, err := r.do(ctx, origin+"/robots.txt", acceptRobots)
+	now := time.Now()
+	if err != nil {
+		if r.ctx.Err() != nil {
+			return nil, nil // the crawl is stopping
+		}
+		code := airlock.CodeOf(err)
+		switch {
+		case code == airlock.CodeRevoked:
+			return nil, err
+		case code == airlock.CodeDenied:
+			// The origin is refused to this caller: its pages will be
+			// refused too, with the policy's reason. Not cached: the verdict
+			// is the caller's, not the origin's.
+			rules = &robots{verdict: robotsAllowAll, expires: now.Add(DefaultRobotsTTL)}
+		case airlock.ReasonOf(err) == errReasonRedirects:
+			// RFC 9309 §2.3.1.2: past five redirects, robots.txt is unavailable.
+			rules = &robots{verdict: robotsAllowAll, expires: now.Add(DefaultRobotsTTL), cache: true}
+		default:
+			rules = &robots{verdict: robotsDisallowAll, expires: now.Add(RobotsRetryTTL), cache: true,
+				detail: truncate("robots.txt unreachable: "+airlock.Public(err, "").Message, maxDetail)}
+		}
+	} else {
+		rules = robotsFromStatus(resp.Status, resp.Body, now)
+	}
+	r.robots.put(origin, rules, now)
+	r.log.Debug("crawl: robots.txt", "origin", origin, "verdict", rules.verdict, "delay", rules.delay, "detail", rules.detail)
+	return rules, nil
+}
+
+// fetchPage fetches, extracts and follows one page, in a worker.
+func (r *run) fetchPage(it Item) (res result) {
+	ctx, cancel := context.WithTimeout(r.ctx, r.opt.timeout)
+	defer cancel()
+	start := time.Now()
+	resp, err := r.do(ctx, it.URL, acceptPage)
+	if err != nil {
+		return r.failure(it.URL, err)
+	}
+	res.fetched, res.bytes = true, int64(len(resp.Body))
+	if resp.Status < 200 || resp.Status > 299 {
+		r.skip(it.URL, ReasonHTTPStatus, strconv.Itoa(resp.Status))
+		res.failed = true
+		return res
+	}
+	base, ok, err := r.landing(it, resp)
+	if err != nil {
+		res.storeErr = err
+		return res
+	}
+	if !ok {
+		return res
+	}
+	ex, err := r.cfg.Page(ctx, resp, r.opt.extract)
+	if err != nil {
+		f := r.failure(it.URL, err)
+		f.fetched, f.bytes = true, res.bytes
+		return f
+	}
+	res.ok = true
+	noindex, nofollow := xRobotsTag(resp.Header)
+	if r.scope != nil && !nofollow && !ex.NoFollow {
+		if err := r.enqueue(base, ex.Links, it.Depth+1); err != nil {
+			res.storeErr = err
+		}
+	}
+	if p := ex.Page; p != nil && !noindex && !ex.NoIndex {
+		fillPage(p, it, resp, start)
+		res.page = p
+	}
+	return res
+}
+
+// landing checks where a fetch ended after redirects: base is the URL
+// links resolve against; ok is false when the page is not to be used
+// (redirected off the crawl's hosts, or to a URL the crawl already has).
+func (r *run) landing(it Item, resp *airlock.HTTPResponse) (base *url.URL, ok bool, err error) {
+	final := it.URL
+	if resp.URL != "" && resp.URL != it.URL {
+		if u, err := url.Parse(resp.URL); err == nil {
+			if key, err := normalizeURL(u); err == nil {
+				final = key
+			}
+		}
+	}
+	base, err = url.Parse(final)
+	if err != nil {
+		return nil, false, nil
+	}
+	if final == it.URL || r.scope == nil { // a listed URL gets its page wherever it lands
+		return base, true, nil
+	}
+	if it.URL == r.opt.seed {
+		r.scope.add(hostOf(base)) // a seed that redirects moves the crawl
+	}
+	if !r.scope.contains(hostOf(base)) {
+		r.skip(it.URL, ReasonOffHost, "redirected to "+final)
+		return nil, false, nil
+	}
+	added, err := r.seen.Add(r.ctx, final)
+	if err != nil {
+		return nil, false, err
+	}
+	return base, added, nil
+}
+
+// failure classifies a failed fetch or extraction.
+func (r *run) failure(u string, err error) result {
+	if r.ctx.Err() != nil { // the crawl is stopping: not the URL's fault
+		return result{}
+	}
+	reason, detail, fatal := skipReason(err)
+	if fatal {
+		return result{fatal: err}
+	}
+	r.skip(u, reason, detail)
+	return result{failed: true}
+}
+
+// enqueue queues the new, in-scope links of a page at depth, and lists
+// the others that are new. Links that are not http(s) are dropped.
+func (r *run) enqueue(base *url.URL, links []string, depth int) error {
+	var items []Item
+	for _, l := range links {
+		u, err := base.Parse(l)
+		if err != nil || u.Scheme != "http" && u.Scheme != "https" {
+			continue
+		}
+		key, err := normalizeURL(u)
+		if err != nil {
+			continue
+		}
+		added, err := r.seen.Add(r.ctx, key)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !added:
+		case !r.scope.contains(hostOf(u)):
+			r.skip(key, ReasonOffHost, "")
+		case r.opt.depth != Unlimited && depth > r.opt.depth:
+			r.skip(key, ReasonDepth, "")
+		case r.limit.Load():
+			r.skip(key, ReasonLimit, "")
+		default:
+			items = append(items, Item{URL: key, Depth: depth})
+		}
+	}
+	return r.push(items)
+}
+
+// fetchSitemap reads one sitemap and queues its URLs, in a worker.
+// Sitemap failures are logged, not listed: a sitemap is not a page.
+func (r *run) fetchSitemap(it Item) (res result) {
+	ctx, cancel := context.WithTimeout(r.ctx, r.opt.timeout)
+	defer cancel()
+	resp, err := r.do(ctx, it.URL, acceptSitemap)
+	if err != nil {
+		if r.ctx.Err() == nil {
+			if _, _, fatal := skipReason(err); fatal {
+				res.fatal = err
+			}
+			r.log.Debug("crawl: sitemap", "url", it.URL, "error", err)
+		}
+		return res
+	}
+	if resp.Status < 200 || resp.Status > 299 {
+		r.log.Debug("crawl: sitemap", "url", it.URL, "status", resp.Status)
+		return res
+	}
+	left := MaxSitemapURLs - int(r.sitemapURLs.Load())
+	if left <= 0 {
+		return res
+	}
+	locs, index, err := parseSitemap(resp.Body, left)
+	if err != nil {
+		r.log.Debug("crawl: sitemap", "url", it.URL, "error", err)
+	}
+	base, _ := url.Parse(it.URL)
+	if resp.URL != "" {
+		if u, err := url.Parse(resp.URL); err == nil {
+			base = u
+		}
+	}
+	if index {
+		if it.Depth > 0 { // one level of index only
+			return res
+		}
+		items, err := r.sitemapItems(base, locs, it.Depth+1)
+		if err == nil {
+			err = r.push(items)
+		}
+		res.storeErr = err
+		return res
+	}
+	r.sitemapURLs.Add(int64(len(locs)))
+	res.storeErr = r.enqueue(base, locs, 0)
+	return res
+}
+
+// fillPage sets the fields of a page that its extractor left empty.
+func fillPage(p *airlock.Page, it Item, resp *airlock.HTTPResponse, start time.Time) {
+	if p.URL == "" {
+		p.URL = cmp.Or(resp.URL, it.URL)
+	}
+	if p.RequestedURL == "" {
+		p.RequestedURL = it.URL
+	}
+	if p.Status == 0 {
+		p.Status = resp.Status
+	}
+	if p.ContentType == "" {
+		if v := headerValues(resp.Header, "Content-Type"); len(v) > 0 {
+			p.ContentType = v[0]
+		}
+	}
+	if p.FetchedAt.IsZero() {
+		p.FetchedAt = start
+	}
+	if p.ElapsedMS == 0 {
+		p.ElapsedMS = time.Since(start).Milliseconds()
+	}
+	if p.DecisionID == "" {
+		p.DecisionID = resp.DecisionID
+	}
+}

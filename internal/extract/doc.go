@@ -1,0 +1,31 @@
+// Package extract owns HTML → Page: it turns a fetched response body into
+// an airlock.Page (main content as text and Markdown, metadata, headings,
+// links, tables) without any network access. It never fetches: relative
+// URLs are resolved against Input.URL, nothing is downloaded.
+//
+// HTML goes through charset detection (byte order mark, Content-Type,
+// <meta charset>) to UTF-8, bot-wall detection, metadata (goquery: title,
+// OpenGraph, Twitter cards, JSON-LD, <html lang>) and main-content
+// extraction: go-trafilatura with readability as its fallback candidate,
+// trimmed of trailing blocks the two do not agree on, and the readable
+// body text when the main content is under airlock.MinMainContent
+// characters. Plain text, JSON and XML pass through; PDF text is read in
+// a child process killed at its deadline; other types give metadata only.
+//
+// Usage:
+//
+//	p, err := extract.Extract(ctx, extract.Input{
+//		URL:         resp.Request.URL.String(),
+//		Body:        body,
+//		ContentType: resp.Header.Get("Content-Type"),
+//		Header:      resp.Header,
+//	}, extract.Options{})
+//	var wall *extract.BotWallError
+//	if errors.As(err, &wall) {
+//		// a captcha or challenge page, not content
+//	}
+//	noindex, nofollow := extract.Robots(in, p)
+//
+// CPU-heavy work is bounded: input size caps, a pool of GOMAXPROCS
+// concurrent extractions, and the PDF parser in its own process.
+package extract

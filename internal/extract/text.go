@@ -1,0 +1,350 @@
+package extract
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// maxTextDepth bounds the recursion of the text walkers: hostile documents
+// can nest elements far deeper than any page a person reads.
+const maxTextDepth = 512
+
+// skipTags are elements whose text is never content.
+var skipTags = map[atom.Atom]bool{
+	atom.Script: true, atom.Style: true, atom.Noscript: true, atom.Template: true,
+	atom.Head: true, atom.Svg: true, atom.Math: true, atom.Iframe: true,
+	atom.Object: true, atom.Embed: true, atom.Select: true, atom.Option: true,
+	atom.Button: true, atom.Input: true, atom.Textarea: true, atom.Canvas: true,
+	atom.Audio: true, atom.Video: true, atom.Picture: true, atom.Source: true,
+	atom.Img: true, atom.Title: true, atom.Meta: true, atom.Link: true,
+}
+
+// blockTags start and end a line of plain text.
+var blockTags = map[atom.Atom]bool{
+	atom.Address: true, atom.Article: true, atom.Aside: true, atom.Blockquote: true,
+	atom.Body: true, atom.Center: true, atom.Dd: true, atom.Details: true,
+	atom.Dialog: true, atom.Dir: true, atom.Div: true, atom.Dl: true,
+	atom.Dt: true, atom.Fieldset: true, atom.Figcaption: true, atom.Figure: true,
+	atom.Footer: true, atom.Form: true, atom.H1: true, atom.H2: true,
+	atom.H3: true, atom.H4: true, atom.H5: true, atom.H6: true,
+	atom.Header: true, atom.Hgroup: true, atom.Hr: true, atom.Html: true,
+	atom.Legend: true, atom.Li: true, atom.Main: true, atom.Menu: true,
+	atom.Nav: true, atom.Ol: true, atom.P: true, atom.Pre: true,
+	atom.Section: true, atom.Summary: true, atom.Table: true, atom.Tbody: true,
+	atom.Thead: true, atom.Tfoot: true, atom.Tr: true, atom.Ul: true,
+	atom.Caption: true, atom.Frameset: true, atom.Noframes: true,
+}
+
+// textWriter accumulates plain text with collapsed whitespace, one line per
+// block.
+type textWriter struct {
+	b       strings.Builder
+	pending bool // a space is owed before the next word
+	soft    bool // the owed space comes from an element boundary, not from the text
+	limit   int  // stop after this many bytes (0: none)
+	loose   bool // element boundaries separate words (see looseText)
+}
+
+func (w *textWriter) full() bool { return w.limit > 0 && w.b.Len() >= w.limit }
+
+// newline ends the current line, if it has anything.
+func (w *textWriter) newline() {
+	w.pending = false
+	s := w.b.String()
+	if len(s) == 0 || s[len(s)-1] == '\n' {
+		return
+	}
+	w.b.WriteByte('\n')
+}
+
+// sep separates table cells on one line.
+func (w *textWriter) sep() {
+	s := w.b.String()
+	if len(s) == 0 || s[len(s)-1] == '\n' || s[len(s)-1] == '\t' {
+		return
+	}
+	w.pending = false
+	w.b.WriteByte('\t')
+}
+
+func (w *textWriter) atLineStart() bool {
+	s := w.b.String()
+	return len(s) == 0 || s[len(s)-1] == '\n' || s[len(s)-1] == '\t'
+}
+
+// text writes s with runs of white space collapsed.
+func (w *textWriter) text(s string) {
+	for len(s) > 0 {
+		r, n := utf8.DecodeRuneInString(s)
+		if isSpace(r) {
+			w.pending, w.soft = true, false
+			s = s[n:]
+			continue
+		}
+		i := strings.IndexFunc(s, isSpace)
+		if i < 0 {
+			i = len(s)
+		}
+		if w.pending && !w.atLineStart() && !(w.soft && (strings.ContainsRune(closingPunct, r) || w.afterOpening())) {
+			w.b.WriteByte(' ')
+		}
+		w.pending, w.soft = false, false
+		w.b.WriteString(s[:i])
+		s = s[i:]
+	}
+}
+
+// closingPunct never takes a space before it when the space would come
+// only from an element boundary.
+const closingPunct = ".,;:!?)]}'’”»…%"
+
+// afterOpening reports whether the text so far ends with an opening bracket
+// or quote.
+func (w *textWriter) afterOpening() bool {
+	s := w.b.String()
+	if s == "" {
+		return false
+	}
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return strings.ContainsRune(openingPunct, r)
+}
+
+// softSpace owes a space unless one is already owed: extractors that trim
+// text nodes (go-trafilatura does) lose the white space around inline
+// elements, so their boundaries count as word boundaries.
+func (w *textWriter) softSpace() {
+	if !w.pending {
+		w.pending, w.soft = true, true
+	}
+}
+
+// raw writes preformatted text as is, normalising line ends.
+func (w *textWriter) raw(s string) {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	if w.pending && !w.atLineStart() {
+		w.b.WriteByte(' ')
+	}
+	w.pending = false
+	w.b.WriteString(s)
+}
+
+func isSpace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' || r == 0xa0 || unicode.IsSpace(r)
+}
+
+// nodeText renders n as plain text: a line per block element (paragraph,
+// heading, list item, table row), table cells separated by tabs,
+// preformatted text kept as is.
+func nodeText(n *html.Node) string {
+	var w textWriter
+	walkText(&w, n, 0, false)
+	return cleanText(w.b.String())
+}
+
+// looseText is nodeText for trees whose text nodes were trimmed: every
+// inline element boundary separates words.
+func looseText(n *html.Node) string {
+	w := textWriter{loose: true}
+	walkText(&w, n, 0, false)
+	return cleanText(w.b.String())
+}
+
+// respace restores the white space go-trafilatura trims from text nodes
+// ("<em>craft</em>a packet"): wherever two siblings, one of them an
+// inline element, meet with a word character on both sides, a space is
+// put between them, unless the right side starts with closing punctuation
+// or the left ends with opening punctuation. A word split by markup
+// ("Mine<em>craft</em>") is split by this too; lost spaces are far more
+// common.
+func respace(root *html.Node) {
+	walkElements(root, func(n *html.Node) bool {
+		a := tagAtom(n)
+		if a == atom.Pre || a == atom.Code || skipTags[a] {
+			return false
+		}
+		for c := n.FirstChild; c != nil && c.NextSibling != nil; c = c.NextSibling {
+			d := c.NextSibling
+			if c.Type == html.TextNode && d.Type == html.TextNode {
+				continue
+			}
+			if isBlockNode(c) || isBlockNode(d) {
+				continue
+			}
+			l, okL := lastRune(c, 0)
+			r, okR := firstRune(d, 0)
+			if !okL || !okR || isSpace(l) || isSpace(r) ||
+				strings.ContainsRune(closingPunct, r) || strings.ContainsRune(openingPunct, l) {
+				continue
+			}
+			n.InsertBefore(&html.Node{Type: html.TextNode, Data: " "}, d)
+			c = c.NextSibling // the space
+		}
+		return true
+	})
+}
+
+const openingPunct = "([{‘“«/-"
+
+func isBlockNode(n *html.Node) bool {
+	if n.Type != html.ElementNode {
+		return false
+	}
+	a := tagAtom(n)
+	return blockTags[a] || a == atom.Br || a == atom.Td || a == atom.Th || a == atom.Img
+}
+
+// lastRune is the last character of the text under n.
+func lastRune(n *html.Node, depth int) (rune, bool) {
+	if n.Type == html.TextNode {
+		if n.Data == "" {
+			return 0, false
+		}
+		r, _ := utf8.DecodeLastRuneInString(n.Data)
+		return r, true
+	}
+	if depth > 32 || n.Type != html.ElementNode || skipTags[tagAtom(n)] {
+		return 0, false
+	}
+	for c := n.LastChild; c != nil; c = c.PrevSibling {
+		if r, ok := lastRune(c, depth+1); ok {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// firstRune is the first character of the text under n.
+func firstRune(n *html.Node, depth int) (rune, bool) {
+	if n.Type == html.TextNode {
+		if n.Data == "" {
+			return 0, false
+		}
+		r, _ := utf8.DecodeRuneInString(n.Data)
+		return r, true
+	}
+	if depth > 32 || n.Type != html.ElementNode || skipTags[tagAtom(n)] {
+		return 0, false
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if r, ok := firstRune(c, depth+1); ok {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+func walkText(w *textWriter, n *html.Node, depth int, pre bool) {
+	if depth > maxTextDepth || w.full() {
+		return
+	}
+	switch n.Type {
+	case html.TextNode:
+		if pre {
+			w.raw(n.Data)
+		} else {
+			w.text(n.Data)
+		}
+		return
+	case html.DocumentNode:
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walkText(w, c, depth+1, pre)
+		}
+		return
+	case html.ElementNode:
+	default:
+		return
+	}
+	a := tagAtom(n)
+	if skipTags[a] || hidden(n) {
+		return
+	}
+	switch a {
+	case atom.Br:
+		if pre {
+			w.raw("\n")
+		} else {
+			w.newline()
+		}
+		return
+	case atom.Td, atom.Th:
+		w.sep()
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walkText(w, c, depth+1, pre)
+		}
+		w.sep()
+		return
+	case atom.Pre:
+		w.newline()
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walkText(w, c, depth+1, true)
+		}
+		w.newline()
+		return
+	}
+	block := blockTags[a]
+	if block {
+		w.newline()
+	} else if w.loose && !pre {
+		w.softSpace()
+	}
+	if a == atom.Li && !pre {
+		w.b.WriteString("- ")
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		walkText(w, c, depth+1, pre)
+	}
+	if block {
+		w.newline()
+	} else if w.loose && !pre {
+		w.softSpace()
+	}
+}
+
+// hidden reports elements that browsers do not render.
+func hidden(n *html.Node) bool {
+	for _, at := range n.Attr {
+		switch at.Key {
+		case "hidden":
+			return true
+		case "aria-hidden":
+			if at.Val == "true" {
+				return true
+			}
+		case "style":
+			s := strings.ToLower(at.Val)
+			if strings.Contains(s, "display:none") || strings.Contains(s, "display: none") ||
+				strings.Contains(s, "visibility:hidden") || strings.Contains(s, "visibility: hidden") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cleanText trims every line, drops empty lines and list markers with no
+// item text.
+func cleanText(s string) string {
+	lines := strings.Split(s, "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		l = strings.TrimRightFunc(l, isSpace)
+		if strings.TrimFunc(l, isSpace) == "" || l == "-" {
+			continue
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+// tagAtom is n's atom; trees built by the extractors (rather than by the
+// parser) may carry only the tag name.
+func tagAtom(n *html.Node) atom.Atom {
+	if n.DataAtom != 0 || n.Type != html.ElementNode {
+		return n.DataAtom
+	}
+	return atom.Lookup([]byte(n.Data))
+}
