@@ -20,13 +20,13 @@ const Name = "native"
 
 // Provider serves fetch, crawl and search.
 type Provider struct {
-	Searcher  *Search
+	Searcher  airlock.Searcher
 	UserAgent string // the crawler's User-Agent; "" uses crawl's default
 }
 
 // New returns the native provider with the given searcher (nil: the
 // keyless cascade with default engines).
-func New(s *Search, userAgent string) *Provider {
+func New(s airlock.Searcher, userAgent string) *Provider {
 	if s == nil {
 		s = &Search{}
 	}

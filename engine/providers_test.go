@@ -1,0 +1,82 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/engine"
+)
+
+// fakeFirecrawl implements the documented /v1/scrape shape; it reports the
+// final URL it is told to, to test that the engine decides it again.
+func fakeFirecrawl(t *testing.T, key string, finalURL func(asked string) string) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+key {
+			w.WriteHeader(http.StatusUnauthorized)
+			json.NewEncoder(w).Encode(map[string]any{"success": false, "error": "bad key " + r.Header.Get("Authorization")})
+			return
+		}
+		var body struct{ URL string }
+		json.NewDecoder(r.Body).Decode(&body)
+		html := `<html lang="en"><head><title>Remote page</title></head><body><h1>Remote</h1><p>` + strings.Repeat("Text scraped by the remote provider. ", 20) + `</p></body></html>`
+		json.NewEncoder(w).Encode(map[string]any{"success": true, "data": map[string]any{
+			"html": html, "rawHtml": html,
+			"metadata": map[string]any{"sourceURL": body.URL, "url": finalURL(body.URL), "statusCode": 200},
+		}})
+	}))
+}
+
+func TestFirecrawlProviderGoesThroughThePolicy(t *testing.T) {
+	const key = "fc-CANARY-51f0"
+	final := func(asked string) string { return asked }
+	srv := fakeFirecrawl(t, key, func(a string) string { return final(a) })
+	defer srv.Close()
+	e := newEngine(t, engine.Config{
+		Egress: engine.EgressConfig{Exceptions: []string{"127.0.0.1"}, Resolve: map[string][]string{"public.example": {"93.184.215.14"}, "inside.example": {"10.1.1.1"}}},
+		Browse: engine.BrowseConfig{Provider: "firecrawl", FirecrawlURL: srv.URL},
+	}, envMap(map[string]string{"FIRECRAWL_API_KEY": key}))
+	ctx := testCtx(t)
+	p := e.Principal()
+
+	page, err := e.Fetch(ctx, p, airlock.FetchRequest{URL: "https://public.example/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Provider != "firecrawl" || page.Title != "Remote page" || !strings.Contains(page.Text, "remote provider") || page.Lang != "en" {
+		t.Errorf("page = %+v", page)
+	}
+	// The target is decided before delegating: an internal name never
+	// reaches the provider.
+	if _, err := e.Fetch(ctx, p, airlock.FetchRequest{URL: "http://inside.example/"}); airlock.ReasonOf(err) != "private" {
+		t.Errorf("internal target through firecrawl: %v", err)
+	}
+	// The final URL the provider reports is decided too.
+	final = func(string) string { return "http://169.254.169.254/latest/meta-data/" }
+	if _, err := e.Fetch(ctx, p, airlock.FetchRequest{URL: "https://public.example/b"}); airlock.ReasonOf(err) != "metadata" {
+		t.Errorf("provider-reported final URL on metadata: %v", err)
+	}
+	// native stays available by name.
+	if _, err := e.Fetch(ctx, p, airlock.FetchRequest{URL: "http://10.0.0.1/", Provider: "native"}); airlock.ReasonOf(err) != "private" {
+		t.Errorf("native by name: %v", err)
+	}
+	// A wrong key: the error never shows the key.
+	e2 := newEngine(t, engine.Config{
+		Egress: engine.EgressConfig{Exceptions: []string{"127.0.0.1"}, Resolve: map[string][]string{"public.example": {"93.184.215.14"}}},
+		Browse: engine.BrowseConfig{Provider: "firecrawl", FirecrawlURL: srv.URL},
+	}, envMap(map[string]string{"FIRECRAWL_API_KEY": "fc-WRONG-CANARY"}))
+	_, err = e2.Fetch(ctx, e2.Principal(), airlock.FetchRequest{URL: "https://public.example/a"})
+	if err == nil || strings.Contains(err.Error(), "fc-WRONG-CANARY") {
+		t.Errorf("wrong key: %v", err)
+	}
+}
+
+func TestUnknownConfiguredProvider(t *testing.T) {
+	_, err := engine.New(engine.Config{InMemory: true, Browse: engine.BrowseConfig{Provider: "firecrawl"}})
+	if airlock.CodeOf(err) != airlock.CodeInvalid {
+		t.Errorf("firecrawl without its key: %v, want invalid", err)
+	}
+}
