@@ -60,7 +60,9 @@ func TestFetchCLI(t *testing.T) {
 		t.Errorf("404: %d %q", r.code, r.stderr)
 	}
 	r = invoke(t, ctx, "", append(base, "--format", "json", srv.URL+"/away"))
-	var ebody struct{ Error struct{ Code, Reason, DecisionID string } }
+	var ebody struct {
+		Error struct{ Code, Reason, DecisionID string }
+	}
 	if r.code != 3 || json.Unmarshal([]byte(r.stderr), &ebody) != nil || ebody.Error.Reason != "private" {
 		t.Errorf("refused redirect: %d %q", r.code, r.stderr)
 	}
