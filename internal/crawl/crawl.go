@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/url"
 	"strconv"
@@ -217,7 +216,7 @@ func Run(ctx context.Context, cfg Config, req airlock.CrawlRequest, emit func(*a
 		start:     time.Now(),
 	}
 	if r.log == nil {
-		r.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		r.log = slog.New(slog.DiscardHandler)
 	}
 	if r.frontier == nil {
 		r.frontier = NewMemoryFrontier(0)
@@ -235,8 +234,8 @@ func Run(ctx context.Context, cfg Config, req airlock.CrawlRequest, emit func(*a
 	return r.run()
 }
 
-// run is one crawl. Fields above the line are set once; the scheduler
-// goroutine (the one in Run) owns the middle block; workers share the rest.
+// run is one crawl. The first block of fields is set once; the scheduler
+// goroutine (the one in Run) owns the second; workers share the third.
 type run struct {
 	cfg      Config
 	req      airlock.CrawlRequest
@@ -635,7 +634,7 @@ func (r *run) seedSitemaps(h *host) {
 func (r *run) sitemapItems(base *url.URL, locs []string, depth int) ([]Item, error) {
 	var items []Item
 	for _, loc := range locs {
-		u, err := base.Parse(loc)
+		u, err := base.Parse(preEscape(loc))
 		if err != nil {
 			continue
 		}
@@ -945,7 +944,7 @@ func (r *run) failure(u string, err error) result {
 func (r *run) enqueue(base *url.URL, links []string, depth int) error {
 	var items []Item
 	for _, l := range links {
-		u, err := base.Parse(l)
+		u, err := base.Parse(preEscape(l))
 		if err != nil || u.Scheme != "http" && u.Scheme != "https" {
 			continue
 		}

@@ -128,7 +128,7 @@ func (f *MemoryFrontier) Len(context.Context) (int, error) {
 }
 
 // MemorySeen is the in-memory Seen. It keeps a 128-bit hash of each key
-// (about 40 bytes a URL, whatever its length); the chance that two of n
+// (35 to 45 bytes a URL, whatever its length); the chance that two of n
 // distinct URLs collide is about n²/2¹²⁹, 10⁻²⁸ for a million. The zero
 // value is not usable: use NewMemorySeen. It is safe for concurrent use.
 type MemorySeen struct {

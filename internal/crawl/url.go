@@ -17,10 +17,13 @@ var (
 // Normalize returns the form of an absolute http(s) URL that a crawl
 // fetches and deduplicates on. It is conservative: it changes only what
 // cannot change the resource on any server (RFC 3986 §6.2.2-6.2.3):
-//   - scheme and host in lower case, a trailing dot of the host dropped;
+//   - spaces and control characters around it trimmed, tabs and newlines in
+//     it removed, as browsers do;
+//   - scheme and host in lower case, trailing dots of the host dropped;
 //   - the scheme's default port dropped;
-//   - percent-encoding: hex digits in upper case, unreserved characters
-//     (ALPHA DIGIT - . _ ~) decoded, in the path and the query;
+//   - percent-encoding, in the path and the query: hex digits in upper
+//     case, unreserved characters (ALPHA DIGIT - . _ ~) decoded, bytes
+//     outside ASCII and what browsers escape in a query encoded;
 //   - dot segments removed from the path, an empty path made "/";
 //   - the fragment and an empty query ("?") dropped.
 //
@@ -28,7 +31,7 @@ var (
 // for other schemes, ErrNoHost for a URL without a host and the parse
 // error of net/url for a malformed URL.
 func Normalize(raw string) (string, error) {
-	u, err := url.Parse(raw)
+	u, err := url.Parse(preEscape(raw))
 	if err != nil {
 		return "", err
 	}
@@ -80,6 +83,51 @@ func normalizeURL(u *url.URL) (string, error) {
 	b.WriteString(p)
 	b.WriteString(q)
 	return b.String(), nil
+}
+
+// preEscape prepares a URL reference for net/url as a browser would read
+// it (WHATWG URL): leading and trailing spaces and control characters
+// trimmed, tabs and newlines removed, then the bytes outside ASCII, spaces
+// and control characters percent-encoded, except in the authority. net/url
+// would otherwise drop the written form of such a path (RawPath), and with
+// it the difference between "%2F" and "/".
+func preEscape(ref string) string {
+	ref = strings.TrimFunc(ref, func(r rune) bool { return r <= ' ' })
+	if strings.ContainsAny(ref, "\t\n\r") {
+		ref = strings.NewReplacer("\t", "", "\n", "", "\r", "").Replace(ref)
+	}
+	i := 0
+	for ; i < len(ref); i++ {
+		if c := ref[i]; c >= 0x80 || c <= ' ' || c == 0x7f {
+			break
+		}
+	}
+	if i == len(ref) {
+		return ref
+	}
+	// Skip the scheme and authority, if any.
+	start := 0
+	if j := strings.Index(ref, "//"); j >= 0 && (j == 0 || j > 0 && ref[j-1] == ':' && !strings.ContainsAny(ref[:j-1], "/?#")) {
+		start = j + 2
+		if k := strings.IndexAny(ref[start:], "/?#"); k >= 0 {
+			start += k
+		} else {
+			return ref
+		}
+	}
+	var b strings.Builder
+	b.Grow(len(ref) + 16)
+	b.WriteString(ref[:start])
+	for i := start; i < len(ref); i++ {
+		if c := ref[i]; c >= 0x80 || c <= ' ' || c == 0x7f {
+			b.WriteByte('%')
+			b.WriteByte(upperHex[c>>4])
+			b.WriteByte(upperHex[c&15])
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // splitHostPort splits u.Host; IPv6 brackets are removed from the host.

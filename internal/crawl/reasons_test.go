@@ -1,0 +1,71 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/airlockhq/airlock"
+)
+
+func TestXRobotsTag(t *testing.T) {
+	tests := []struct {
+		values            []string
+		noindex, nofollow bool
+	}{
+		{nil, false, false},
+		{[]string{"noindex"}, true, false},
+		{[]string{"NoFollow"}, false, true},
+		{[]string{"none"}, true, true},
+		{[]string{"noindex, nofollow"}, true, true},
+		{[]string{"noarchive", "nofollow"}, false, true},
+		{[]string{"googlebot: noindex"}, false, false},
+		{[]string{"airlock: noindex"}, true, false},
+		{[]string{"Airlock: none"}, true, true},
+		{[]string{"unavailable_after: 25 Jun 2010 15:00:00 PST"}, false, false},
+		{[]string{"noindex, unavailable_after: 25 Jun 2010 15:00:00 PST"}, true, false},
+		{[]string{"max-snippet: 20"}, false, false},
+	}
+	for _, tt := range tests {
+		h := map[string][]string{"x-robots-tag": tt.values}
+		ni, nf := xRobotsTag(h)
+		if ni != tt.noindex || nf != tt.nofollow {
+			t.Errorf("xRobotsTag(%q) = %v, %v; want %v, %v", tt.values, ni, nf, tt.noindex, tt.nofollow)
+		}
+	}
+}
+
+func TestSkipReason(t *testing.T) {
+	tests := []struct {
+		err    error
+		reason string
+		fatal  bool
+	}{
+		{airlock.Errorf(airlock.CodeRevoked, "revoked", "gone"), "", true},
+		{airlock.Errorf(airlock.CodeDenied, "loopback", "no"), ReasonPolicy, false},
+		{airlock.Errorf(airlock.CodeDenied, "robots", "no"), ReasonPolicy, false},
+		{airlock.Errorf(airlock.CodeTimeout, "timeout", "slow"), ReasonTimeout, false},
+		{fmt.Errorf("get: %w", context.DeadlineExceeded), ReasonTimeout, false},
+		{airlock.Errorf(airlock.CodeUpstream, "bot_wall", "captcha"), ReasonBotWall, false},
+		{airlock.Errorf(airlock.CodeUpstream, "http_status", "404"), ReasonHTTPStatus, false},
+		{airlock.Errorf(airlock.CodeUpstream, "type", "image/png"), ReasonType, false},
+		{airlock.Errorf(airlock.CodeRateLimited, "rate_limited", "later"), ReasonRateLimited, false},
+		{airlock.Errorf(airlock.CodeTooLarge, "body_too_large", "big"), ReasonTooLarge, false},
+		{airlock.Errorf(airlock.CodeUpstream, "connect", "refused"), ReasonError, false},
+		{errors.New("secret internal detail"), ReasonError, false},
+	}
+	for _, tt := range tests {
+		reason, detail, fatal := skipReason(tt.err)
+		if reason != tt.reason || fatal != tt.fatal {
+			t.Errorf("skipReason(%v) = %q, fatal %v; want %q, %v", tt.err, reason, fatal, tt.reason, tt.fatal)
+		}
+		if strings.Contains(detail, "secret") {
+			t.Errorf("skipReason(%v) detail %q shows an internal error", tt.err, detail)
+		}
+	}
+	if _, d, _ := skipReason(errors.New(strings.Repeat("é", 1000))); len(d) > maxDetail {
+		t.Errorf("detail is %d bytes, want at most %d", len(d), maxDetail)
+	}
+}

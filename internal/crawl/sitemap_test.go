@@ -1,0 +1,86 @@
+package crawl
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseSitemap(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  string
+		limit int
+		want  []string
+		index bool
+	}{
+		{
+			name:  "urlset",
+			body:  `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc> http://a.test/1 </loc></url><url><loc>http://a.test/2?x=1&amp;y=2</loc><priority>1</priority></url></urlset>`,
+			limit: 10, want: []string{"http://a.test/1", "http://a.test/2?x=1&y=2"},
+		},
+		{
+			name:  "index",
+			body:  `<sitemapindex><sitemap><loc>http://a.test/s1.xml</loc></sitemap><sitemap><loc>http://a.test/s2.xml</loc></sitemap></sitemapindex>`,
+			limit: 10, want: []string{"http://a.test/s1.xml", "http://a.test/s2.xml"}, index: true,
+		},
+		{
+			name:  "limit",
+			body:  `<urlset><url><loc>http://a.test/1</loc></url><url><loc>http://a.test/2</loc></url><url><loc>http://a.test/3</loc></url></urlset>`,
+			limit: 2, want: []string{"http://a.test/1", "http://a.test/2"},
+		},
+		{
+			name:  "text",
+			body:  "\xef\xbb\xbfhttp://a.test/1\n\nnot a url\r\nhttps://a.test/2\n",
+			limit: 10, want: []string{"http://a.test/1", "https://a.test/2"},
+		},
+		{
+			name:  "damaged after some urls",
+			body:  `<urlset><url><loc>http://a.test/1</loc></url><url><loc>http://a.test/2</loc></url></ur`,
+			limit: 10, want: []string{"http://a.test/1", "http://a.test/2"},
+		},
+		{name: "empty", body: "", limit: 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, gz := range []bool{false, true} {
+				body := []byte(tt.body)
+				if gz {
+					var b bytes.Buffer
+					w := gzip.NewWriter(&b)
+					w.Write(body)
+					w.Close()
+					body = b.Bytes()
+				}
+				got, index, err := parseSitemap(body, tt.limit)
+				if err != nil {
+					t.Fatalf("gzip %v: %v", gz, err)
+				}
+				if diff := cmp.Diff(tt.want, got); diff != "" || index != tt.index {
+					t.Errorf("gzip %v: index %v (want %v), locs (-want +got):\n%s", gz, index, tt.index, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestParseSitemapBomb(t *testing.T) {
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	w.Write([]byte("<urlset>"))
+	chunk := []byte(strings.Repeat(" ", 1<<20))
+	for range 51 {
+		w.Write(chunk)
+	}
+	w.Close()
+	if b.Len() > 1<<20 {
+		t.Fatalf("bomb is %d bytes compressed", b.Len())
+	}
+	if _, _, err := parseSitemap(b.Bytes(), 10); !errors.Is(err, errSitemapTooLarge) {
+		t.Errorf("parseSitemap(51 MB of gzip) error = %v, want errSitemapTooLarge", err)
+	}
+}
