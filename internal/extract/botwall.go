@@ -134,10 +134,10 @@ var wallRules = []wallRule{
 	}},
 	{"imperva", func(s *wallSignals) string {
 		switch {
-		case s.says("incapsula incident id", "request unsuccessful. incapsula"):
-			return BotWallAccessDenied
 		case s.has("_incapsula_resource"):
 			return BotWallChallenge
+		case s.says("incapsula incident id", "request unsuccessful. incapsula"):
+			return BotWallAccessDenied
 		}
 		return ""
 	}},

@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"log/slog"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -26,13 +27,31 @@ const (
 	tailAgreement = 0.8
 	// ...and readability found an article at all (shingles).
 	tailMinShingles = 50
+	// Leading blocks of trafilatura's output that readability does not
+	// share and that have at most this many words (bylines, dates,
+	// breadcrumbs, share bars) are not the article either.
+	headMaxWords = 8
 	// A block repeating text of one of the few blocks before it is an
 	// extraction artifact.
 	dedupeWindow = 4
 	// Texts shorter than this (bytes) are never deduplicated: "Share",
 	// "Advertisement" and dates legitimately repeat.
 	dedupeMinLen = 24
+	// Documents with more elements than this skip the main-content
+	// extractors (the largest pages of the development corpora have about
+	// 10,000) and fall back to the readable body text.
+	maxExtractElements = 60000
 )
+
+// countElements counts the elements of doc, stopping past limit.
+func countElements(doc *html.Node, limit int) int {
+	n := 0
+	walkElements(doc, func(*html.Node) bool {
+		n++
+		return n <= limit
+	})
+	return n
+}
 
 // content is the main content of a page.
 type content struct {
@@ -42,12 +61,34 @@ type content struct {
 	byline string // readability's byline, for the author fallback
 }
 
-// mainContent finds the main content of doc: go-trafilatura (with its
-// fallback comparison, fed with readability's result), trimmed of the
-// trailing boilerplate readability does not share; the readable body
-// text when that comes out under airlock.MinMainContent characters.
-func mainContent(doc *html.Node, base *url.URL) content {
+// mainContent finds the main content of doc:
+//
+//  1. readability (readeck's port of Readability.js) runs first; its
+//     result is go-trafilatura's fallback candidate, so trafilatura (with
+//     its fallback comparison on) takes it where its own extraction is
+//     poor, and trafilatura's own, older copy of readability never runs;
+//  2. trafilatura's blocks are mapped back to the page's own elements
+//     (source.go), which restores links, code and white space;
+//  3. blocks repeating the text of a block just before are dropped;
+//  4. where the two extractors agree on the article, trafilatura's
+//     trailing blocks that readability does not share (related stories,
+//     comments, newsletter boxes), its short leading ones (bylines,
+//     dates, breadcrumbs) and its headings readability dropped go;
+//  5. a leading heading repeating the page title goes (it is metadata);
+//  6. under airlock.MinMainContent characters, readability's result if
+//     longer, else the readable body text if longer.
+//
+// title is the page's title.
+func mainContent(doc *html.Node, base *url.URL, title string) content {
 	var c content
+	if countElements(doc, maxExtractElements+1) > maxExtractElements {
+		// The extractors are superlinear in the size of the tree; no real
+		// article is this large. Take the readable body, in linear time.
+		if b := readableBody(doc); b != nil {
+			c.node, c.text, c.source = b, nodeText(b), "body"
+		}
+		return c
+	}
 	rNode, byline := readable(doc, base)
 	c.byline = byline
 	rText := ""
@@ -59,11 +100,13 @@ func mainContent(doc *html.Node, base *url.URL) content {
 	if tNode != nil {
 		if !fromR {
 			respace(tNode)
+			restoreSource(tNode, newSourceIndex(doc))
 		}
 		dedupeBlocks(tNode)
 		if !fromR && rText != "" {
-			trimTail(tNode, rText)
+			trimToAgreement(tNode, rText)
 		}
+		dropTitleHeading(tNode, title)
 		c.text = nodeText(tNode)
 		c.node, c.source = tNode, "trafilatura"
 		if fromR {
@@ -93,6 +136,8 @@ func readable(doc *html.Node, base *url.URL) (node *html.Node, byline string) {
 		}
 	}()
 	p := readability.NewParser()
+	// Its default logger formats every record before discarding it.
+	p.Logger = slog.New(slog.DiscardHandler)
 	art, err := p.ParseDocument(doc, base)
 	if err != nil || art.Node == nil {
 		return nil, ""
@@ -163,15 +208,16 @@ func dedupeBlocks(root *html.Node) {
 	}
 }
 
-// trimTail removes the trailing top-level blocks of root that rText does
-// not share, when the two extractions agree on the article itself.
-func trimTail(root *html.Node, rText string) {
+// trimToAgreement removes from root, when readability's text rText agrees
+// with it on the article, the trailing top-level blocks that rText does
+// not share, the short leading ones it does not share either, and the
+// headings it does not have.
+func trimToAgreement(root *html.Node, rText string) {
 	rSet := newShingleSet(rText)
 	if len(rSet) < tailMinShingles {
 		return
 	}
-	text := nodeText
-	tSet := newShingleSet(text(root))
+	tSet := newShingleSet(nodeText(root))
 	shared := 0
 	for h := range rSet {
 		if _, ok := tSet[h]; ok {
@@ -181,15 +227,20 @@ func trimTail(root *html.Node, rText string) {
 	if float64(shared) < tailAgreement*float64(len(rSet)) {
 		return
 	}
+	shares := func(c *html.Node) (bool, []string) {
+		t := nodeText(c)
+		cov, n := rSet.coverage(t)
+		// Blocks of fewer than seven words (four shingles) are too short
+		// to tell.
+		return n >= 4 && cov >= tailCoverage, words(t)
+	}
+
 	var drop []*html.Node
 	for c := root.LastChild; c != nil; c = c.PrevSibling {
-		if c.Type != html.ElementNode {
-			drop = append(drop, c)
-			continue
-		}
-		cov, n := rSet.coverage(text(c))
-		if n >= 4 && cov >= tailCoverage {
-			break
+		if c.Type == html.ElementNode {
+			if ok, _ := shares(c); ok {
+				break
+			}
 		}
 		if c.PrevSibling == nil {
 			return // nothing of the article left: keep everything
@@ -199,6 +250,65 @@ func trimTail(root *html.Node, rText string) {
 	for _, c := range drop {
 		root.RemoveChild(c)
 	}
+
+	rWords := map[string]bool{}
+	for _, w := range words(rText) {
+		rWords[w] = true
+	}
+	drop = drop[:0]
+	for c := root.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.ElementNode {
+			drop = append(drop, c)
+			continue
+		}
+		ok, ws := shares(c)
+		if ok {
+			break
+		}
+		if len(ws) > 0 && len(ws) < 7 && allIn(ws, rWords) {
+			break // a short block readability has too, a heading say
+		}
+		if len(ws) > headMaxWords || c.NextSibling == nil {
+			return
+		}
+		drop = append(drop, c)
+	}
+	for _, c := range drop {
+		root.RemoveChild(c)
+	}
+
+	// Headings readability dropped are section titles of boilerplate
+	// ("Related stories", "More from ...") that its class-weight cleaning
+	// recognises.
+	drop = drop[:0]
+	for c := root.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.ElementNode || !isHeading(c) {
+			continue
+		}
+		if ok, ws := shares(c); !ok && len(ws) > 0 && !allIn(ws, rWords) {
+			drop = append(drop, c)
+		}
+	}
+	for _, c := range drop {
+		root.RemoveChild(c)
+	}
+}
+
+func isHeading(n *html.Node) bool {
+	switch tagAtom(n) {
+	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+		return true
+	}
+	return false
+}
+
+func allIn(ws []string, set map[string]bool) bool {
+	for _, w := range ws {
+		if !set[w] {
+			return false
+		}
+	}
+	return true
 }
 
 // boilerTags are containers whose text is not the readable body.
@@ -259,4 +369,35 @@ func cloneFiltered(n *html.Node, depth int) *html.Node {
 		}
 	}
 	return c
+}
+
+// dropTitleHeading removes a leading heading that repeats the page title:
+// the title is metadata, not body text.
+func dropTitleHeading(root *html.Node, title string) {
+	tw := map[string]bool{}
+	for _, w := range words(strings.ToLower(title)) {
+		tw[w] = true
+	}
+	if len(tw) == 0 {
+		return
+	}
+	for c := root.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.ElementNode {
+			continue
+		}
+		if !isHeading(c) {
+			return
+		}
+		ws := words(strings.ToLower(nodeText(c)))
+		in := 0
+		for _, w := range ws {
+			if tw[w] {
+				in++
+			}
+		}
+		if len(ws) > 0 && float64(in) >= 0.8*float64(len(ws)) {
+			root.RemoveChild(c)
+		}
+		return
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/airlockhq/airlock"
 )
@@ -67,10 +68,12 @@ var pool = make(chan struct{}, runtime.GOMAXPROCS(0))
 // URL when it is empty; the fetch fields (status, fetched_at, provider...)
 // are the caller's. It never uses the network.
 //
-// By content type: HTML (and XHTML) is extracted fully; text/plain, JSON
-// and XML pass through as text (an XML document's first <title> is the
-// title); PDF text is read in a child process (see PDFCommand); any other
-// type gives a Page with metadata only.
+// By content type (Input.ContentType, or sniffed from the body when it is
+// empty or application/octet-stream): HTML (and XHTML) is extracted
+// fully; text/plain, JSON and XML pass through as text (an XML document's
+// first <title> is the title); PDF text is read in a child process (see
+// PDFCommand); any other type gives a Page with metadata only. In
+// airlock.ExtractNone mode no text, Markdown or tables are produced.
 //
 // At most GOMAXPROCS extractions run at once; Extract waits for a turn
 // until ctx is done, and returns ctx's error then. Errors:
@@ -105,6 +108,10 @@ func Extract(ctx context.Context, in Input, o Options) (*airlock.Page, error) {
 		return nil, err
 	}
 
+	if bytes.HasPrefix(in.Body, []byte("\xfe\xff")) || bytes.HasPrefix(in.Body, []byte("\xff\xfe")) {
+		// UTF-16 cannot be sniffed or parsed as is: decode it first.
+		in.Body, _ = toUTF8(in.Body, "", false)
+	}
 	kind, mediaType := classify(in.ContentType, in.Body)
 	p := &airlock.Page{
 		URL:         in.URL,
@@ -124,6 +131,9 @@ func Extract(ctx context.Context, in Input, o Options) (*airlock.Page, error) {
 		return p, extractHTML(ctx, in, o, base, p)
 	case kindText, kindJSON, kindXML:
 		passThrough(in, kind, p)
+		if o.Mode == airlock.ExtractNone {
+			p.Text, p.Markdown = "", ""
+		}
 		return p, nil
 	case kindPDF:
 		if o.Mode == airlock.ExtractNone {
@@ -195,6 +205,8 @@ func sniff(body []byte) (int, string) {
 	switch {
 	case bytes.HasPrefix(head, []byte("%PDF-")):
 		return kindPDF, "application/pdf"
+	case bytes.HasPrefix(head, []byte("<?xml")) && !bytes.Contains(bytes.ToLower(head), []byte("<html")):
+		return kindXML, "application/xml"
 	case looksLikeHTML(body):
 		return kindHTML, "text/html"
 	case bytes.HasPrefix(head, []byte("<?xml")) || bytes.HasPrefix(head, []byte("<rss")) || bytes.HasPrefix(head, []byte("<feed")):
@@ -246,11 +258,14 @@ func extractHTML(ctx context.Context, in Input, o Options, base *url.URL, p *air
 		return err
 	}
 	p.Tables = tables(doc, p)
-	c := mainContent(doc, base)
+	c := mainContent(doc, base, p.Title)
 	if p.Author == "" {
 		p.Author = collapse(strings.TrimPrefix(strings.TrimPrefix(c.byline, "By "), "by "))
 	}
-	p.Text = c.text
+	p.Text = cleanChars(c.text)
+	if p.Description == "" {
+		p.Description = leadParagraph(p.Text)
+	}
 	if c.node != nil {
 		baseStr := ""
 		if base != nil {
@@ -258,7 +273,7 @@ func extractHTML(ctx context.Context, in Input, o Options, base *url.URL, p *air
 		}
 		md, err := toMarkdown(ctx, c.node, baseStr)
 		if err == nil {
-			p.Markdown = mdTrim(md)
+			p.Markdown = cleanChars(mdTrim(md))
 		} else {
 			p.Markdown = p.Text
 		}
@@ -359,4 +374,37 @@ func xmlTitle(body []byte) string {
 			depth--
 		}
 	}
+}
+
+// invisible are format characters with no place in plain text: soft
+// hyphens (which split words for a reader that does not hide them), zero
+// width spaces and no-break markers, byte order marks.
+var invisible = strings.NewReplacer("\u00ad", "", "\u200b", "", "\u2060", "", "\ufeff", "")
+
+// cleanChars removes invisible format characters and puts the text in
+// Unicode normal form C, the composed form most text already is in, so
+// that "é" is one letter whichever way the page wrote it.
+func cleanChars(s string) string {
+	if strings.ContainsAny(s, "\u00ad\u200b\u2060\ufeff") {
+		s = invisible.Replace(s)
+	}
+	return norm.NFC.String(s)
+}
+
+// maxLead bounds the description taken from the text.
+const maxLead = 300
+
+// leadParagraph is the first line of text long enough to be a paragraph,
+// cut at maxLead bytes, for pages that describe themselves nowhere else.
+func leadParagraph(text string) string {
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimPrefix(strings.TrimSpace(line), "- ")
+		if len(words(line)) >= 8 {
+			if len(line) > maxLead {
+				line = clip(line, maxLead) + "…"
+			}
+			return line
+		}
+	}
+	return ""
 }

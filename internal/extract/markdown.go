@@ -53,6 +53,8 @@ func toMarkdown(ctx context.Context, n *html.Node, base string) (md string, err 
 		return "", err
 	}
 	out = cellBreaks.ReplaceAll(out, []byte("<br>"))
+	// The converter separates adjacent lists with an HTML comment.
+	out = bytes.ReplaceAll(out, []byte("\n<!--THE END-->\n"), []byte("\n"))
 	return string(bytes.TrimSpace(out)), nil
 }
 
@@ -68,8 +70,27 @@ func prepareForMarkdown(root *html.Node) {
 		if n.DataAtom == 0 {
 			n.DataAtom = atom.Lookup([]byte(n.Data))
 		}
+		mergeTextNodes(n)
 		return true
 	})
+}
+
+// mergeTextNodes joins runs of adjacent text children of n (extractors
+// that strip tags leave them), in linear time: the converter joins them
+// too, quadratically.
+func mergeTextNodes(n *html.Node) {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.TextNode || c.NextSibling == nil || c.NextSibling.Type != html.TextNode {
+			continue
+		}
+		var b strings.Builder
+		b.WriteString(c.Data)
+		for d := c.NextSibling; d != nil && d.Type == html.TextNode; d = c.NextSibling {
+			b.WriteString(d.Data)
+			n.RemoveChild(d)
+		}
+		c.Data = b.String()
+	}
 }
 
 // mdTrim removes the blank-line runs the converter leaves around removed

@@ -14,10 +14,10 @@ import (
 
 // Bounds on what metadata keeps from hostile pages.
 const (
-	maxMetaEntries  = 256   // keys in Page.Meta
-	maxMetaValue    = 4096  // bytes of one meta value
-	maxLinkText     = 300   // bytes of one link's text
-	maxHeadingText  = 500   // bytes of one heading's text
+	maxMetaEntries  = 256  // keys in Page.Meta
+	maxMetaValue    = 4096 // bytes of one meta value
+	maxLinkText     = 300  // bytes of one link's text
+	maxHeadingText  = 500  // bytes of one heading's text
 	maxJSONLDBytes  = 1 << 20
 	maxJSONLDBlocks = 32
 	maxCellText     = 2000 // bytes of one table cell
@@ -37,7 +37,10 @@ func metadata(doc *html.Node, base *url.URL, p *airlock.Page) {
 	}
 
 	p.Title = firstNonEmpty(documentTitle(d), p.Meta["og:title"], firstH1(d))
-	p.Description = firstNonEmpty(p.Meta["description"], p.Meta["og:description"], p.Meta["twitter:description"], p.Meta["dc.description"])
+	// Readability's order: the description written for sharing first.
+	p.Description = firstNonEmpty(p.Meta["dc:description"], p.Meta["dcterm:description"], p.Meta["dc.description"],
+		p.Meta["dcterms.description"], p.Meta["og:description"],
+		p.Meta["description"], p.Meta["twitter:description"], ld.description)
 	p.Lang = firstNonEmpty(attrOf(d.Find("html").First(), "lang"), attrOf(d.Find("html").First(), "xml:lang"),
 		p.Meta["content-language"], p.Meta["dc.language"])
 	if c, ok := d.Find(`link[rel~="canonical"][href]`).First().Attr("href"); ok {
@@ -445,6 +448,7 @@ func resolveLink(base *url.URL, href string) *url.URL {
 	}
 	u.Fragment, u.RawFragment = "", ""
 	u.User = nil
+	u.Host = strings.ToLower(u.Host)
 	return u
 }
 

@@ -17,13 +17,40 @@ const flattenDepth = 256
 // the parser accepts is flattened and parsed again rather than refused.
 func parseHTML(body []byte) (*html.Node, error) {
 	doc, err := html.Parse(bytes.NewReader(body))
-	if err == nil {
-		return doc, nil
+	if err != nil {
+		if !strings.Contains(err.Error(), "open stack") {
+			return nil, err
+		}
+		if doc, err = html.Parse(bytes.NewReader(flatten(body, flattenDepth))); err != nil {
+			return nil, err
+		}
 	}
-	if !strings.Contains(err.Error(), "open stack") {
-		return nil, err
-	}
-	return html.Parse(bytes.NewReader(flatten(body, flattenDepth)))
+	trimAttributes(doc)
+	return doc, nil
+}
+
+// Attribute bounds: the extractors run regular expressions over class and
+// id values, and nothing useful is megabytes long.
+const (
+	maxNameAttr = 1024    // class, id, style, name
+	maxAttr     = 1 << 16 // anything else (a data: URL may be long)
+)
+
+// trimAttributes shortens over-long attribute values in place.
+func trimAttributes(doc *html.Node) {
+	walkElements(doc, func(n *html.Node) bool {
+		for i := range n.Attr {
+			a := &n.Attr[i]
+			switch {
+			case len(a.Val) <= maxNameAttr:
+			case a.Key == "class" || a.Key == "id" || a.Key == "style" || a.Key == "name":
+				a.Val = clip(a.Val, maxNameAttr)
+			case len(a.Val) > maxAttr:
+				a.Val = ""
+			}
+		}
+		return true
+	})
 }
 
 // voidElements never have an end tag.

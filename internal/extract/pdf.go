@@ -80,7 +80,7 @@ func pdfText(parent context.Context, body []byte) (string, error) {
 	if len(text) > MaxPDFTextBytes {
 		text = clip(text, MaxPDFTextBytes)
 	}
-	return strings.ToValidUTF8(text, "\uFFFD"), nil
+	return strings.TrimRight(strings.ToValidUTF8(text, "\uFFFD"), "\n"), nil
 }
 
 func firstLine(s string) string {

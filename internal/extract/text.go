@@ -44,15 +44,15 @@ var blockTags = map[atom.Atom]bool{
 type textWriter struct {
 	b       strings.Builder
 	pending bool // a space is owed before the next word
-	soft    bool // the owed space comes from an element boundary, not from the text
-	limit   int  // stop after this many bytes (0: none)
-	loose   bool // element boundaries separate words (see looseText)
+	cell    int  // depth of table cells being written
 }
-
-func (w *textWriter) full() bool { return w.limit > 0 && w.b.Len() >= w.limit }
 
 // newline ends the current line, if it has anything.
 func (w *textWriter) newline() {
+	if w.cell > 0 {
+		w.pending = true // a table row stays on one line
+		return
+	}
 	w.pending = false
 	s := w.b.String()
 	if len(s) == 0 || s[len(s)-1] == '\n' {
@@ -81,7 +81,7 @@ func (w *textWriter) text(s string) {
 	for len(s) > 0 {
 		r, n := utf8.DecodeRuneInString(s)
 		if isSpace(r) {
-			w.pending, w.soft = true, false
+			w.pending = true
 			s = s[n:]
 			continue
 		}
@@ -89,36 +89,12 @@ func (w *textWriter) text(s string) {
 		if i < 0 {
 			i = len(s)
 		}
-		if w.pending && !w.atLineStart() && !(w.soft && (strings.ContainsRune(closingPunct, r) || w.afterOpening())) {
+		if w.pending && !w.atLineStart() {
 			w.b.WriteByte(' ')
 		}
-		w.pending, w.soft = false, false
+		w.pending = false
 		w.b.WriteString(s[:i])
 		s = s[i:]
-	}
-}
-
-// closingPunct never takes a space before it when the space would come
-// only from an element boundary.
-const closingPunct = ".,;:!?)]}'’”»…%"
-
-// afterOpening reports whether the text so far ends with an opening bracket
-// or quote.
-func (w *textWriter) afterOpening() bool {
-	s := w.b.String()
-	if s == "" {
-		return false
-	}
-	r, _ := utf8.DecodeLastRuneInString(s)
-	return strings.ContainsRune(openingPunct, r)
-}
-
-// softSpace owes a space unless one is already owed: extractors that trim
-// text nodes (go-trafilatura does) lose the white space around inline
-// elements, so their boundaries count as word boundaries.
-func (w *textWriter) softSpace() {
-	if !w.pending {
-		w.pending, w.soft = true, true
 	}
 }
 
@@ -141,14 +117,6 @@ func isSpace(r rune) bool {
 // preformatted text kept as is.
 func nodeText(n *html.Node) string {
 	var w textWriter
-	walkText(&w, n, 0, false)
-	return cleanText(w.b.String())
-}
-
-// looseText is nodeText for trees whose text nodes were trimmed: every
-// inline element boundary separates words.
-func looseText(n *html.Node) string {
-	w := textWriter{loose: true}
 	walkText(&w, n, 0, false)
 	return cleanText(w.b.String())
 }
@@ -187,7 +155,12 @@ func respace(root *html.Node) {
 	})
 }
 
-const openingPunct = "([{‘“«/-"
+// Punctuation that takes no space after (opening) or before (closing)
+// it where respace would put one.
+const (
+	openingPunct = "([{‘“«/-"
+	closingPunct = ".,;:!?)]}'’”»…%"
+)
 
 func isBlockNode(n *html.Node) bool {
 	if n.Type != html.ElementNode {
@@ -238,7 +211,7 @@ func firstRune(n *html.Node, depth int) (rune, bool) {
 }
 
 func walkText(w *textWriter, n *html.Node, depth int, pre bool) {
-	if depth > maxTextDepth || w.full() {
+	if depth > maxTextDepth {
 		return
 	}
 	switch n.Type {
@@ -272,9 +245,11 @@ func walkText(w *textWriter, n *html.Node, depth int, pre bool) {
 		return
 	case atom.Td, atom.Th:
 		w.sep()
+		w.cell++
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
 			walkText(w, c, depth+1, pre)
 		}
+		w.cell--
 		w.sep()
 		return
 	case atom.Pre:
@@ -288,8 +263,6 @@ func walkText(w *textWriter, n *html.Node, depth int, pre bool) {
 	block := blockTags[a]
 	if block {
 		w.newline()
-	} else if w.loose && !pre {
-		w.softSpace()
 	}
 	if a == atom.Li && !pre {
 		w.b.WriteString("- ")
@@ -299,8 +272,6 @@ func walkText(w *textWriter, n *html.Node, depth int, pre bool) {
 	}
 	if block {
 		w.newline()
-	} else if w.loose && !pre {
-		w.softSpace()
 	}
 }
 

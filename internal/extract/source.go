@@ -1,0 +1,247 @@
+package extract
+
+import (
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// go-trafilatura rebuilds the content it keeps: links are dropped (keeping
+// them changes which blocks it keeps), code loses its line breaks, text
+// loses the spaces around inline markup. Its blocks are mapped back to the
+// elements of the original document that hold exactly the same text
+// (white space aside), and those elements, copied, replace them: the
+// Markdown then has the page's own links, images and code blocks. Blocks
+// with no exact counterpart stay as trafilatura made them.
+
+// textKey identifies a text by its length and a hash of its
+// non-white-space characters; keys of siblings combine into their
+// parent's key without rereading the text.
+type textKey struct {
+	n int    // non-space bytes
+	h uint64 // polynomial hash of those bytes
+}
+
+const keyBase = 1099511628211 // FNV prime, as the polynomial base
+
+func (k textKey) concat(o textKey) textKey {
+	return textKey{k.n + o.n, k.h*powBase(o.n) + o.h}
+}
+
+// powBase is keyBase^n (mod 2^64), by squaring.
+func powBase(n int) uint64 {
+	r, b := uint64(1), uint64(keyBase)
+	for n > 0 {
+		if n&1 == 1 {
+			r *= b
+		}
+		b *= b
+		n >>= 1
+	}
+	return r
+}
+
+func stringKey(s string) textKey {
+	var k textKey
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if !unicode.IsSpace(r) && r != 0xa0 {
+			for j := 0; j < size; j++ {
+				k.h = k.h*keyBase + uint64(s[i+j])
+			}
+			k.n += size
+		}
+		i += size
+	}
+	return k
+}
+
+// keyless are elements whose text does not count: the same ones the text
+// walkers skip.
+func keyless(n *html.Node) bool {
+	a := tagAtom(n)
+	return skipTags[a] && a != atom.Img
+}
+
+// sourceIndex maps text keys to the deepest elements of the original
+// document with that text, in document order.
+type sourceIndex struct {
+	byKey map[textKey][]sourceElem
+}
+
+type sourceElem struct {
+	n     *html.Node
+	order int // pre-order position
+}
+
+func newSourceIndex(doc *html.Node) *sourceIndex {
+	ix := &sourceIndex{byKey: map[textKey][]sourceElem{}}
+	order := 0
+	var walk func(n *html.Node, depth int) textKey
+	walk = func(n *html.Node, depth int) textKey {
+		var k textKey
+		if depth > maxTextDepth {
+			return k
+		}
+		myOrder := order
+		order++
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			switch c.Type {
+			case html.TextNode:
+				k = k.concat(stringKey(c.Data))
+			case html.ElementNode:
+				if keyless(c) {
+					order++
+					continue
+				}
+				k = k.concat(walk(c, depth+1))
+			}
+		}
+		if n.Type == html.ElementNode && k.n > 0 {
+			list := ix.byKey[k]
+			// Children come before their parent here: an ancestor with the
+			// same text as an element already listed is not the deepest.
+			if len(list) == 0 || !isAncestor(n, list[len(list)-1].n) {
+				ix.byKey[k] = append(list, sourceElem{n, myOrder})
+			}
+		}
+		return k
+	}
+	walk(doc, 0)
+	return ix
+}
+
+func isAncestor(a, n *html.Node) bool {
+	for p := n.Parent; p != nil; p = p.Parent {
+		if p == a {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeKey is the text key of a content-tree node.
+func nodeKey(n *html.Node, depth int) textKey {
+	var k textKey
+	if depth > maxTextDepth {
+		return k
+	}
+	switch n.Type {
+	case html.TextNode:
+		return stringKey(n.Data)
+	case html.ElementNode, html.DocumentNode:
+		if n.Type == html.ElementNode && keyless(n) {
+			return k
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			k = k.concat(nodeKey(c, depth+1))
+		}
+	}
+	return k
+}
+
+// minMappedText is the shortest block (non-space bytes) worth mapping: a
+// short text ("Share", a date) matches too many places.
+const minMappedText = 12
+
+// restoreSource replaces the top-level blocks of root by copies of the
+// original elements with the same text, going forward through the
+// document.
+func restoreSource(root *html.Node, ix *sourceIndex) {
+	last := -1
+	for c := root.FirstChild; c != nil; {
+		next := c.NextSibling
+		if c.Type != html.ElementNode {
+			c = next
+			continue
+		}
+		k := nodeKey(c, 0)
+		if k.n < minMappedText {
+			c = next
+			continue
+		}
+		cands := ix.byKey[k]
+		pick := -1
+		for i, e := range cands {
+			if e.order > last {
+				pick = i
+				break
+			}
+		}
+		if pick < 0 && len(cands) > 0 {
+			pick = 0
+		}
+		if pick >= 0 {
+			e := cands[pick]
+			if cp := cloneFiltered(matchElement(e.n, tagAtom(c)), -1); cp != nil {
+				if !isBlockElem(cp) {
+					// An inline element holding the whole block: keep
+					// trafilatura's block element around it.
+					wrap := &html.Node{Type: html.ElementNode, Data: c.Data, DataAtom: tagAtom(c)}
+					wrap.AppendChild(cp)
+					cp = wrap
+				}
+				root.InsertBefore(cp, c)
+				root.RemoveChild(c)
+				last = e.order
+			}
+		}
+		c = next
+	}
+}
+
+func isBlockElem(n *html.Node) bool {
+	a := tagAtom(n)
+	return blockTags[a] || a == atom.Table
+}
+
+// blockAround climbs from an inline element to the block that holds
+// nothing else (<pre> around <code>, <p> around a link that is the whole
+// paragraph).
+func blockAround(n *html.Node) *html.Node {
+	for !isBlockElem(n) {
+		p := n.Parent
+		if p == nil || p.Type != html.ElementNode || tagAtom(p) == atom.Body || !onlyContent(p, n) {
+			break
+		}
+		n = p
+	}
+	return n
+}
+
+// onlyContent reports whether n is p's only child apart from white space
+// and keyless elements.
+func onlyContent(p, n *html.Node) bool {
+	for c := p.FirstChild; c != nil; c = c.NextSibling {
+		switch {
+		case c == n:
+		case c.Type == html.TextNode && stringKey(c.Data).n == 0:
+		case c.Type == html.ElementNode && keyless(c):
+		case c.Type == html.CommentNode:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// matchElement climbs from n, the deepest element with a block's text,
+// through wrappers holding nothing else to an element of the block's own
+// kind (the <table> around a <tbody>, the <ul> around a lone <li>); else
+// it returns the block around n.
+func matchElement(n *html.Node, want atom.Atom) *html.Node {
+	m := n
+	for range 8 {
+		if tagAtom(m) == want {
+			return m
+		}
+		p := m.Parent
+		if p == nil || p.Type != html.ElementNode || tagAtom(p) == atom.Body || !onlyContent(p, m) {
+			break
+		}
+		m = p
+	}
+	return blockAround(n)
+}
