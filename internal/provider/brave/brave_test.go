@@ -100,7 +100,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func newProvider(t *testing.T, f http.Handler) (*Provider, *testDoer) {
 	t.Helper()
 	d := newTestDoer(t, f)
-	p, err := New(Options{APIKey: canaryKey, BaseURL: d.srv.URL})
+	p, err := New(Options{APIKey: canaryKey, BaseURL: d.Server.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestSearch(t *testing.T) {
 	if f.params[0] != "count=10&q=airlock&text_decorations=false" {
 		t.Errorf("query = %q", f.params[0])
 	}
-	if r := d.requests()[0]; r.TLSProfile != TLSProfile || r.Proxy != "corp" {
+	if r := d.Requests()[0]; r.TLSProfile != TLSProfile || r.Proxy != "corp" {
 		t.Errorf("profile %q proxy %q", r.TLSProfile, r.Proxy)
 	}
 }
@@ -179,7 +179,7 @@ func TestCredentialRedacted(t *testing.T) {
 	}
 
 	inner := airlock.Errorf(airlock.CodeDenied, "policy", "refused request carrying %s", canaryKey)
-	d.fail = func(*airlock.HTTPRequest) error { return inner }
+	d.Fail = func(*airlock.HTTPRequest) error { return inner }
 	_, err = p.Search(context.Background(), d, airlock.SearchRequest{Query: "q"})
 	if !errors.Is(err, inner) || airlock.CodeOf(err) != airlock.CodeDenied || strings.Contains(err.Error(), canaryKey) {
 		t.Errorf("transport error = %v (code %q)", err, airlock.CodeOf(err))

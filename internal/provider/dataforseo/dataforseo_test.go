@@ -125,7 +125,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func newProvider(t *testing.T, f *fakeAPI, auth string) (*Provider, *testDoer) {
 	t.Helper()
 	d := newTestDoer(t, f)
-	p, err := New(Options{Auth: auth, BaseURL: d.srv.URL})
+	p, err := New(Options{Auth: auth, BaseURL: d.Server.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestSearch(t *testing.T) {
 	if diff := cmp.Diff(wantTask, f.got); diff != "" {
 		t.Errorf("task sent (-want +got):\n%s", diff)
 	}
-	r := d.requests()[0]
+	r := d.Requests()[0]
 	if r.Method != http.MethodPost || r.TLSProfile != TLSProfile || r.Proxy != "corp" {
 		t.Errorf("request = %s, profile %q, proxy %q", r.Method, r.TLSProfile, r.Proxy)
 	}
@@ -214,7 +214,7 @@ func TestCredentialRedacted(t *testing.T) {
 		fmt.Fprintf(w, `{"status_code":40100,"status_message":"bad credentials %s (%s)"}`, r.Header.Get("Authorization"), canaryPassword)
 	})
 	d := newTestDoer(t, echo)
-	p, err := New(Options{Auth: canaryAuth, BaseURL: d.srv.URL})
+	p, err := New(Options{Auth: canaryAuth, BaseURL: d.Server.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestCredentialRedacted(t *testing.T) {
 	// A Doer error that somehow carries the credential is redacted too,
 	// and keeps its classification.
 	inner := airlock.Errorf(airlock.CodeTimeout, "timeout", "fetch timed out, Authorization was %s", "Basic "+canaryToken)
-	d.fail = func(*airlock.HTTPRequest) error { return inner }
+	d.Fail = func(*airlock.HTTPRequest) error { return inner }
 	_, err = p.Search(context.Background(), d, airlock.SearchRequest{Query: "q"})
 	if !errors.Is(err, inner) || airlock.CodeOf(err) != airlock.CodeTimeout {
 		t.Errorf("err = %v, want the Doer's timeout kept", err)
@@ -280,7 +280,7 @@ func TestErrors(t *testing.T) {
 	if _, err := p.Search(context.Background(), d, airlock.SearchRequest{Query: " "}); airlock.CodeOf(err) != airlock.CodeInvalid {
 		t.Errorf("empty query: %v", err)
 	}
-	if n := len(d.requests()); n != 0 {
+	if n := len(d.Requests()); n != 0 {
 		t.Errorf("%d requests for an empty query", n)
 	}
 }

@@ -209,7 +209,7 @@ func extractor(calls *[]string) Extractor {
 func newProvider(t *testing.T, f *fakeFirecrawl, opts Options) (*Provider, *testDoer) {
 	t.Helper()
 	d := newTestDoer(t, f)
-	opts.BaseURL = d.srv.URL
+	opts.BaseURL = d.Server.URL
 	if opts.APIKey == "" {
 		opts.APIKey = canaryKey
 	}
@@ -238,7 +238,7 @@ func TestScrape(t *testing.T) {
 	if diff := cmp.Diff(want, f.bodies[0]); diff != "" {
 		t.Errorf("scrape body (-want +got):\n%s", diff)
 	}
-	r := d.requests()[0]
+	r := d.Requests()[0]
 	if r.Method != http.MethodPost || r.TLSProfile != TLSProfile || r.Header["Authorization"][0] != "Bearer "+canaryKey {
 		t.Errorf("request %s %s profile %q", r.Method, r.URL, r.TLSProfile)
 	}
@@ -275,7 +275,7 @@ func TestFetch(t *testing.T) {
 	if !slices.Equal(calls, []string{"full https://site.example/b/"}) {
 		t.Errorf("extractor called with %v, want the final URL", calls)
 	}
-	if d.requests()[0].Proxy != "corp" {
+	if d.Requests()[0].Proxy != "corp" {
 		t.Errorf("proxy not passed on")
 	}
 
@@ -470,7 +470,7 @@ func TestCrawlURLList(t *testing.T) {
 	}
 
 	// A refused key stops it with the key's error.
-	p2, err := New(Options{APIKey: "fc-wrong", BaseURL: d.srv.URL})
+	p2, err := New(Options{APIKey: "fc-wrong", BaseURL: d.Server.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +521,7 @@ func TestCredentialRedacted(t *testing.T) {
 		fmt.Fprintf(w, `{"success":false,"error":"Unauthorized: key %s is not valid"}`, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 	})
 	d := newTestDoer(t, echo)
-	p, err := New(Options{APIKey: canaryKey, BaseURL: d.srv.URL})
+	p, err := New(Options{APIKey: canaryKey, BaseURL: d.Server.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -542,7 +542,7 @@ func TestCredentialRedacted(t *testing.T) {
 	check("crawl", err)
 
 	inner := airlock.Errorf(airlock.CodeTooLarge, "body_cap", "answer too large (Authorization: Bearer %s)", canaryKey)
-	d.fail = func(*airlock.HTTPRequest) error { return inner }
+	d.Fail = func(*airlock.HTTPRequest) error { return inner }
 	_, _, _, err = p.Scrape(context.Background(), d, "https://site.example/")
 	if !errors.Is(err, inner) || airlock.CodeOf(err) != airlock.CodeTooLarge || strings.Contains(err.Error(), canaryKey) {
 		t.Errorf("transport error = %v", err)
@@ -571,7 +571,7 @@ func TestErrors(t *testing.T) {
 				w.WriteHeader(tt.status)
 				io.WriteString(w, tt.body)
 			}))
-			p, err := New(Options{APIKey: canaryKey, BaseURL: d.srv.URL})
+			p, err := New(Options{APIKey: canaryKey, BaseURL: d.Server.URL})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -603,7 +603,7 @@ func TestNew(t *testing.T) {
 	s, _ := site()
 	f := &fakeFirecrawl{t: t, site: s}
 	d := newTestDoer(t, f)
-	p, err := New(Options{BaseURL: d.srv.URL + "/"})
+	p, err := New(Options{BaseURL: d.Server.URL + "/"})
 	if err != nil {
 		t.Fatal(err)
 	}

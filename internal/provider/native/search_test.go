@@ -47,7 +47,7 @@ func newEngines(t *testing.T, answers map[string]answer) (*Search, *searchDoer) 
 		})
 	}
 	d := newSearchDoer(t, mux)
-	s := &Search{DDGURL: d.srv.URL + "/ddg", BraveURL: d.srv.URL + "/brave", BingURL: d.srv.URL + "/bing"}
+	s := &Search{DDGURL: d.Server.URL + "/ddg", BraveURL: d.Server.URL + "/brave", BingURL: d.Server.URL + "/bing"}
 	return s, d
 }
 
@@ -78,10 +78,10 @@ func TestSearchCascadeMovesPastWalls(t *testing.T) {
 			t.Errorf("result %d: engine %q rank %d", i, r.Engine, r.Rank)
 		}
 	}
-	if want := []string{"POST /ddg", "GET /brave", "GET /bing"}; !slices.Equal(paths(d.requests()), want) {
-		t.Errorf("requests = %v, want %v", paths(d.requests()), want)
+	if want := []string{"POST /ddg", "GET /brave", "GET /bing"}; !slices.Equal(paths(d.Requests()), want) {
+		t.Errorf("requests = %v, want %v", paths(d.Requests()), want)
 	}
-	for _, r := range d.requests() {
+	for _, r := range d.Requests() {
 		if r.TLSProfile != "chrome" {
 			t.Errorf("%s: TLSProfile = %q, want chrome", r.URL, r.TLSProfile)
 		}
@@ -107,7 +107,7 @@ func TestSearchRequestsLookLikeTheBrowser(t *testing.T) {
 		w.Write([]byte(noResultsPage))
 	})
 	d := newSearchDoer(t, mux)
-	s := &Search{DDGURL: d.srv.URL + "/ddg", BraveURL: d.srv.URL + "/brave", BingURL: d.srv.URL + "/bing"}
+	s := &Search{DDGURL: d.Server.URL + "/ddg", BraveURL: d.Server.URL + "/brave", BingURL: d.Server.URL + "/bing"}
 	got, err := s.Search(context.Background(), d, airlock.SearchRequest{Query: "  go & rust  ", Proxy: "corp"})
 	if err != nil || got == nil || len(got) != 0 {
 		t.Fatalf("Search = %v, %v; want an empty non-nil slice and no error", got, err)
@@ -118,8 +118,8 @@ func TestSearchRequestsLookLikeTheBrowser(t *testing.T) {
 	if ct := ddgHeader.Get("Content-Type"); ct != "application/x-www-form-urlencoded" {
 		t.Errorf("DuckDuckGo Content-Type = %q", ct)
 	}
-	if o := ddgHeader.Get("Origin"); o != d.srv.URL {
-		t.Errorf("DuckDuckGo Origin = %q, want %q", o, d.srv.URL)
+	if o := ddgHeader.Get("Origin"); o != d.Server.URL {
+		t.Errorf("DuckDuckGo Origin = %q, want %q", o, d.Server.URL)
 	}
 	if braveQuery.Get("q") != "go & rust" || braveQuery.Get("source") != "web" {
 		t.Errorf("Brave query = %v", braveQuery)
@@ -127,7 +127,7 @@ func TestSearchRequestsLookLikeTheBrowser(t *testing.T) {
 	if bingQuery.Get("q") != "go & rust" {
 		t.Errorf("Bing query = %v", bingQuery)
 	}
-	for _, r := range d.requests() {
+	for _, r := range d.Requests() {
 		if r.Proxy != "corp" {
 			t.Errorf("%s: Proxy = %q, want the request's proxy", r.URL, r.Proxy)
 		}
@@ -147,8 +147,8 @@ func TestSearchFirstNonEmptyWins(t *testing.T) {
 	if len(got) != 3 || got[0].Engine != EngineDDG || got[2].Rank != 3 {
 		t.Fatalf("got %+v", got)
 	}
-	if want := []string{"POST /ddg"}; !slices.Equal(paths(d.requests()), want) {
-		t.Errorf("requests = %v, want %v", paths(d.requests()), want)
+	if want := []string{"POST /ddg"}; !slices.Equal(paths(d.Requests()), want) {
+		t.Errorf("requests = %v, want %v", paths(d.Requests()), want)
 	}
 }
 
@@ -186,8 +186,8 @@ func TestSearchForcedEngine(t *testing.T) {
 	if len(got) != 3 || got[0].Engine != EngineBrave {
 		t.Fatalf("got %+v", got)
 	}
-	if want := []string{"GET /brave"}; !slices.Equal(paths(d.requests()), want) {
-		t.Errorf("requests = %v, want %v", paths(d.requests()), want)
+	if want := []string{"GET /brave"}; !slices.Equal(paths(d.Requests()), want) {
+		t.Errorf("requests = %v, want %v", paths(d.Requests()), want)
 	}
 
 	// A forced engine's wall is returned as is.
@@ -232,7 +232,7 @@ func TestSearchEveryEngineWalled(t *testing.T) {
 func TestSearchDoerErrorMovesOn(t *testing.T) {
 	s, d := newEngines(t, map[string]answer{"brave": {status: 200, body: fixture(t, "brave_rust.html")}, "bing": {status: 500, body: plainHTML}})
 	denied := airlock.Errorf(airlock.CodeDenied, "deny_list", "egress: host denied")
-	d.fail = func(r *airlock.HTTPRequest) error {
+	d.Fail = func(r *airlock.HTTPRequest) error {
 		if u, _ := url.Parse(r.URL); u.Path == "/ddg" {
 			return denied
 		}
@@ -266,7 +266,7 @@ func TestSearchInvalid(t *testing.T) {
 			t.Errorf("Search(%+v) = %v, want code invalid", req, err)
 		}
 	}
-	if n := len(d.requests()); n != 0 {
+	if n := len(d.Requests()); n != 0 {
 		t.Errorf("%d requests sent for invalid searches", n)
 	}
 	bad := &Search{DDGURL: "not a url"}
@@ -278,12 +278,12 @@ func TestSearchInvalid(t *testing.T) {
 func TestSearchCanceled(t *testing.T) {
 	s, d := newEngines(t, map[string]answer{"ddg": {status: 200, body: noResultsPage}})
 	ctx, cancel := context.WithCancel(context.Background())
-	d.fail = func(*airlock.HTTPRequest) error { cancel(); return context.Canceled }
+	d.Fail = func(*airlock.HTTPRequest) error { cancel(); return context.Canceled }
 	_, err := s.Search(ctx, d, airlock.SearchRequest{Query: "x"})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	if n := len(d.requests()); n != 1 {
+	if n := len(d.Requests()); n != 1 {
 		t.Errorf("%d requests after cancellation, want 1", n)
 	}
 }

@@ -97,7 +97,7 @@ func newProvider(t *testing.T, f *fakeInstance, opts Options) (*Provider, *testD
 	t.Helper()
 	d := newTestDoer(t, f)
 	if opts.URL == "" {
-		opts.URL = strings.Replace(d.srv.URL, "http://", "http://"+canaryUser+":"+canaryPassword+"@", 1) + "/searx/?token=" + canaryToken + "&safesearch=0"
+		opts.URL = strings.Replace(d.Server.URL, "http://", "http://"+canaryUser+":"+canaryPassword+"@", 1) + "/searx/?token=" + canaryToken + "&safesearch=0"
 	}
 	p, err := New(opts)
 	if err != nil {
@@ -130,7 +130,7 @@ func TestSearch(t *testing.T) {
 	if !slices.Equal(f.queries, wantQ) {
 		t.Errorf("queries = %q, want %q", f.queries, wantQ)
 	}
-	for _, r := range d.requests() {
+	for _, r := range d.Requests() {
 		if strings.Contains(r.URL, "@") || r.TLSProfile != TLSProfile || r.Proxy != "corp" {
 			t.Errorf("request %s: profile %q proxy %q (userinfo must move to a header)", r.URL, r.TLSProfile, r.Proxy)
 		}
@@ -157,7 +157,7 @@ func TestCredentialRedacted(t *testing.T) {
 	f := &fakeInstance{t: t, perPage: 5, total: 5}
 	d := newTestDoer(t, f)
 	// Wrong user, right password and token: the instance echoes them all.
-	url := strings.Replace(d.srv.URL, "http://", "http://someone:"+canaryPassword+"@", 1) + "/searx?token=" + canaryToken
+	url := strings.Replace(d.Server.URL, "http://", "http://someone:"+canaryPassword+"@", 1) + "/searx?token=" + canaryToken
 	p, err := New(Options{URL: url})
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +176,7 @@ func TestCredentialRedacted(t *testing.T) {
 	}
 
 	inner := airlock.Errorf(airlock.CodeDenied, "loopback", "egress: %s refused", url)
-	d.fail = func(*airlock.HTTPRequest) error { return inner }
+	d.Fail = func(*airlock.HTTPRequest) error { return inner }
 	_, err = p.Search(context.Background(), d, airlock.SearchRequest{Query: "q"})
 	if !errors.Is(err, inner) || airlock.CodeOf(err) != airlock.CodeDenied || strings.Contains(err.Error(), canaryPassword) || strings.Contains(err.Error(), canaryToken) {
 		t.Errorf("transport error = %v", err)
@@ -218,7 +218,7 @@ func TestErrors(t *testing.T) {
 			fmt.Fprint(w, "<html>not json</html>")
 		})
 		d := newTestDoer(t, h)
-		p, err := New(Options{URL: d.srv.URL})
+		p, err := New(Options{URL: d.Server.URL})
 		if err != nil {
 			t.Fatal(err)
 		}
