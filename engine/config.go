@@ -38,6 +38,10 @@ type Config struct {
 	Profiles map[string]ProfileConfig `koanf:"profiles" json:"profiles"`
 	// DefaultTenant is the tenant calls without a principal run as ("local").
 	DefaultTenant string `koanf:"default_tenant" json:"default_tenant"`
+	// AdminTokens are hashes ("sha256:<64 hex>") of the tokens that may use
+	// the admin surface (revoke, unrevoke, the whole audit log). Empty: no
+	// admin over the network; the CLI on the data directory still works.
+	AdminTokens []string `koanf:"admin_tokens" json:"admin_tokens"`
 
 	Egress EgressConfig           `koanf:"egress" json:"egress"`
 	Limits LimitsConfig           `koanf:"limits" json:"limits"`

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -90,7 +91,9 @@ func newTokenCmd(e *env) *cobra.Command {
 		Use:   "token",
 		Short: "Manage API tokens",
 		Args:  cobra.NoArgs,
-		RunE:  func(*cobra.Command, []string) error { return usageErrorf("missing subcommand: create") },
+		RunE: func(*cobra.Command, []string) error {
+			return usageErrorf("missing subcommand: create, hash or generate")
+		},
 	}
 	var tenant, label string
 	create := &cobra.Command{
@@ -117,7 +120,42 @@ func newTokenCmd(e *env) *cobra.Command {
 	}
 	create.Flags().StringVar(&tenant, "tenant", "", "tenant the token authenticates as")
 	create.Flags().StringVar(&label, "label", "", "a note kept with the token's hash")
-	cmd.AddCommand(create)
+	hash := &cobra.Command{
+		Use:   "hash [TOKEN]",
+		Short: "Print the sha256:<hex> hash of a token (from the argument or stdin) for tenants.*.tokens or admin_tokens",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var tok string
+			if len(args) == 1 {
+				tok = args[0]
+			} else {
+				b, err := io.ReadAll(io.LimitReader(e.stdin, 4096))
+				if err != nil {
+					return err
+				}
+				tok = strings.TrimSpace(string(b))
+			}
+			if tok == "" {
+				return usageErrorf("token hash: no token given (pass it as the argument or on stdin)")
+			}
+			_, err := fmt.Fprintln(e.stdout, engine.HashToken(tok))
+			return err
+		},
+	}
+	generate := &cobra.Command{
+		Use:   "generate",
+		Short: "Make a random token without storing it; prints the token and the hash to put in the config (e.g. admin_tokens)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tok := engine.NewToken()
+			if e.format == formatJSON {
+				return writeJSON(e.stdout, map[string]string{"token": tok, "hash": engine.HashToken(tok)})
+			}
+			_, err := fmt.Fprintf(e.stdout, "token: %s\nhash:  %s\n", tok, engine.HashToken(tok))
+			return err
+		},
+	}
+	cmd.AddCommand(create, hash, generate)
 	return cmd
 }
 

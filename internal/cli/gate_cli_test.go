@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlockhq/airlock/engine"
 )
 
 func TestHTTPVerbAuditTrail(t *testing.T) {
@@ -159,5 +161,34 @@ func TestExampleConfigIsValid(t *testing.T) {
 	r := invoke(t, context.Background(), "", []string{"config", "check", "--config", "../../airlock.example.yaml"})
 	if r.code != 0 {
 		t.Fatalf("airlock.example.yaml: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+func TestTokenHashAndGenerate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	want := engine.HashToken("alk_secret")
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+	}{
+		{"", []string{"token", "hash", "alk_secret"}},
+		{"alk_secret\n", []string{"token", "hash"}},
+	} {
+		r := invoke(t, ctx, tc.stdin, tc.args)
+		if r.code != 0 || strings.TrimSpace(r.stdout) != want {
+			t.Errorf("%v: %d %q, want %q", tc.args, r.code, r.stdout, want)
+		}
+	}
+	if r := invoke(t, ctx, "", []string{"token", "hash"}); r.code != 2 {
+		t.Errorf("token hash with no token: exit %d, want 2", r.code)
+	}
+	r := invoke(t, ctx, "", []string{"token", "generate", "--format", "json"})
+	var g struct{ Token, Hash string }
+	if err := json.Unmarshal([]byte(r.stdout), &g); err != nil || r.code != 0 {
+		t.Fatalf("token generate: %d %q %v", r.code, r.stdout, err)
+	}
+	if !strings.HasPrefix(g.Token, "alk_") || g.Hash != engine.HashToken(g.Token) {
+		t.Errorf("token generate = %+v", g)
 	}
 }
