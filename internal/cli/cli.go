@@ -123,8 +123,10 @@ func newRoot(e *env) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "airlock",
 		Short: "Airlock gives sandboxed workloads the web without handing them the network",
-		Long: `Airlock fetches, exchanges bytes and (in later releases) crawls, searches and
-drives a browser on behalf of sandboxed workloads, under one SSRF-safe policy.`,
+		Long: `Airlock fetches, crawls, searches, makes HTTP requests and exchanges bytes on
+behalf of sandboxed workloads (AI agents, WebAssembly guests, scripts), under one
+SSRF-safe policy, audited. Run 'airlock serve' for the HTTP API and MCP server,
+'airlock mcp' for MCP over stdio, or a verb (fetch, crawl, search, ...) here.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,

@@ -30,7 +30,7 @@ const (
 )
 
 // envSkip are AIRLOCK_ variables that are not configuration keys.
-var envSkip = map[string]bool{"AIRLOCK_CONFIG": true}
+var envSkip = map[string]bool{"AIRLOCK_CONFIG": true, "AIRLOCK_TOKEN": true}
 
 // loadConfig reads the configuration. path "" means $AIRLOCK_CONFIG, else
 // ./airlock.yaml if present, else none. It returns the path actually read.
