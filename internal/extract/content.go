@@ -74,6 +74,10 @@ type content struct {
 //     trailing blocks that readability does not share (related stories,
 //     comments, newsletter boxes), its short leading ones (bylines,
 //     dates, breadcrumbs) and its headings readability dropped go;
+//     readability's prose paragraphs and section headings that
+//     trafilatura lost inside the article come back (merge.go); blocks
+//     readability does not share whose page elements are marked as
+//     share bars, comments, promotions and the like go;
 //  5. a leading heading repeating the page title goes (it is metadata);
 //  6. under airlock.MinMainContent characters, readability's result if
 //     longer, else the readable body text if longer.
@@ -98,13 +102,17 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 
 	tNode, fromR := trafilaturaContent(doc, base, rNode)
 	if tNode != nil {
+		var ix *sourceIndex
 		if !fromR {
+			ix = newSourceIndex(doc)
 			respace(tNode)
-			restoreSource(tNode, newSourceIndex(doc))
+			restoreSource(tNode, ix)
 		}
-		dedupeBlocks(tNode)
+		dedupeBlocks(tNode, doc)
 		if !fromR && rText != "" {
 			trimToAgreement(tNode, rText)
+			fillGaps(tNode, rNode, ix)
+			dropMarked(tNode, newShingleSet(rText), ix)
 		}
 		dropTitleHeading(tNode, title)
 		c.text = nodeText(tNode)
@@ -176,10 +184,13 @@ func trafilaturaContent(doc *html.Node, base *url.URL, rNode *html.Node) (node *
 // dedupeBlocks removes top-level blocks whose text is part of the text of
 // one of the blocks just before them: go-trafilatura sometimes emits a
 // <div>'s text both whole and line by line, and pull quotes repeat a
-// sentence of the paragraph before. Equal blocks are kept: pages do
-// repeat paragraphs.
-func dedupeBlocks(root *html.Node) {
+// sentence of the paragraph before. Equal blocks are kept when doc (the
+// page) repeats the paragraph too, and dropped when it has it fewer times
+// than they repeat it: go-trafilatura also emits some elements twice.
+func dedupeBlocks(root, doc *html.Node) {
 	var recent []string
+	var docText string
+	seen := map[string]int{} // equal blocks kept, by text
 	for c := root.FirstChild; c != nil; {
 		next := c.NextSibling
 		if c.Type != html.ElementNode {
@@ -192,6 +203,19 @@ func dedupeBlocks(root *html.Node) {
 			for _, r := range recent {
 				if len(r) > len(key) && strings.Contains(r, key) {
 					dup = true
+					break
+				}
+				if r == key {
+					if docText == "" {
+						docText = collapse(nodeText(doc))
+					}
+					// A count of 0 is text the page writes differently:
+					// no evidence either way.
+					if n := strings.Count(docText, collapse(nodeText(c))); n > 0 && n <= 1+seen[key] {
+						dup = true
+						break
+					}
+					seen[key]++
 					break
 				}
 			}

@@ -301,13 +301,34 @@ func TestRespace(t *testing.T) {
 
 func TestDedupeBlocks(t *testing.T) {
 	t.Parallel()
-	doc, _ := parseHTML([]byte(`<body><p>Lorem ipsum dolor sit amet, consectetur adipisicing elit, sed do eiusmod tempor.</p><p>consectetur adipisicing elit, sed do</p><p>Same paragraph repeated on purpose here.</p><p>Same paragraph repeated on purpose here.</p></body>`))
-	body := doc.FirstChild.LastChild
-	dedupeBlocks(body)
-	got := nodeText(body)
-	wantT := "Lorem ipsum dolor sit amet, consectetur adipisicing elit, sed do eiusmod tempor.\nSame paragraph repeated on purpose here.\nSame paragraph repeated on purpose here."
-	if got != wantT {
-		t.Errorf("after dedupe:\n%s\nwant\n%s", got, wantT)
+	tests := []struct {
+		name, page, want string
+	}{
+		{
+			name: "part of a block before, and a paragraph the page repeats",
+			page: `<body><p>Lorem ipsum dolor sit amet, consectetur adipisicing elit, sed do eiusmod tempor.</p><p>consectetur adipisicing elit, sed do</p><p>Same paragraph repeated on purpose here.</p><p>Same paragraph repeated on purpose here.</p></body>`,
+			want: "Lorem ipsum dolor sit amet, consectetur adipisicing elit, sed do eiusmod tempor.\nSame paragraph repeated on purpose here.\nSame paragraph repeated on purpose here.",
+		},
+		{
+			name: "a paragraph the page has once, emitted twice",
+			page: `<body><p>This paragraph is in the page only once.</p><p>Next one.</p></body>`,
+			want: "This paragraph is in the page only once.\nNext one.",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, _ := parseHTML([]byte(tt.page))
+			// The content tree: a copy of the body, with the second case's
+			// first paragraph doubled as go-trafilatura does.
+			body := cloneFiltered(doc.FirstChild.LastChild, -1)
+			if first := body.FirstChild; strings.Contains(tt.name, "twice") {
+				body.InsertBefore(deepCopy(first, 0), first)
+			}
+			dedupeBlocks(body, doc)
+			if got := nodeText(body); got != tt.want {
+				t.Errorf("after dedupe:\n%s\nwant\n%s", got, tt.want)
+			}
+		})
 	}
 }
 
