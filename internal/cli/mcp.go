@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlockhq/airlock/internal/mcp"
+)
+
+func init() { commands = append(commands, newMCPCmd) }
+
+// envToken is the environment variable holding the API token `airlock mcp`
+// authenticates with: its tenant becomes the principal of the tools.
+const envToken = "AIRLOCK_TOKEN"
+
+func newMCPCmd(e *env) *cobra.Command {
+	var pf policyFlags
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve web_fetch, web_search and web_crawl to an agent over MCP on stdin/stdout",
+		Long: `Serve the Model Context Protocol on stdin/stdout for one agent client, which starts
+this command itself. The tools: web_fetch (one page, long pages in parts of 5,000
+characters by default), web_search and web_crawl, each under the egress policy, each
+call audited. Refusals come back to the agent as tool errors with a code and a reason.
+
+The tools run as the tenant of $AIRLOCK_TOKEN when it is set, else as the default
+tenant of the configuration ("local", profile posix, with no configuration). The policy
+flags apply to the default tenant, so a local page can be offered without a config
+file. Logs go to stderr; stdout carries the protocol only. The command ends when the
+client closes stdin, or on SIGINT/SIGTERM, after flushing the audit log.`,
+		Example: `  airlock mcp
+  airlock mcp --except 127.0.0.1 --data-dir ~/.local/share/airlock
+
+  # an agent client's configuration (Claude Desktop, Cursor, ...):
+  {"mcpServers": {"airlock": {"command": "airlock", "args": ["mcp"]}}}`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			en, err := e.openEngine(&pf)
+			if err != nil {
+				return err
+			}
+			p := en.Principal()
+			if token := lookupEnv(e.environ, envToken); token != "" {
+				if p, err = en.Authenticate(ctx, token); err != nil {
+					closeEngine(en)
+					return err
+				}
+			}
+			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			serr := mcp.ServeStdio(ctx, en, p, e.stdin, e.stdout, mcp.Options{Version: releaseVersion(), Logger: logger})
+			cerr := closeEngine(en)
+			if serr != nil {
+				return serr
+			}
+			return cerr
+		},
+	}
+	pf.register(cmd)
+	return cmd
+}

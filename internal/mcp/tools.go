@@ -1,0 +1,438 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/engine"
+	"github.com/airlockhq/airlock/internal/extract"
+)
+
+// Tool names.
+const (
+	ToolFetch  = "web_fetch"
+	ToolSearch = "web_search"
+	ToolCrawl  = "web_crawl"
+)
+
+// Defaults and caps of the tools (ARCHITECTURE.md "Defaults"). Lengths are
+// in characters (Unicode code points) of the rendered reply.
+const (
+	DefaultFetchLength = 5000   // web_fetch max_length
+	MaxFetchLength     = 100000 // larger max_length values are reduced to this
+	DefaultSearchLimit = 10
+	MaxSearchLimit     = 50
+	DefaultCrawlPages  = 10 // web_crawl max_pages: fewer than the CLI's 25, for an agent's context
+	MaxCrawlPages      = 100
+	// CrawlPageBudget is the share of a web_crawl reply that page contents
+	// may take; long pages are cut to fair shares of it.
+	CrawlPageBudget = 40000
+	// MaxCrawlReply caps a whole web_crawl reply; past it the reply is cut.
+	MaxCrawlReply = 50000
+	// maxSkippedListed is how many skipped URLs a web_crawl reply lists.
+	maxSkippedListed = 20
+)
+
+// Output formats the tools accept.
+var toolFormats = []any{"markdown", "md", "text", "org", "json"}
+
+// FetchInput is the input of web_fetch.
+type FetchInput struct {
+	URL        string `json:"url" jsonschema:"The absolute http or https URL of the page to read."`
+	Format     string `json:"format,omitempty" jsonschema:"How to render the page: markdown (the default: the main content with headings, lists, tables and links), text (plain text), org (an Org-mode node with outline and links) or json (every extracted field: title, description, headings, links, text, markdown, tables)."`
+	MaxLength  int    `json:"max_length,omitempty" jsonschema:"The most characters to return in this call (default 5000, at most 100000)."`
+	StartIndex int    `json:"start_index,omitempty" jsonschema:"The character offset to start from (default 0). When a reply ends with <content truncated: ...>, call again with the same url, format and max_length and the start_index it gives to read the next part."`
+}
+
+// SearchInput is the input of web_search.
+type SearchInput struct {
+	Query string `json:"query" jsonschema:"What to search the web for, as you would type it into a search engine."`
+	Limit int    `json:"limit,omitempty" jsonschema:"The most results to return (default 10, at most 50)."`
+}
+
+// CrawlInput is the input of web_crawl.
+type CrawlInput struct {
+	Seed     string   `json:"seed,omitempty" jsonschema:"A URL to start from: the crawl follows links breadth-first on that host, obeying robots.txt. Give seed or urls, not both."`
+	URLs     []string `json:"urls,omitempty" jsonschema:"A list of URLs to fetch concurrently (no link following). Give seed or urls, not both."`
+	MaxPages int      `json:"max_pages,omitempty" jsonschema:"Stop after this many pages (default 10, at most 100)."`
+	Depth    int      `json:"depth,omitempty" jsonschema:"How many links away from the seed to go (default 2; 1 reads the seed and the pages it links to). For the seed alone, set max_pages to 1."`
+	Format   string   `json:"format,omitempty" jsonschema:"How to render the pages: markdown (default), text, org or json. Long pages are cut so that the reply stays under 50000 characters; read a cut page whole with web_fetch."`
+}
+
+func readOnly(title string) *sdkmcp.ToolAnnotations {
+	open := true
+	return &sdkmcp.ToolAnnotations{Title: title, ReadOnlyHint: true, OpenWorldHint: &open}
+}
+
+// schema infers the input schema of In and lets tune add what tags cannot
+// say (defaults, bounds, enumerations).
+func schema[In any](tune func(props map[string]*jsonschema.Schema)) *jsonschema.Schema {
+	s, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: schema of %T: %v", *new(In), err))
+	}
+	tune(s.Properties)
+	return s
+}
+
+func addBrowseTools(s *sdkmcp.Server) {
+	AddTool(s, &sdkmcp.Tool{
+		Name:  ToolFetch,
+		Title: "Fetch a web page",
+		Description: "Fetch one web page through Airlock's egress policy and return its main content, by default as markdown, " +
+			"headed by its title and final URL (after redirects). Long pages come in parts of max_length characters: " +
+			"a reply that ends with <content truncated: N characters remain; call web_fetch with start_index=K to continue> " +
+			"has more, and calling again with start_index=K returns the next part. Refused targets (private addresses, deny lists), " +
+			"HTTP errors and bot walls are error results with a code and a reason.",
+		Annotations: readOnly("Fetch a web page"),
+		InputSchema: schema[FetchInput](func(p map[string]*jsonschema.Schema) {
+			p["format"].Enum, p["format"].Default = toolFormats, jsonRaw(`"markdown"`)
+			p["max_length"].Minimum, p["max_length"].Default = ptr(1.0), jsonRaw(strconv.Itoa(DefaultFetchLength))
+			p["start_index"].Minimum, p["start_index"].Default = ptr(0.0), jsonRaw(`0`)
+		}),
+	}, webFetch)
+	AddTool(s, &sdkmcp.Tool{
+		Name:  ToolSearch,
+		Title: "Search the web",
+		Description: "Search the web through Airlock (a configured search API or keyless engines) and return a bulleted list " +
+			"of results, each with its title, URL and snippet. Read a result with web_fetch.",
+		Annotations: readOnly("Search the web"),
+		InputSchema: schema[SearchInput](func(p map[string]*jsonschema.Schema) {
+			p["limit"].Minimum, p["limit"].Default = ptr(1.0), jsonRaw(strconv.Itoa(DefaultSearchLimit))
+		}),
+	}, webSearch)
+	AddTool(s, &sdkmcp.Tool{
+		Name:  ToolCrawl,
+		Title: "Crawl a site",
+		Description: "Crawl a site breadth-first from a seed URL (same host, robots.txt obeyed), or fetch a list of URLs " +
+			"concurrently, through Airlock's egress policy, and return the pages rendered as markdown (default), text, org or json, " +
+			"followed by the URLs that were skipped and why. The reply stays under 50000 characters: long pages are cut, " +
+			"and each cut says how to read that page whole with web_fetch.",
+		Annotations: readOnly("Crawl a site"),
+		InputSchema: schema[CrawlInput](func(p map[string]*jsonschema.Schema) {
+			p["format"].Enum, p["format"].Default = toolFormats, jsonRaw(`"markdown"`)
+			p["max_pages"].Minimum, p["max_pages"].Default = ptr(1.0), jsonRaw(strconv.Itoa(DefaultCrawlPages))
+			p["depth"].Minimum = ptr(1.0)
+			p["urls"].Items.Description = "An absolute http or https URL."
+		}),
+	}, webCrawl)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func jsonRaw(s string) []byte { return []byte(s) }
+
+func invalid(reason, format string, args ...any) error {
+	return airlock.Errorf(airlock.CodeInvalid, reason, format, args...)
+}
+
+// toolFormat maps a tool's format argument to a renderer format.
+func toolFormat(f string) (string, error) {
+	switch f {
+	case "", "markdown", "md":
+		return extract.FormatMarkdown, nil
+	case "text", "org", "json":
+		return f, nil
+	}
+	return "", invalid("format", "format %q: want markdown, text, org or json", f)
+}
+
+func formatName(f string) string {
+	if f == extract.FormatMarkdown {
+		return "markdown"
+	}
+	return f
+}
+
+func webFetch(ctx context.Context, en *engine.Engine, p airlock.Principal, in FetchInput) (*sdkmcp.CallToolResult, error) {
+	if strings.TrimSpace(in.URL) == "" {
+		return nil, invalid("url", "url is required")
+	}
+	format, err := toolFormat(in.Format)
+	if err != nil {
+		return nil, err
+	}
+	maxLen := in.MaxLength
+	switch {
+	case maxLen < 0:
+		return nil, invalid("max_length", "max_length %d: want a positive number of characters", maxLen)
+	case maxLen == 0:
+		maxLen = DefaultFetchLength
+	case maxLen > MaxFetchLength:
+		maxLen = MaxFetchLength
+	}
+	if in.StartIndex < 0 {
+		return nil, invalid("start_index", "start_index %d: want 0 or more", in.StartIndex)
+	}
+	page, err := en.Fetch(ctx, p, airlock.FetchRequest{URL: in.URL})
+	if err != nil {
+		return nil, err
+	}
+	var doc bytes.Buffer
+	if err := extract.Render(&doc, format, page); err != nil {
+		return nil, err
+	}
+	content := doc.String()
+	total := utf8.RuneCountInString(content)
+	if in.StartIndex > 0 && in.StartIndex >= total {
+		return nil, invalid("start_index", "start_index %d is past the end of the content (%s characters as %s); nothing more to read",
+			in.StartIndex, thousands(total), formatName(format))
+	}
+	lo := runeOffset(content, 0, in.StartIndex)
+	hi := runeOffset(content, lo, maxLen)
+	end := in.StartIndex + utf8.RuneCountInString(content[lo:hi])
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "Title: %s\nURL: %s\n", oneLine(page.Title), oneLine(page.URL))
+	if in.StartIndex > 0 || end < total {
+		fmt.Fprintf(&b, "Content: characters %d to %d of %s (%s)\n", in.StartIndex, end, thousands(total), formatName(format))
+	}
+	b.WriteString("\n")
+	b.WriteString(content[lo:hi])
+	if end < total {
+		fmt.Fprintf(&b, "\n\n<content truncated: %s characters remain; call web_fetch with start_index=%d to continue>", thousands(total-end), end)
+	}
+	res := Text(b.String())
+	res.Meta = sdkmcp.Meta{"decision_id": page.DecisionID}
+	return res, nil
+}
+
+// runeOffset returns the byte offset n runes after byte offset from in s,
+// or len(s).
+func runeOffset(s string, from, n int) int {
+	i := from
+	for ; n > 0 && i < len(s); n-- {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return i
+}
+
+func webSearch(ctx context.Context, en *engine.Engine, p airlock.Principal, in SearchInput) (*sdkmcp.CallToolResult, error) {
+	if strings.TrimSpace(in.Query) == "" {
+		return nil, invalid("query", "query is required")
+	}
+	limit := in.Limit
+	switch {
+	case limit < 0:
+		return nil, invalid("limit", "limit %d: want a positive number of results", limit)
+	case limit == 0:
+		limit = DefaultSearchLimit
+	case limit > MaxSearchLimit:
+		limit = MaxSearchLimit
+	}
+	results, id, err := en.Search(ctx, p, airlock.SearchRequest{Query: in.Query, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	if len(results) > limit {
+		results = results[:limit]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Search results for %q: %d\n", oneLine(in.Query), len(results))
+	if len(results) == 0 {
+		b.WriteString("\nNo results.\n")
+	}
+	for _, r := range results {
+		title := oneLine(r.Title)
+		if title == "" {
+			title = oneLine(r.URL)
+		}
+		fmt.Fprintf(&b, "\n- %s\n  URL: %s\n", title, oneLine(r.URL))
+		if s := oneLine(r.Snippet); s != "" {
+			fmt.Fprintf(&b, "  %s\n", s)
+		}
+	}
+	res := Text(b.String())
+	res.Meta = sdkmcp.Meta{"decision_id": id}
+	return res, nil
+}
+
+func webCrawl(ctx context.Context, en *engine.Engine, p airlock.Principal, in CrawlInput) (*sdkmcp.CallToolResult, error) {
+	seed := strings.TrimSpace(in.Seed)
+	switch {
+	case seed != "" && len(in.URLs) > 0:
+		return nil, invalid("crawl_input", "give seed or urls, not both")
+	case seed == "" && len(in.URLs) == 0:
+		return nil, invalid("crawl_input", "seed or urls is required")
+	}
+	format, err := toolFormat(in.Format)
+	if err != nil {
+		return nil, err
+	}
+	maxPages := in.MaxPages
+	switch {
+	case maxPages < 0:
+		return nil, invalid("max_pages", "max_pages %d: want a positive number of pages", maxPages)
+	case maxPages == 0:
+		maxPages = DefaultCrawlPages
+	case maxPages > MaxCrawlPages:
+		maxPages = MaxCrawlPages
+	}
+	if in.Depth < 0 {
+		return nil, invalid("depth", "depth %d: want 0 or more", in.Depth)
+	}
+	req := airlock.CrawlRequest{Seed: seed, URLs: in.URLs, MaxPages: maxPages, Depth: in.Depth, Extract: airlock.ExtractFull}
+	var mu sync.Mutex
+	var pages []*airlock.Page
+	sum, err := en.Crawl(ctx, p, req, func(pg *airlock.Page) error {
+		mu.Lock()
+		pages = append(pages, pg)
+		mu.Unlock()
+		return nil
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	cut := fitPages(pages, format, CrawlPageBudget)
+	var doc bytes.Buffer
+	if err := extract.RenderCrawl(&doc, format, pages, sum); err != nil {
+		return nil, err
+	}
+
+	var b strings.Builder
+	from := seed
+	if from == "" {
+		from = fmt.Sprintf("%d URLs", len(in.URLs))
+	}
+	fmt.Fprintf(&b, "Crawled %d pages from %s: %d skipped, %d failed, %s.\n", sum.Pages, oneLine(from), len(sum.Skipped), sum.Failed,
+		(time.Duration(sum.ElapsedMS) * time.Millisecond).Round(time.Millisecond))
+	if sum.Stopped != "" {
+		fmt.Fprintf(&b, "Stopped early: %s.\n", sum.Stopped)
+	}
+	if cut > 0 {
+		fmt.Fprintf(&b, "%d long pages were cut to fit the reply; each cut says how to read the page whole.\n", cut)
+	}
+	b.WriteString("\n")
+	body := doc.String()
+	if n := utf8.RuneCountInString(body); n > MaxCrawlReply {
+		b.WriteString(body[:runeOffset(body, 0, MaxCrawlReply)])
+		fmt.Fprintf(&b, "\n\n<reply truncated: %s more characters not shown; use a smaller max_pages or read pages with web_fetch>\n", thousands(n-MaxCrawlReply))
+	} else {
+		b.WriteString(body)
+	}
+	if len(sum.Skipped) > 0 {
+		b.WriteString("\nSkipped:\n")
+		for i, s := range sum.Skipped {
+			if i == maxSkippedListed {
+				fmt.Fprintf(&b, "- and %d more\n", len(sum.Skipped)-i)
+				break
+			}
+			fmt.Fprintf(&b, "- %s: %s", oneLine(s.URL), s.Reason)
+			if d := oneLine(s.Detail); d != "" {
+				fmt.Fprintf(&b, " (%s)", d)
+			}
+			b.WriteString("\n")
+		}
+	}
+	res := Text(b.String())
+	res.Meta = sdkmcp.Meta{"decision_id": sum.DecisionID}
+	return res, nil
+}
+
+// fitPages cuts the content fields that format renders so that all pages
+// together take at most budget characters: pages shorter than a fair share
+// stay whole and leave their unused share to the others. Each cut field
+// ends with a note saying how to read the page whole. It returns how many
+// pages were cut.
+func fitPages(pages []*airlock.Page, format string, budget int) int {
+	type field struct {
+		ptr *string
+		n   int
+	}
+	var fields []field
+	perPage := map[*string]*airlock.Page{}
+	for _, pg := range pages {
+		var ptrs []*string
+		switch format {
+		case extract.FormatMarkdown:
+			if strings.TrimSpace(pg.Markdown) != "" {
+				ptrs = []*string{&pg.Markdown}
+			} else {
+				ptrs = []*string{&pg.Text}
+			}
+		case extract.FormatText, extract.FormatOrg:
+			ptrs = []*string{&pg.Text}
+		case extract.FormatJSON:
+			ptrs = []*string{&pg.Markdown, &pg.Text}
+		}
+		for _, p := range ptrs {
+			fields = append(fields, field{p, utf8.RuneCountInString(*p)})
+			perPage[p] = pg
+		}
+	}
+	sizes := make([]int, len(fields))
+	for i, f := range fields {
+		sizes[i] = f.n
+	}
+	share := fairShare(sizes, budget)
+	cut := map[*airlock.Page]bool{}
+	for _, f := range fields {
+		if f.n <= share {
+			continue
+		}
+		pg := perPage[f.ptr]
+		*f.ptr = (*f.ptr)[:runeOffset(*f.ptr, 0, share)] +
+			fmt.Sprintf("\n\n<page truncated: %s characters cut; call web_fetch with url=%s to read it whole>", thousands(f.n-share), oneLine(pg.URL))
+		if !cut[pg] {
+			cut[pg] = true
+			pg.Truncated = append(pg.Truncated, "mcp_reply")
+		}
+	}
+	return len(cut)
+}
+
+// fairShare returns the largest c such that the sum of min(n, c) over
+// sizes is at most budget (max-min fairness).
+func fairShare(sizes []int, budget int) int {
+	slices.Sort(sizes)
+	left := budget
+	for i, n := range sizes {
+		rest := len(sizes) - i
+		if n*rest <= left {
+			left -= n
+			continue
+		}
+		return left / rest
+	}
+	if len(sizes) == 0 {
+		return budget
+	}
+	return sizes[len(sizes)-1]
+}
+
+// oneLine collapses whitespace and drops control characters: a title, URL
+// or snippet from the web cannot break the reply's lines.
+func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && !unicode.IsSpace(r) {
+			return -1
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// thousands formats n with comma separators: 12,345.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
