@@ -118,6 +118,19 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, "(redirect hop %d) ", e.Hop)
 	}
 	fmt.Fprintf(&b, "%s (%s)", e.Code, e.Reason)
+	if phrase, ok := deniedPhrase[e.Reason]; ok && e.Code == CodeDenied && e.Detail == "" {
+		// Say it the way a person reads it: "refused by policy: private
+		// address 10.0.0.5".
+		b.WriteString(": refused by policy: ")
+		b.WriteString(phrase)
+		if e.Addr.IsValid() {
+			if strings.HasSuffix(phrase, "address") {
+				fmt.Fprintf(&b, " %s", e.Addr.Addr())
+			} else {
+				fmt.Fprintf(&b, " (%s)", e.Addr.Addr())
+			}
+		}
+	}
 	if e.Detail != "" {
 		b.WriteString(": ")
 		b.WriteString(e.Detail)
@@ -130,6 +143,25 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// deniedPhrase names each floor and list reason for people.
+var deniedPhrase = map[Reason]string{
+	ReasonLoopback:      "loopback address",
+	ReasonPrivate:       "private address",
+	ReasonLinkLocal:     "link-local address",
+	ReasonMetadata:      "cloud metadata address",
+	ReasonCGNAT:         "carrier-grade NAT address",
+	ReasonMulticast:     "multicast address",
+	ReasonBroadcast:     "broadcast address",
+	ReasonUnspecified:   "unspecified address",
+	ReasonDocumentation: "documentation address",
+	ReasonBenchmarking:  "benchmarking address",
+	ReasonIPv4Embedded:  "IPv6 form embedding an IPv4 address",
+	ReasonReserved:      "reserved address",
+	ReasonDenyList:      "on the deny list",
+	ReasonNotAllowed:    "not on the allow list",
+	ReasonNoPolicy:      "no policy opens anything",
+}
 
 // ErrorCode returns the vocabulary code; together with ErrorReason it lets
 // packages that do not import egress classify the error through an interface.
