@@ -80,6 +80,7 @@ type Engine struct {
 	closed   bool
 	stopBg   chan struct{}
 	bgDone   chan struct{}
+	jobs     *jobTable // crawl jobs (jobs.go)
 }
 
 type route struct {
@@ -271,6 +272,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 	bi.WithLabelValues(Version, runtime.Version()).Set(1)
 	e.registry.MustRegister(bi, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "airlock_broker_calls_in_flight", Help: "Broker calls in progress."}, func() float64 { return float64(g.Active()) }))
+	e.startJobs()
 	go e.retention()
 	return e, nil
 }
@@ -963,6 +965,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	e.closed = true
 	e.closing.Store(true)
+	e.stopJobs(ctx)
 	if !e.waitIdle(ctx) {
 		// The caller stopped waiting: cancel what is still running, and
 		// give it a bounded moment to end, so that its decision records

@@ -38,7 +38,7 @@ const pruneChunk = 10000
 const auditInsertRows = 64
 
 // SQLite is the embedded store: one SQLite database file in WAL mode,
-// implementing AuditLog, Revocations, Tokens and Cache.
+// implementing AuditLog, Revocations, Tokens, Cache and Jobs.
 //
 // Several SQLite values, in this process or in other processes, may open
 // the same file: writes are serialised by SQLite's file lock (each waits up
@@ -325,6 +325,34 @@ CREATE TABLE cache (
 ) STRICT;
 CREATE INDEX cache_stored ON cache (stored);
 CREATE INDEX cache_expires ON cache (expires) WHERE expires > 0;
+`,
+	// 2: crawl jobs and their pages.
+	`
+CREATE TABLE jobs (
+	id       TEXT    PRIMARY KEY,
+	tenant   TEXT    NOT NULL,
+	owner    TEXT    NOT NULL,
+	state    TEXT    NOT NULL,
+	request  BLOB,
+	progress BLOB,
+	summary  BLOB,
+	error    BLOB,
+	pages    INTEGER NOT NULL,
+	created  INTEGER NOT NULL,
+	updated  INTEGER NOT NULL,
+	finished INTEGER NOT NULL, -- 0: unfinished
+	lease    INTEGER NOT NULL
+) STRICT;
+CREATE INDEX jobs_tenant ON jobs (tenant, id);
+CREATE INDEX jobs_lease ON jobs (lease) WHERE finished = 0;
+CREATE INDEX jobs_finished ON jobs (finished) WHERE finished <> 0;
+
+CREATE TABLE job_pages (
+	job  TEXT    NOT NULL,
+	seq  INTEGER NOT NULL,
+	page BLOB    NOT NULL,
+	PRIMARY KEY (job, seq)
+) STRICT;
 `,
 }
 
@@ -981,4 +1009,5 @@ var (
 	_ Revocations = (*SQLite)(nil)
 	_ Tokens      = (*SQLite)(nil)
 	_ Cache       = (*SQLite)(nil)
+	_ Jobs        = (*SQLite)(nil)
 )

@@ -1,6 +1,6 @@
 // Package store owns Airlock's persistent state behind small interfaces:
 // the audit log ([AuditLog]), the revocation set ([Revocations]), API token
-// hashes ([Tokens]) and the HTTP cache ([Cache]).
+// hashes ([Tokens]), the HTTP cache ([Cache]) and crawl jobs ([Jobs]).
 //
 // [SQLite] is the embedded implementation: one file in the data directory,
 // shared safely by every airlock process that opens it (serve, mcp,

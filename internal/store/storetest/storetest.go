@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite of package store: every
-// implementation of store.AuditLog, store.Revocations, store.Tokens and
-// store.Cache runs it from its own tests, so that the embedded SQLite store
+// implementation of store.AuditLog, store.Revocations, store.Tokens,
+// store.Cache and store.Jobs runs it from its own tests, so that the embedded SQLite store
 // and the shared Redis store behave the same way to the gate.
 //
 // Each Run function takes an open function with this contract:
