@@ -1,0 +1,316 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock"
+)
+
+type openAPIDoc struct {
+	OpenAPI string                                `json:"openapi"`
+	Paths   map[string]map[string]json.RawMessage `json:"paths"`
+	Comps   struct {
+		Schemas map[string]struct {
+			Properties map[string]any `json:"properties"`
+			Required   []string       `json:"required"`
+		} `json:"schemas"`
+	} `json:"components"`
+}
+
+func loadOpenAPI(t *testing.T) (openAPIDoc, map[string]any) {
+	t.Helper()
+	var doc openAPIDoc
+	if err := json.Unmarshal(openapiJSON, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(openapiJSON, &raw); err != nil {
+		t.Fatal(err)
+	}
+	return doc, raw
+}
+
+// docOperations lists "METHOD /path" for every operation of the document.
+func docOperations(doc openAPIDoc) []string {
+	var ops []string
+	for path, item := range doc.Paths {
+		for m := range item {
+			switch m {
+			case "get", "post", "put", "patch", "delete", "head", "options", "trace":
+				ops = append(ops, strings.ToUpper(m)+" "+path)
+			}
+		}
+	}
+	sort.Strings(ops)
+	return ops
+}
+
+// fill replaces path wildcards with a value, for probing the mux.
+func fill(path string) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(path, '{')
+		if i < 0 {
+			b.WriteString(path)
+			return b.String()
+		}
+		j := strings.IndexByte(path[i:], '}')
+		b.WriteString(path[:i] + "x")
+		path = path[i+j+1:]
+	}
+}
+
+// TestOpenAPICoversRoutes: every route the mux serves is in the document,
+// and every operation of the document is served by the mux under the same
+// pattern.
+func TestOpenAPICoversRoutes(t *testing.T) {
+	doc, _ := loadOpenAPI(t)
+	if doc.OpenAPI != "3.1.0" {
+		t.Errorf("openapi = %q", doc.OpenAPI)
+	}
+	en := newEngine(t, testConfig("http://127.0.0.1:1"))
+	s := newServer(en, Options{MCP: http.NotFoundHandler()})
+
+	var served []string
+	for _, rt := range s.routes {
+		served = append(served, rt.pattern())
+	}
+	for _, m := range []string{"GET", "POST", "DELETE"} {
+		served = append(served, m+" /mcp") // the MCP transport's methods
+	}
+	sort.Strings(served)
+	if diff := cmp.Diff(served, docOperations(doc)); diff != "" {
+		t.Errorf("routes (-served +documented):\n%s", diff)
+	}
+
+	// The mux itself: each documented operation reaches the route of the
+	// same pattern.
+	for _, op := range docOperations(doc) {
+		method, path, _ := strings.Cut(op, " ")
+		req := httptest.NewRequest(method, fill(path), nil)
+		_, pattern := s.mux.Handler(req)
+		want := op
+		if path == "/mcp" {
+			want = "/mcp"
+		}
+		if pattern != want {
+			t.Errorf("%s is served by pattern %q, want %q", op, pattern, want)
+		}
+	}
+}
+
+// TestOpenAPIWellFormed: every $ref resolves, every operation documents
+// its success and the error shape, and operation ids are unique.
+func TestOpenAPIWellFormed(t *testing.T) {
+	doc, raw := loadOpenAPI(t)
+	var refs []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if k == "$ref" {
+					refs = append(refs, x.(string))
+				}
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(raw)
+	if len(refs) < 50 {
+		t.Fatalf("only %d $refs found: the walk is broken", len(refs))
+	}
+	for _, ref := range refs {
+		parts := strings.Split(strings.TrimPrefix(ref, "#/"), "/")
+		var cur any = raw
+		for _, p := range parts {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				cur = nil
+				break
+			}
+			cur = m[p]
+		}
+		if cur == nil {
+			t.Errorf("$ref %s does not resolve", ref)
+		}
+	}
+	ids := map[string]string{}
+	for path, item := range doc.Paths {
+		for m, raw := range item {
+			if m == "parameters" {
+				continue
+			}
+			var op struct {
+				OperationID string                     `json:"operationId"`
+				Responses   map[string]json.RawMessage `json:"responses"`
+			}
+			if err := json.Unmarshal(raw, &op); err != nil {
+				t.Fatalf("%s %s: %v", m, path, err)
+			}
+			if op.OperationID == "" {
+				t.Errorf("%s %s has no operationId", m, path)
+			} else if other, dup := ids[op.OperationID]; dup {
+				t.Errorf("operationId %s used by %s and %s %s", op.OperationID, other, m, path)
+			}
+			ids[op.OperationID] = m + " " + path
+			if !strings.Contains(string(op.Responses["default"]), "#/components/responses/Error") {
+				t.Errorf("%s %s does not document the error shape as its default response", m, path)
+			}
+			ok := false
+			for code := range op.Responses {
+				ok = ok || strings.HasPrefix(code, "2")
+			}
+			if !ok {
+				t.Errorf("%s %s documents no success", m, path)
+			}
+		}
+	}
+	// The error schema lists the ten codes.
+	var codes []string
+	for _, c := range airlock.Codes() {
+		codes = append(codes, string(c))
+	}
+	errSchema := raw["components"].(map[string]any)["schemas"].(map[string]any)["Error"].(map[string]any)
+	var enum []string
+	for _, c := range errSchema["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any) {
+		enum = append(enum, c.(string))
+	}
+	if diff := cmp.Diff(codes, enum); diff != "" {
+		t.Errorf("Error.code enum (-vocabulary +documented):\n%s", diff)
+	}
+}
+
+// jsonFields lists the JSON names of a struct type's fields, embedded
+// structs flattened.
+func jsonFields(t reflect.Type) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestOpenAPISchemasMatchTypes: each schema has exactly the JSON fields of
+// the Go type that reads or writes it.
+func TestOpenAPISchemasMatchTypes(t *testing.T) {
+	doc, _ := loadOpenAPI(t)
+	types := map[string]any{
+		"ErrorBody":          airlock.ErrorBody{},
+		"Error":              airlock.Error{},
+		"Narrowing":          airlock.Narrowing{},
+		"BrowseRequest":      browseRequest{},
+		"FetchOptions":       fetchOptions{},
+		"CrawlOptions":       crawlOptions{},
+		"SearchOptions":      searchOptions{},
+		"Page":               airlock.Page{},
+		"Heading":            airlock.Heading{},
+		"Link":               airlock.Link{},
+		"SearchResult":       airlock.SearchResult{},
+		"FetchResult":        airlock.FetchResult{},
+		"FetchManyResponse":  fetchManyResponse{},
+		"Skipped":            airlock.Skipped{},
+		"CrawlSummary":       airlock.CrawlSummary{},
+		"CrawlProgress":      airlock.CrawlProgress{},
+		"CrawlRequest":       airlock.CrawlRequest{},
+		"CrawlJob":           airlock.CrawlJob{},
+		"JobPage":            airlock.JobPage{},
+		"JobsResponse":       jobsResponse{},
+		"JobResponse":        jobResponse{},
+		"ExchangeRequest":    exchangeRequest{},
+		"ExchangeResponse":   airlock.ExchangeResponse{},
+		"SignRequest":        signRequest{},
+		"SignResponse":       signResponse{},
+		"RouteRequest":       routeRequest{},
+		"HTTPRequest":        airlock.HTTPRequest{},
+		"HTTPResponse":       airlock.HTTPResponse{},
+		"AuditRecord":        airlock.AuditRecord{},
+		"AuditResponse":      auditResponse{},
+		"AuditStat":          airlock.AuditStat{},
+		"StatsResponse":      statsResponse{},
+		"RevokeRequest":      revokeRequest{},
+		"UnrevokeRequest":    unrevokeRequest{},
+		"RevocationResponse": revocationResponse{},
+		"Health":             healthResponse{},
+	}
+	// Schemas of JSON written by the renderers (extract) or composed of
+	// others, checked by the round-trip tests instead.
+	composed := []string{"CrawlResponse", "SearchResponse", "CrawlJobRequest", "Duration"}
+	for name, s := range doc.Comps.Schemas {
+		v, ok := types[name]
+		if !ok {
+			if !slices.Contains(composed, name) {
+				t.Errorf("schema %s has no Go type in this test", name)
+			}
+			continue
+		}
+		var props []string
+		for p := range s.Properties {
+			props = append(props, p)
+		}
+		sort.Strings(props)
+		if diff := cmp.Diff(jsonFields(reflect.TypeOf(v)), props); diff != "" {
+			t.Errorf("schema %s (-Go +documented):\n%s", name, diff)
+		}
+		for _, r := range s.Required {
+			if !slices.Contains(props, r) {
+				t.Errorf("schema %s requires %s, which it does not define", name, r)
+			}
+		}
+	}
+	for name := range types {
+		if _, ok := doc.Comps.Schemas[name]; !ok {
+			t.Errorf("type for %s has no schema", name)
+		}
+	}
+	// The crawl job request is the crawl options with a seed and URLs.
+	want := append(jsonFields(reflect.TypeOf(crawlOptions{})), "seed", "urls")
+	sort.Strings(want)
+	if diff := cmp.Diff(want, jsonFields(reflect.TypeOf(crawlJobRequest{}))); diff != "" {
+		t.Errorf("crawlJobRequest (-want +got):\n%s", diff)
+	}
+	// The options are their request types without the top-level fields.
+	for _, c := range []struct {
+		opts, req any
+		top       []string
+	}{
+		{fetchOptions{}, airlock.FetchRequest{}, []string{"url"}},
+		{crawlOptions{}, airlock.CrawlRequest{}, []string{"seed", "urls"}},
+		{searchOptions{}, airlock.SearchRequest{}, []string{"query"}},
+	} {
+		want := slices.DeleteFunc(jsonFields(reflect.TypeOf(c.req)), func(s string) bool { return slices.Contains(c.top, s) })
+		if diff := cmp.Diff(want, jsonFields(reflect.TypeOf(c.opts))); diff != "" {
+			t.Errorf("%T vs %T (-request +options):\n%s", c.opts, c.req, diff)
+		}
+	}
+}

@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/engine"
+	"github.com/airlockhq/airlock/internal/api"
+	"github.com/airlockhq/airlock/internal/mcp"
+)
+
+func init() { commands = append(commands, newServeCmd) }
+
+// Timeouts of the HTTP server. Responses set their own write deadlines (a
+// crawl or an event stream runs longer than a fetch), so the server has no
+// WriteTimeout.
+const (
+	serveReadHeaderTimeout = 10 * time.Second
+	serveReadTimeout       = 60 * time.Second
+	serveIdleTimeout       = 120 * time.Second
+	serveMaxHeaderBytes    = 64 << 10
+)
+
+func newServeCmd(e *env) *cobra.Command {
+	var pf policyFlags
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "serve [--listen 127.0.0.1:8080]",
+		Short: "Run the HTTP API, MCP over HTTP (/mcp) and the metrics",
+		Long: `Run the HTTP API, MCP over streamable HTTP at /mcp, and /metrics.
+
+With no tenant configured, serve starts in development mode: loopback only,
+tenant "local" with profile posix, and a fresh API token and admin token
+printed once. The policy flags (--except, --allow, --deny, --resolve,
+--dns-server) apply to the default tenant, so a local page can be served to
+an agent without writing a config file.
+
+SIGINT or SIGTERM stops accepting, lets calls in flight finish (up to
+serve.drain_timeout), and flushes the audit log.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.serve(cmd.Context(), &pf, listen, cmd.Flags().Changed("listen"))
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", engine.DefaultListen, "address to listen on, host:port with an IP literal (serve.listen)")
+	pf.register(cmd)
+	return cmd
+}
+
+// checkListen parses a listen address. The host must be an IP literal (or
+// localhost): resolving a name to listen on would be DNS outside egress.
+func checkListen(addr string) (netip.AddrPort, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return netip.AddrPort{}, usageErrorf("--listen %q: want host:port, e.g. 127.0.0.1:8080", addr)
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	if host == "" {
+		return netip.AddrPort{}, usageErrorf("--listen %q: give the address to listen on, e.g. 127.0.0.1%s or 0.0.0.0%s", addr, addr, addr)
+	}
+	ap, err := netip.ParseAddrPort(net.JoinHostPort(host, port))
+	if err != nil {
+		return netip.AddrPort{}, usageErrorf("--listen %q: the host must be an IP address, e.g. 127.0.0.1:8080", addr)
+	}
+	return ap, nil
+}
+
+func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenSet bool) error {
+	cfg, _, err := loadConfig(e.configPath, e.environ)
+	if err != nil {
+		return err
+	}
+	if e.dataDir != "" {
+		cfg.DataDir = e.dataDir
+	}
+	dev := len(cfg.Tenants) == 0
+	if err := pf.applyTo(&cfg); err != nil {
+		return err
+	}
+	if !listenSet && cfg.Serve.Listen != "" {
+		listen = cfg.Serve.Listen
+	}
+	ap, err := checkListen(listen)
+	if err != nil {
+		return err
+	}
+	loopback := ap.Addr().Unmap().IsLoopback()
+	if dev && !loopback {
+		return airlock.Errorf(airlock.CodeInvalid, "dev_mode_loopback",
+			"development mode (no tenants configured) listens on loopback only; %s is not loopback: configure a tenant with a token first (airlock token generate, then tenants.NAME.tokens in airlock.yaml)", listen)
+	}
+	var adminToken string
+	if dev {
+		adminToken = engine.NewToken()
+		cfg.AdminTokens = append(cfg.AdminTokens, engine.HashToken(adminToken))
+	}
+
+	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	en, err := engine.New(cfg, engine.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	// From here on the engine is closed on every path: that flushes the
+	// audit log.
+	drain := cfg.Serve.DrainTimeout
+	if drain <= 0 {
+		drain = engine.DefaultDrainTimeout
+	}
+	closeEngine := func() error {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
+		defer cancel()
+		return en.Close(cctx)
+	}
+
+	var token string
+	if dev {
+		token, err = en.CreateToken(ctx, en.Principal().Tenant, "airlock serve development token "+time.Now().UTC().Format(time.RFC3339))
+		if err != nil {
+			return errors.Join(err, closeEngine())
+		}
+	}
+
+	ln, err := net.Listen("tcp", ap.String())
+	if err != nil {
+		return errors.Join(airlock.Errorf(airlock.CodeUnavailable, "listen", "listen on %s: %v", ap, errors.Unwrap(err)), closeEngine())
+	}
+
+	version := releaseVersion()
+	var stopping atomic.Bool
+	streams, stopStreams := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopStreams()
+	maxBody := cfg.Serve.MaxBodyBytes
+	if maxBody <= 0 {
+		maxBody = engine.DefaultMaxBodyBytes
+	}
+	handler := api.New(en, api.Options{
+		MCP:           mcp.HTTPHandler(en, mcp.Options{Version: version, Logger: logger}),
+		PublicMetrics: loopback || cfg.Serve.PublicMetrics,
+		MaxBody:       maxBody,
+		Logger:        logger,
+		Version:       version,
+		Ready: func(context.Context) error {
+			if stopping.Load() {
+				return airlock.Errorf(airlock.CodeUnavailable, "shutting_down", "shutting down")
+			}
+			return nil
+		},
+		Streams: streams,
+	})
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: serveReadHeaderTimeout,
+		ReadTimeout:       serveReadTimeout,
+		IdleTimeout:       serveIdleTimeout,
+		MaxHeaderBytes:    serveMaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+
+	base := "http://" + ln.Addr().String()
+	e.printBanner(base, dev, token, adminToken, en)
+	logger.Info("serving", "addr", ln.Addr().String(), "version", version, "development", dev, "public_metrics", loopback || cfg.Serve.PublicMetrics)
+
+	sigctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	var serveErr error
+	select {
+	case serveErr = <-served:
+	case <-sigctx.Done():
+		logger.Info("shutting down: draining calls in flight", "timeout", drain)
+		stopping.Store(true)
+		stopStreams() // event streams end; ordinary calls drain
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
+		err := srv.Shutdown(sctx)
+		cancel()
+		if err != nil {
+			logger.Warn("drain deadline passed; closing remaining connections", "err", err)
+			srv.Close()
+		}
+		<-served
+	}
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	cerr := closeEngine()
+	if cerr == nil {
+		logger.Info("stopped; audit log flushed")
+	}
+	if serveErr != nil {
+		return errors.Join(airlock.Errorf(airlock.CodeUnavailable, "serve", "serve: %v", serveErr), cerr)
+	}
+	return cerr
+}
+
+// printBanner tells a person where the server is and, in development mode,
+// the tokens (shown only here) and a request to try.
+func (e *env) printBanner(base string, dev bool, token, adminToken string, en *engine.Engine) {
+	w := e.stdout
+	if !dev {
+		fmt.Fprintf(w, "airlock serve: listening on %s (API %s/api, MCP %s/mcp, metrics %s/metrics)\n", base, base, base, base)
+		return
+	}
+	p := en.Principal()
+	fmt.Fprintf(w, "airlock serve: development mode on %s (loopback only; tenant %q, profile %s)\n\n", base, p.Tenant, en.Profile(p.Tenant))
+	fmt.Fprintf(w, "  API token (shown once):   %s\n", token)
+	fmt.Fprintf(w, "  admin token (shown once): %s\n\n", adminToken)
+	fmt.Fprintf(w, "  try:\n    curl -s -H 'Authorization: Bearer %s' \\\n      -d '{\"verb\":\"fetch\",\"url\":\"https://example.com/\",\"as\":\"md\"}' %s/api/browse\n\n", token, base)
+	fmt.Fprintf(w, "  MCP (streamable HTTP): %s/mcp with the header Authorization: Bearer <API token>\n", base)
+	fmt.Fprintf(w, "  API reference: %s/api/openapi.json   metrics: %s/metrics\n", base, base)
+	fmt.Fprintf(w, "  Configure tenants in airlock.yaml (see airlock.example.yaml) to leave development mode.\n")
+	if f, ok := w.(interface{ Sync() error }); ok {
+		f.Sync()
+	}
+}
