@@ -24,11 +24,13 @@ const (
 )
 
 // crawlJobRequest is the body of POST /api/crawls: a seed or a list of
-// URLs, and the crawl options at the top level.
+// URLs, and the crawl options at the top level or, as in POST /api/browse,
+// under "options" (not both).
 type crawlJobRequest struct {
 	Seed string   `json:"seed,omitempty"`
 	URLs []string `json:"urls,omitempty"`
 	crawlOptions
+	Options *crawlOptions `json:"options,omitempty"`
 }
 
 // jobsResponse is the answer of GET /api/crawls, newest first.
@@ -52,6 +54,12 @@ func (s *server) startCrawl(w http.ResponseWriter, r *http.Request, c caller) er
 	}
 	if (req.Seed == "") == (len(req.URLs) == 0) {
 		return badRequest("a crawl job needs seed or urls, exactly one of them")
+	}
+	if req.Options != nil {
+		if req.crawlOptions != (crawlOptions{}) {
+			return badRequest("give the crawl options at the top level or under \"options\", not both")
+		}
+		req.crawlOptions = *req.Options
 	}
 	job, err := s.en.StartCrawlJob(r.Context(), c.principal, req.request(req.Seed, req.URLs))
 	if err != nil {

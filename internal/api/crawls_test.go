@@ -248,11 +248,22 @@ func TestCrawlJobBadRequests(t *testing.T) {
 		{"bad timeout", map[string]any{"seed": f.site.URL, "timeout": "-1s"}, 400, airlock.CodeInvalid, ReasonBody},
 		{"too many pages", map[string]any{"seed": f.site.URL, "max_pages": 1_000_000}, 413, airlock.CodeTooLarge, ""},
 		{"bad extract", map[string]any{"seed": f.site.URL, "extract": "some"}, 400, airlock.CodeInvalid, ""},
+		{"options twice", map[string]any{"seed": f.site.URL, "max_pages": 3, "options": map[string]any{"depth": 1}}, 400, airlock.CodeInvalid, ReasonRequest},
+		{"unknown option", map[string]any{"seed": f.site.URL, "options": map[string]any{"pages": 3}}, 400, airlock.CodeInvalid, ReasonBody},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			wantError(t, f.do("POST", "/api/crawls", acmeToken, tt.body), tt.status, tt.code, tt.reason)
 		})
+	}
+	// The options may also come under "options", as in /api/browse.
+	resp := f.do("POST", "/api/crawls", acmeToken, map[string]any{"seed": f.site.URL, "options": map[string]any{"max_pages": 2, "depth": 1}})
+	var job airlock.CrawlJob
+	if resp.StatusCode != 202 {
+		t.Fatalf("options under \"options\": %s", resp)
+	}
+	if resp.decode(t, &job); job.Request.MaxPages != 2 || job.Request.Depth != 1 {
+		t.Errorf("options under \"options\": %+v", job.Request)
 	}
 	for _, q := range []string{"?after=-1", "?limit=x", "?cursor=3"} {
 		wantError(t, f.do("GET", "/api/crawls/x"+q, acmeToken, nil), 400, airlock.CodeInvalid, ReasonQuery)

@@ -294,7 +294,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		}
 	}
 	// The crawl job request is the crawl options with a seed and URLs.
-	want := append(jsonFields(reflect.TypeOf(crawlOptions{})), "seed", "urls")
+	want := append(jsonFields(reflect.TypeOf(crawlOptions{})), "options", "seed", "urls")
 	sort.Strings(want)
 	if diff := cmp.Diff(want, jsonFields(reflect.TypeOf(crawlJobRequest{}))); diff != "" {
 		t.Errorf("crawlJobRequest (-want +got):\n%s", diff)
