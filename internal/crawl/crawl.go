@@ -498,6 +498,13 @@ func (r *run) park(it Item, now time.Time) {
 		r.hosts[origin] = h
 		r.seedSitemaps(h)
 	}
+	if len(h.queue) == cap(h.queue) && h.qhead >= len(h.queue)/2 {
+		// A busy host's queue may never drain to empty: move what waits to
+		// the front rather than grow the slice with every item parked.
+		n := copy(h.queue, h.queue[h.qhead:])
+		clear(h.queue[n:])
+		h.queue, h.qhead = h.queue[:n], 0
+	}
 	h.queue = append(h.queue, it)
 	r.parked++
 	if !h.waiting {

@@ -9,7 +9,9 @@
 // in-memory implementations here; a shared store (Redis) implements the
 // same interfaces and passes the same conformance suite (package
 // crawltest). Memory is bounded: pages stream out through the emit
-// callback, and only the seen set grows with the number of URLs.
+// callback and are not kept, and only the seen set (a 64-bit hash per URL)
+// and the frontier's waiting URLs (front-coded) grow with the size of the
+// crawl, by 11 to 21 bytes a URL met and about 20 to 30 a URL waiting.
 //
 // Usage:
 //
