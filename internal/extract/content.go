@@ -104,6 +104,7 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 	if tNode != nil {
 		var ix *sourceIndex
 		if !fromR {
+			dropWholeDocumentBlock(tNode, doc)
 			ix = newSourceIndex(doc)
 			respace(tNode)
 			restoreSource(tNode, ix)
@@ -134,6 +135,59 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 		}
 	}
 	return c
+}
+
+// dropWholeDocumentBlock removes the block trafilatura's last-resort
+// fallback adds on short pages: the text of the whole document, <title>
+// included, run together without separators ("BPage BThe second page.").
+// It is never content: what it holds is either in the other blocks or
+// comes back through the readable-body fallback, with its spacing.
+func dropWholeDocumentBlock(root, doc *html.Node) {
+	last := root.LastChild
+	for last != nil && last.Type != html.ElementNode {
+		last = last.PrevSibling
+	}
+	if last == nil {
+		return
+	}
+	block, ok := squeezedText(last, maxWholeDocumentBlock)
+	if !ok || block == "" {
+		return
+	}
+	if whole, ok := squeezedText(doc, len(block)); ok && whole == block {
+		root.RemoveChild(last)
+	}
+}
+
+// maxWholeDocumentBlock bounds dropWholeDocumentBlock: trafilatura takes
+// the whole document only when everything else gave under 100 characters,
+// so that block is short; longer last blocks are not compared.
+const maxWholeDocumentBlock = 4096
+
+// squeezedText is the text of n's text nodes (the DOM's textContent)
+// without any white space; ok is false once it would pass limit bytes,
+// so a large document is not walked to the end.
+func squeezedText(n *html.Node, limit int) (string, bool) {
+	var b strings.Builder
+	var walk func(*html.Node) bool
+	walk = func(n *html.Node) bool {
+		if n.Type == html.TextNode {
+			for _, f := range strings.Fields(n.Data) {
+				if b.Len()+len(f) > limit {
+					return false
+				}
+				b.WriteString(f)
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if !walk(c) {
+				return false
+			}
+		}
+		return true
+	}
+	ok := walk(n)
+	return b.String(), ok
 }
 
 // readable runs readability on a copy of doc, under recover.

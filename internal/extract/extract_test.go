@@ -713,3 +713,19 @@ func minimalPDF(pages ...string) []byte {
 	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
 	return b.Bytes()
 }
+
+// TestShortPageNotRunTogether: on a page too short for the extractors,
+// trafilatura's last resort is the whole document's text run together,
+// title included ("BPage BThe second page."); it must not reach the Page.
+func TestShortPageNotRunTogether(t *testing.T) {
+	t.Parallel()
+	p := pageOf(t, "https://example.com/b", `<html><head><title>B</title></head><body><h1>Page B</h1><p>The second page.</p></body></html>`)
+	for _, s := range []string{p.Text, p.Markdown} {
+		if strings.Contains(s, "BPage") || strings.Count(s, "The second page.") != 1 {
+			t.Errorf("content run together or repeated: %q", s)
+		}
+	}
+	if !strings.Contains(p.Text, "The second page.") {
+		t.Errorf("text lost the paragraph: %q", p.Text)
+	}
+}
