@@ -148,7 +148,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
 	cfg = defaults(cfg)
-	if err := Validate(cfg); err != nil {
+	if err := validate(cfg, o.getenv); err != nil {
 		return nil, err
 	}
 	specs := map[string]gate.ProfileSpec{}
@@ -278,9 +278,19 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 }
 
 // Validate checks a configuration without opening anything: profiles,
-// tenants, token hashes, patterns, routes.
-func Validate(cfg Config) error {
+// tenants, token hashes, patterns, routes, the TLS profile and the browse
+// providers (whose keys it reads from the process environment, as New
+// does).
+func Validate(cfg Config) error { return validate(cfg, os.Getenv) }
+
+func validate(cfg Config, getenv func(string) string) error {
 	cfg = defaults(cfg)
+	if _, err := egress.ParseTLSProfile(cfg.Egress.TLSProfile); err != nil {
+		return configErr("egress.tls_profile: %v", err)
+	}
+	if _, err := buildDispatcher(cfg.Browse, getenv); err != nil {
+		return configErr("%v", err)
+	}
 	specs := map[string]gate.ProfileSpec{}
 	for n, p := range cfg.Profiles {
 		specs[n] = gate.ProfileSpec{Capabilities: p.Capabilities, MemoryMiB: p.MemoryMiB, Deadline: p.Deadline}

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/knadh/koanf/parsers/yaml"
@@ -87,9 +89,27 @@ func loadConfig(path string, environ []string) (engine.Config, string, error) {
 		if path != "" {
 			src = path + " or the environment"
 		}
-		return cfg, path, airlock.Errorf(airlock.CodeInvalid, "config", "config: %s: %s", src, strings.ReplaceAll(err.Error(), "\n", "; "))
+		return cfg, path, airlock.Errorf(airlock.CodeInvalid, "config", "config: %s: %s (every key is in docs/configuration.md)", src, decodeProblems(err))
 	}
 	return cfg, path, nil
+}
+
+// decodeProblems turns mapstructure's multi-line report ("decoding failed
+// due to the following error(s):\n\n'egress' has invalid keys: bogus")
+// into its problems, joined by "; ".
+func decodeProblems(err error) string {
+	var out []string
+	for _, line := range strings.Split(err.Error(), "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "* "))
+		if line == "" || strings.HasPrefix(line, "decoding failed due to") || strings.HasSuffix(line, "error(s) decoding:") {
+			continue
+		}
+		out = append(out, strings.ReplaceAll(line, "has invalid keys", "has unknown keys"))
+	}
+	if len(out) == 0 {
+		return err.Error()
+	}
+	return strings.Join(out, "; ")
 }
 
 // commaSlice splits a string (from the environment) into a list.
@@ -124,5 +144,51 @@ func describeConfig(cfg engine.Config, path string) map[string]any {
 	if src == "" {
 		src = "(none: embedded defaults)"
 	}
-	return map[string]any{"file": src, "config": cfg}
+	return map[string]any{"file": src, "config": configTree(reflect.ValueOf(cfg))}
+}
+
+// configTree is v as the configuration file spells it: structs as maps
+// keyed by their koanf keys, durations as "10s" rather than nanoseconds.
+func configTree(v reflect.Value) any {
+	if v.Type() == reflect.TypeOf(time.Duration(0)) {
+		return time.Duration(v.Int()).String()
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+		return configTree(v.Elem())
+	case reflect.Struct:
+		out := map[string]any{}
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			key, _, _ := strings.Cut(f.Tag.Get("koanf"), ",")
+			if !f.IsExported() || key == "" || key == "-" {
+				continue
+			}
+			out[key] = configTree(v.Field(i))
+		}
+		return out
+	case reflect.Map:
+		if v.IsNil() {
+			return map[string]any{}
+		}
+		out := map[string]any{}
+		for it := v.MapRange(); it.Next(); {
+			out[fmt.Sprint(it.Key().Interface())] = configTree(it.Value())
+		}
+		return out
+	case reflect.Slice, reflect.Array:
+		if v.Kind() == reflect.Slice && v.IsNil() {
+			return []any{}
+		}
+		out := make([]any, v.Len())
+		for i := range v.Len() {
+			out[i] = configTree(v.Index(i))
+		}
+		return out
+	default:
+		return v.Interface()
+	}
 }

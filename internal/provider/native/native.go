@@ -101,6 +101,9 @@ func (p *Provider) Crawl(ctx context.Context, d airlock.Doer, req airlock.CrawlR
 	cfg := crawl.Config{Doer: d, UserAgent: p.UserAgent, TLSProfile: req.TLSProfile, Page: pageFunc}
 	return crawl.Run(ctx, cfg, req, func(pg *airlock.Page) error {
 		pg.Provider = Name
+		if emit == nil { // a crawl for its summary only
+			return nil
+		}
 		return emit(pg)
 	}, progress)
 }
