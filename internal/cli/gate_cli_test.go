@@ -192,3 +192,26 @@ func TestTokenHashAndGenerate(t *testing.T) {
 		t.Errorf("token generate = %+v", g)
 	}
 }
+
+func TestConfigCheckCatchesEngineErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct{ yaml, want string }{
+		{"egress:\n  tls_profile: bogus\n", "unknown TLS profile"},
+		{"browse:\n  provider: nosuch\n", "nosuch"},
+		{"egress:\n  bogus: 1\n", "'egress' has unknown keys: bogus"},
+	} {
+		f := filepath.Join(dir, fmt.Sprintf("c%d.yaml", len(tc.want)))
+		if err := os.WriteFile(f, []byte(tc.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := invoke(t, context.Background(), "", []string{"config", "check", "--config", f})
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "; ;") {
+			t.Errorf("%q: exit %d %q, want 2 and %q", tc.yaml, r.code, r.stderr, tc.want)
+		}
+	}
+	r := invoke(t, context.Background(), "", []string{"config", "check", "--config", filepath.Join("..", "..", "airlock.example.yaml")})
+	if r.code != 0 || !strings.Contains(r.stdout, `"drain_timeout": "10s"`) {
+		t.Errorf("durations should read like the file: %d %s", r.code, r.stdout)
+	}
+}
