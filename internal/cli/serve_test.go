@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlockhq/airlock"
+	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // syncBuffer is a bytes.Buffer safe for a server goroutine writing and a
@@ -102,6 +102,15 @@ func (s *served) do(t *testing.T, method, path, token, body string) (int, http.H
 	return resp.StatusCode, resp.Header, string(b)
 }
 
+// serveBearer adds the API token to every request of the MCP client.
+type serveBearer struct{ token string }
+
+func (b serveBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
 func TestServeDevModeIsLoopbackOnly(t *testing.T) {
 	t.Parallel()
 	for _, addr := range []string{"0.0.0.0:0", "[::]:0", ":8080", "example.com:80", "nonsense"} {
@@ -147,6 +156,19 @@ func TestServeDevelopmentMode(t *testing.T) {
 	}
 	if code, _, _ := s.do(t, "POST", "/mcp", "", `{}`); code != 401 {
 		t.Errorf("/mcp without a token: %d, want 401", code)
+	}
+	// An MCP client (the SDK's) fetches through the served /mcp.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tr := &sdkmcp.StreamableClientTransport{Endpoint: s.base + "/mcp", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: serveBearer{s.token}}}
+	cs, err := mcpClient().Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatalf("MCP over the served /mcp: %v", err)
+	}
+	defer cs.Close()
+	if out, isErr := mcpCall(t, ctx, cs, "web_fetch", map[string]any{"url": site.URL + "/"}); isErr || !strings.Contains(out, "fetched this page through the engine") {
+		t.Errorf("web_fetch through serve: error=%v %q", isErr, out)
 	}
 	// A denial is visible through the audit API and the metrics.
 	code, h, out := s.do(t, "POST", "/api/browse", s.token, `{"verb":"fetch","url":"http://169.254.169.254/latest/meta-data/"}`)
@@ -231,5 +253,4 @@ func TestServeGracefulShutdown(t *testing.T) {
 	if q.code != 0 || !strings.Contains(q.stdout, "/slow") {
 		t.Errorf("audit after shutdown: %d %q %q", q.code, q.stdout, q.stderr)
 	}
-	_ = airlock.CodeDenied
 }
