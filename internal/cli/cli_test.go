@@ -84,7 +84,7 @@ func TestMainExitCodes(t *testing.T) {
 		{
 			name: "denied", args: []string{"fail"},
 			extra:    []func(*env) *cobra.Command{failWith(fmt.Errorf("exchange: %w", &foreignError{"denied", "loopback"}))},
-			wantCode: 3, wantStderr: "airlock: exchange: egress: check \"http://127.0.0.1/\" denied (loopback)\n",
+			wantCode: 3, wantStderr: "airlock: exchange: egress: check \"http://127.0.0.1/\" denied (loopback)\n  hint: " + floorHint + "\n",
 		},
 		{
 			name: "rate limited", args: []string{"fail"},
@@ -285,5 +285,22 @@ func TestMainUsesRegisteredCommands(t *testing.T) {
 	}
 	if !strings.HasPrefix(stdout.String(), "airlock ") {
 		t.Errorf("stdout = %q, want the version line", stdout.String())
+	}
+}
+
+func TestHintsSayWhatToDoNext(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := invoke(t, ctx, "", []string{"fetch", "--data-dir", t.TempDir(), "http://127.0.0.1:9/"})
+	if r.code != 3 || !strings.Contains(r.stderr, "hint: ") || !strings.Contains(r.stderr, "--except 127.0.0.1 ") {
+		t.Errorf("loopback fetch: %d %q, want a hint naming --except 127.0.0.1", r.code, r.stderr)
+	}
+	r = invoke(t, ctx, "", []string{"fetch", "--data-dir", t.TempDir(), "--format", "json", "http://127.0.0.1:9/"})
+	if strings.Contains(r.stderr, "hint") {
+		t.Errorf("JSON errors carry no hint: %q", r.stderr)
+	}
+	r = invoke(t, ctx, "", []string{"fetch", "--data-dir", t.TempDir(), "http://169.254.169.254/"})
+	if !strings.Contains(r.stderr, "never reachable") {
+		t.Errorf("metadata: %q", r.stderr)
 	}
 }
