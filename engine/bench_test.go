@@ -27,7 +27,9 @@ func (discardLog) AppendAudit(context.Context, []store.AuditRecord) error { retu
 func (discardLog) QueryAudit(context.Context, store.AuditQuery) ([]store.AuditRecord, error) {
 	return nil, nil
 }
-func (discardLog) AuditStats(context.Context, time.Time) ([]store.AuditStat, error) { return nil, nil }
+func (discardLog) AuditStats(context.Context, time.Time, string) ([]store.AuditStat, error) {
+	return nil, nil
+}
 func (discardLog) PruneAudit(context.Context, time.Time, int64) (int64, error)      { return 0, nil }
 
 // benchGate is a gate wired as New wires it (metrics registry, discarding

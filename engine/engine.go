@@ -884,9 +884,9 @@ func (e *Engine) AuditQuery(ctx context.Context, q airlock.AuditQuery) ([]airloc
 }
 
 // AuditStats counts persisted decisions since a time by broker, outcome and
-// reason.
-func (e *Engine) AuditStats(ctx context.Context, since time.Time) ([]airlock.AuditStat, error) {
-	st, err := e.st.AuditStats(ctx, since)
+// reason, for one tenant or ("") every tenant.
+func (e *Engine) AuditStats(ctx context.Context, since time.Time, tenant string) ([]airlock.AuditStat, error) {
+	st, err := e.st.AuditStats(ctx, since, tenant)
 	if err != nil {
 		return nil, err
 	}

@@ -881,7 +881,7 @@ func TestOneDecisionPerCall(t *testing.T) {
 		t.Errorf("Counters() total %d, want %d: %+v", got, want, counters)
 	}
 	flush(t, e)
-	stats, err := e.AuditStats(ctx, time.Time{})
+	stats, err := e.AuditStats(ctx, time.Time{}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1460,7 +1460,7 @@ func TestSecretCanary(t *testing.T) {
 		record(e.RecentDenials("", 0))
 		record(e.RecentDenials("acme/agent", 0))
 		record(e.Counters())
-		stats, err := e.AuditStats(ctx, time.Time{})
+		stats, err := e.AuditStats(ctx, time.Time{}, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -896,7 +896,7 @@ func TestAuditStats(t *testing.T) {
 		r := f.do("GET", "/api/audit/stats", token, nil)
 		var got statsResponse
 		r.decode(t, &got)
-		if r.StatusCode != 200 || got.Truncated || time.Since(got.Since) < DefaultStatsWindow-time.Minute {
+		if r.StatusCode != 200 || time.Since(got.Since) < DefaultStatsWindow-time.Minute {
 			t.Errorf("stats: %s", r)
 		}
 		m := map[string]int64{}

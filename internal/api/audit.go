@@ -1,7 +1,6 @@
 package api
 
 import (
-	"cmp"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -19,11 +18,6 @@ const (
 	// DefaultStatsWindow is how far back GET /api/audit/stats counts
 	// without a since parameter.
 	DefaultStatsWindow = 24 * time.Hour
-	// maxStatsScan caps the records read to count a tenant's decisions
-	// (the engine counts engine-wide only): past it the answer says
-	// truncated.
-	maxStatsScan = 100_000
-	statsPage    = 10_000 // the store's largest page
 )
 
 // auditResponse is the answer of GET /api/audit, newest first.
@@ -35,9 +29,8 @@ type auditResponse struct {
 
 // statsResponse is the answer of GET /api/audit/stats.
 type statsResponse struct {
-	Since     time.Time           `json:"since"`
-	Stats     []airlock.AuditStat `json:"stats"`
-	Truncated bool                `json:"truncated"`
+	Since time.Time           `json:"since"`
+	Stats []airlock.AuditStat `json:"stats"`
 }
 
 // queryParams reads r's query, refusing parameters outside allowed and
@@ -175,11 +168,11 @@ func (s *server) auditStats(w http.ResponseWriter, r *http.Request, c caller) er
 	}
 	s.flushAudit(r)
 	resp := statsResponse{Since: since}
+	tenant := c.principal.Tenant
 	if c.admin {
-		resp.Stats, err = s.en.AuditStats(r.Context(), since)
-	} else {
-		resp.Stats, resp.Truncated, err = s.tenantStats(r, c.principal.Tenant, since)
+		tenant = "" // engine-wide
 	}
+	resp.Stats, err = s.en.AuditStats(r.Context(), since, tenant)
 	if err != nil {
 		return err
 	}
@@ -188,47 +181,6 @@ func (s *server) auditStats(w http.ResponseWriter, r *http.Request, c caller) er
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
-}
-
-// tenantStats counts one tenant's decisions by reading its records, at
-// most maxStatsScan of them, ordered like the engine's AuditStats (count
-// descending, then broker, outcome, reason).
-func (s *server) tenantStats(r *http.Request, tenant string, since time.Time) ([]airlock.AuditStat, bool, error) {
-	counts := map[statKey]int64{}
-	aq := airlock.AuditQuery{Principal: tenant, Since: since, Limit: statsPage}
-	scanned := 0
-	for {
-		recs, err := s.en.AuditQuery(r.Context(), aq)
-		if err != nil {
-			return nil, false, err
-		}
-		for _, rec := range recs {
-			counts[statKey{rec.Broker, rec.Outcome, rec.Reason}]++
-		}
-		scanned += len(recs)
-		if len(recs) < aq.Limit {
-			break
-		}
-		if scanned >= maxStatsScan {
-			return sortStats(counts), true, nil
-		}
-		aq.BeforeID = recs[len(recs)-1].ID
-	}
-	return sortStats(counts), false, nil
-}
-
-type statKey struct{ broker, outcome, reason string }
-
-func sortStats(counts map[statKey]int64) []airlock.AuditStat {
-	out := make([]airlock.AuditStat, 0, len(counts))
-	for k, n := range counts {
-		out = append(out, airlock.AuditStat{Broker: k.broker, Outcome: k.outcome, Reason: k.reason, Count: n})
-	}
-	slices.SortFunc(out, func(a, b airlock.AuditStat) int {
-		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Broker, b.Broker),
-			cmp.Compare(a.Outcome, b.Outcome), cmp.Compare(a.Reason, b.Reason))
-	})
-	return out
 }
 
 // revokeRequest is the body of POST /api/admin/revoke and (without

@@ -261,7 +261,7 @@ func newAuditCmd(e *env) *cobra.Command {
 				if since > 0 {
 					from = time.Now().Add(-since)
 				}
-				st, err := en.AuditStats(cmd.Context(), from)
+				st, err := en.AuditStats(cmd.Context(), from, "")
 				if err != nil {
 					return err
 				}

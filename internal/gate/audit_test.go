@@ -56,7 +56,7 @@ func (s *memSink) AppendAudit(ctx context.Context, recs []Record) error {
 }
 
 func (s *memSink) QueryAudit(context.Context, store.AuditQuery) ([]Record, error) { return nil, nil }
-func (s *memSink) AuditStats(context.Context, time.Time) ([]store.AuditStat, error) {
+func (s *memSink) AuditStats(context.Context, time.Time, string) ([]store.AuditStat, error) {
 	return nil, nil
 }
 func (s *memSink) PruneAudit(context.Context, time.Time, int64) (int64, error) { return 0, nil }

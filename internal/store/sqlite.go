@@ -558,14 +558,15 @@ func (s *SQLite) QueryAudit(ctx context.Context, q AuditQuery) ([]AuditRecord, e
 }
 
 // AuditStats implements AuditLog.
-func (s *SQLite) AuditStats(ctx context.Context, since time.Time) ([]AuditStat, error) {
+func (s *SQLite) AuditStats(ctx context.Context, since time.Time, tenant string) ([]AuditStat, error) {
 	if err := s.enter(); err != nil {
 		return nil, fmt.Errorf("audit stats: %w", err)
 	}
 	defer s.mu.RUnlock()
 
 	rows, err := s.r.QueryContext(ctx, `SELECT broker, outcome, reason, COUNT(*) AS n FROM audit
-WHERE time >= ? GROUP BY broker, outcome, reason ORDER BY n DESC, broker, outcome, reason`, nanosOrMin(since))
+WHERE time >= ? AND (? = '' OR tenant = ?) GROUP BY broker, outcome, reason ORDER BY n DESC, broker, outcome, reason`,
+		nanosOrMin(since), tenant, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("audit stats: %w", err)
 	}

@@ -285,7 +285,7 @@ func TestClosed(t *testing.T) {
 	for name, call := range map[string]func() error{
 		"AppendAudit": func() error { return s.AppendAudit(ctx, storetest.AuditRecords(time.Now(), 0, 1)) },
 		"QueryAudit":  func() error { _, err := s.QueryAudit(ctx, store.AuditQuery{}); return err },
-		"AuditStats":  func() error { _, err := s.AuditStats(ctx, time.Time{}); return err },
+		"AuditStats":  func() error { _, err := s.AuditStats(ctx, time.Time{}, ""); return err },
 		"PruneAudit":  func() error { _, err := s.PruneAudit(ctx, time.Now(), 1); return err },
 		"Revoke":      func() error { return s.Revoke(ctx, "acme", "") },
 		"Unrevoke":    func() error { return s.Unrevoke(ctx, "acme") },
@@ -365,7 +365,7 @@ func TestConcurrentUse(t *testing.T) {
 				}
 				_, err := s.QueryAudit(ctx, store.AuditQuery{Tenant: "acme", Limit: 50})
 				report(err)
-				_, err = s.AuditStats(ctx, time.Time{})
+				_, err = s.AuditStats(ctx, time.Time{}, "")
 				report(err)
 				_, err = s.RevocationVersion(ctx)
 				report(err)
@@ -382,7 +382,7 @@ func TestConcurrentUse(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	stats, err := handles[1].AuditStats(ctx, time.Time{})
+	stats, err := handles[1].AuditStats(ctx, time.Time{}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -136,7 +136,9 @@ type AuditStat struct {
 type AuditLog interface {
 	AppendAudit(ctx context.Context, records []AuditRecord) error
 	QueryAudit(ctx context.Context, q AuditQuery) ([]AuditRecord, error)
-	AuditStats(ctx context.Context, since time.Time) ([]AuditStat, error)
+	// AuditStats counts decisions since a time by broker, outcome and
+	// reason, for one tenant or ("") all of them.
+	AuditStats(ctx context.Context, since time.Time, tenant string) ([]AuditStat, error)
 	PruneAudit(ctx context.Context, olderThan time.Time, maxRows int64) (deleted int64, err error)
 }
 

@@ -75,10 +75,10 @@ func auditModel(all []store.AuditRecord, q store.AuditQuery) []store.AuditRecord
 }
 
 // statsModel is the reference semantics of AuditStats.
-func statsModel(all []store.AuditRecord, since time.Time) []store.AuditStat {
+func statsModel(all []store.AuditRecord, since time.Time, tenant string) []store.AuditStat {
 	counts := map[store.AuditStat]int64{}
 	for _, r := range all {
-		if !since.IsZero() && r.Time.Before(since) {
+		if !since.IsZero() && r.Time.Before(since) || tenant != "" && r.Tenant != tenant {
 			continue
 		}
 		counts[store.AuditStat{Broker: r.Broker, Outcome: r.Outcome, Reason: r.Reason}]++
@@ -279,10 +279,12 @@ func RunAuditLog(t *testing.T, open func(t *testing.T) store.AuditLog) {
 		recs := AuditRecords(base, 0, 300)
 		must(t, "AppendAudit", l.AppendAudit(ctx(t), recs))
 		for _, since := range []time.Time{{}, recs[200].Time, recs[299].Time.Add(time.Second)} {
-			got, err := l.AuditStats(ctx(t), since)
-			must(t, "AuditStats", err)
-			if d := gocmp.Diff(statsModel(recs, since), got, cmpopts.EquateEmpty()); d != "" {
-				t.Errorf("AuditStats(%v) (-want +got):\n%s", since, d)
+			for _, tenant := range []string{"", "acme", "globex", "nobody"} {
+				got, err := l.AuditStats(ctx(t), since, tenant)
+				must(t, "AuditStats", err)
+				if d := gocmp.Diff(statsModel(recs, since, tenant), got, cmpopts.EquateEmpty()); d != "" {
+					t.Errorf("AuditStats(%v, %q) (-want +got):\n%s", since, tenant, d)
+				}
 			}
 		}
 	})
