@@ -225,34 +225,17 @@ func crawlTarget(req airlock.CrawlRequest) string {
 // checkCrawlJob refuses, before anything runs, a request that the crawl
 // would refuse at its start, and one larger than a job may be.
 func (e *Engine) checkCrawlJob(call *gate.Call, req airlock.CrawlRequest) error {
-	bad := func(format string, args ...any) error {
-		return airlock.Errorf(airlock.CodeInvalid, "crawl_request", "crawl: "+format, args...)
-	}
 	if _, _, err := e.browse.Resolve(airlock.VerbCrawl, req.Provider); err != nil {
 		return err
 	}
 	if _, err := narrowChecker(req.Narrow); err != nil {
 		return err
 	}
-	switch {
-	case req.Seed == "" && len(req.URLs) == 0:
-		return bad("a seed or a list of URLs is required")
-	case req.Seed != "" && len(req.URLs) > 0:
-		return bad("a seed and a list of URLs are exclusive")
-	case req.Depth < crawl.Unlimited, req.MaxPages < 0, req.Concurrency < 0, req.PerHostConcurrency < 0, req.Timeout < 0:
-		return bad("negative depth, page limit, concurrency or timeout")
-	case req.MaxPages > MaxJobPages, len(req.URLs) > MaxJobPages:
+	if err := crawl.ValidateRequest(req); err != nil {
+		return err
+	}
+	if req.MaxPages > MaxJobPages || len(req.URLs) > MaxJobPages {
 		return airlock.Errorf(airlock.CodeTooLarge, "crawl_job_pages", "a crawl job stores at most %d pages", MaxJobPages)
-	}
-	if req.Seed != "" {
-		if _, err := crawl.Normalize(req.Seed); err != nil {
-			return bad("seed %q: %w", req.Seed, err)
-		}
-	}
-	switch req.Extract {
-	case "", airlock.ExtractFull, airlock.ExtractNone:
-	default:
-		return bad("extract %q: want %q or %q", req.Extract, airlock.ExtractFull, airlock.ExtractNone)
 	}
 	if _, err := egress.ParseTLSProfile(req.TLSProfile); err != nil {
 		return err

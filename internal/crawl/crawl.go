@@ -113,6 +113,32 @@ func invalid(format string, args ...any) error {
 	return airlock.Errorf(airlock.CodeInvalid, "crawl_request", "crawl: "+format, args...)
 }
 
+// ValidateRequest refuses (code invalid, reason crawl_request) a request
+// that Run would refuse at its start: no seed and no URLs, or both,
+// negative numbers, a seed that does not normalise, an unknown extract
+// mode. Callers that queue crawls check with it before queueing.
+func ValidateRequest(req airlock.CrawlRequest) error {
+	switch {
+	case req.Seed == "" && len(req.URLs) == 0:
+		return invalid("a seed or a list of URLs is required")
+	case req.Seed != "" && len(req.URLs) > 0:
+		return invalid("a seed and a list of URLs are exclusive")
+	case req.Depth < Unlimited, req.MaxPages < 0, req.Concurrency < 0, req.PerHostConcurrency < 0, req.Timeout < 0:
+		return invalid("negative depth, page limit, concurrency or timeout")
+	}
+	if req.Seed != "" {
+		if _, err := Normalize(req.Seed); err != nil {
+			return invalid("seed %q: %w", req.Seed, err)
+		}
+	}
+	switch req.Extract {
+	case "", airlock.ExtractFull, airlock.ExtractNone:
+	default:
+		return invalid("extract %q: want %q or %q", req.Extract, airlock.ExtractFull, airlock.ExtractNone)
+	}
+	return nil
+}
+
 func newOptions(cfg Config, req airlock.CrawlRequest) (options, error) {
 	o := options{
 		depth: req.Depth, maxPages: req.MaxPages, concurrency: req.Concurrency,
@@ -120,29 +146,17 @@ func newOptions(cfg Config, req airlock.CrawlRequest) (options, error) {
 		ua: cfg.UserAgent, tls: req.TLSProfile, subdomains: req.Subdomains,
 		ignore: req.IgnoreRobots, sitemap: req.Sitemap,
 	}
-	switch {
-	case cfg.Doer == nil || cfg.Page == nil:
+	if cfg.Doer == nil || cfg.Page == nil {
 		return o, invalid("a Doer and a page function are required")
-	case req.Seed == "" && len(req.URLs) == 0:
-		return o, invalid("a seed or a list of URLs is required")
-	case req.Seed != "" && len(req.URLs) > 0:
-		return o, invalid("a seed and a list of URLs are exclusive")
-	case o.depth < Unlimited, o.maxPages < 0, o.concurrency < 0, o.perHost < 0, o.timeout < 0:
-		return o, invalid("negative depth, page limit, concurrency or timeout")
+	}
+	if err := ValidateRequest(req); err != nil {
+		return o, err
 	}
 	if req.Seed != "" {
-		seed, err := Normalize(req.Seed)
-		if err != nil {
-			return o, invalid("seed %q: %w", req.Seed, err)
-		}
-		o.seed = seed
+		o.seed, _ = Normalize(req.Seed) // ValidateRequest checked it
 	}
-	switch o.extract {
-	case "":
+	if o.extract == "" {
 		o.extract = airlock.ExtractFull
-	case airlock.ExtractFull, airlock.ExtractNone:
-	default:
-		return o, invalid("extract %q: want %q or %q", o.extract, airlock.ExtractFull, airlock.ExtractNone)
 	}
 	if o.depth == 0 {
 		o.depth = DefaultDepth
