@@ -30,7 +30,7 @@ func (discardLog) QueryAudit(context.Context, store.AuditQuery) ([]store.AuditRe
 func (discardLog) AuditStats(context.Context, time.Time, string) ([]store.AuditStat, error) {
 	return nil, nil
 }
-func (discardLog) PruneAudit(context.Context, time.Time, int64) (int64, error)      { return 0, nil }
+func (discardLog) PruneAudit(context.Context, time.Time, int64) (int64, error) { return 0, nil }
 
 // benchGate is a gate wired as New wires it (metrics registry, discarding
 // logger, revocation set on a store, a tenant with the default rate limit
