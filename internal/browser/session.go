@@ -1,0 +1,483 @@
+package browser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/egress"
+)
+
+// DefaultExecPath is Debian's Chromium binary. The /usr/bin/chromium wrapper
+// adds extensions and API-key variables, so the binary is launched directly.
+const DefaultExecPath = "/usr/lib/chromium/chromium"
+
+// DefaultCloseTimeout bounds a graceful Close when the caller's context has
+// no deadline.
+const DefaultCloseTimeout = 10 * time.Second
+
+// Options configure a Session. ProxyAddr and ProfileDir are required.
+type Options struct {
+	// ExecPath is the Chromium binary; "" means DefaultExecPath.
+	ExecPath string
+
+	// ProxyAddr is the host:port of the forward proxy (egress.Proxy) all
+	// traffic goes to. ProxyUser and ProxyPass are the session's Basic
+	// credentials, given only when the proxy asks (Fetch.authRequired).
+	ProxyAddr string
+	ProxyUser string
+	ProxyPass string
+
+	// ProfileDir is the Chromium user-data-dir. It is created when absent
+	// and never removed by this package, so cookies and localStorage
+	// persist across Close and Open with the same directory.
+	ProfileDir string
+
+	// Decide is called for every request the page target makes (layer 1),
+	// with the full URL; a non-nil error refuses it. A nil Decide lets every
+	// http and https request through to the proxy, which still decides
+	// (layer 2). Decide may be called from several goroutines at once.
+	Decide func(url string) error
+
+	// OnDenied, if set, receives each request refused by Decide or by the
+	// scheme rule. It is called from the session's event goroutines and must
+	// not block for long.
+	OnDenied func(Denial)
+
+	// Logger receives Chromium's protocol errors at debug level; nil: none.
+	Logger *slog.Logger
+}
+
+// Denial is one request that layer 1 refused.
+type Denial struct {
+	URL          string // the request URL, fragment included
+	Reason       string // the fine-grained reason (airlock.ReasonOf of Decide's error, or "scheme")
+	ResourceType string // CDP resource type: Document, Image, Fetch, XHR, Script, ...
+	Message      string // Decide's error text
+}
+
+// Session is one Chromium process with one page target. Its methods are
+// safe for concurrent use; operations on the page run one at a time.
+//
+// When the browser process dies without Close, every operation returns an
+// *airlock.Error with code unavailable and reason browser_crashed until
+// Restart launches it again with the same Options (and profile).
+type Session struct {
+	opts Options
+
+	proxyHost string // ProxyAddr's host, for --host-resolver-rules
+
+	mu      sync.Mutex // serialises operations and guards the fields below
+	closed  bool
+	b       *instance
+	refs    *refTable // refs of the current document
+	lastRef int       // the last ref number minted; never reused
+}
+
+// instance is one launched browser.
+type instance struct {
+	allocCancel   context.CancelFunc
+	browserCtx    context.Context
+	browserCancel context.CancelFunc
+	browser       *chromedp.Browser
+	target        *chromedp.Target
+	stopEvents    context.CancelFunc
+	events        sync.WaitGroup
+	closing       chan struct{}
+}
+
+// Open checks the options, launches Chromium and prepares its page target:
+// Fetch interception (with proxy authentication) is installed before the
+// first request leaves. ctx bounds the launch only; the browser lives until
+// Close.
+//
+// Errors: invalid (missing_option) for bad Options, unavailable
+// (browser_missing) when the binary is absent, unavailable
+// (browser_launch) when Chromium does not start.
+func Open(ctx context.Context, opts Options) (*Session, error) {
+	if opts.ExecPath == "" {
+		opts.ExecPath = DefaultExecPath
+	}
+	if opts.ProfileDir == "" {
+		return nil, airlock.Errorf(airlock.CodeInvalid, "missing_option", "browser: ProfileDir is required")
+	}
+	host, _, err := net.SplitHostPort(opts.ProxyAddr)
+	if err != nil || host == "" {
+		return nil, airlock.Errorf(airlock.CodeInvalid, "missing_option", "browser: ProxyAddr %q is not host:port", opts.ProxyAddr)
+	}
+	if err := checkExec(opts.ExecPath); err != nil {
+		return nil, err
+	}
+	s := &Session{opts: opts, proxyHost: host, refs: newRefTable()}
+	b, err := s.launch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.b = b
+	return s, nil
+}
+
+func checkExec(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return airlock.Errorf(airlock.CodeUnavailable, "browser_missing",
+			"browser: no Chromium executable at %s: install it with `apt-get install chromium`", path)
+	}
+	return nil
+}
+
+// flags returns the allocator options: chromedp's defaults, then ours.
+func (s *Session) flags() []chromedp.ExecAllocatorOption {
+	o := s.opts
+	opts := append([]chromedp.ExecAllocatorOption(nil), chromedp.DefaultExecAllocatorOptions[:]...)
+	return append(opts,
+		chromedp.ExecPath(o.ExecPath),
+		chromedp.UserDataDir(o.ProfileDir),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("proxy-server", "http://"+o.ProxyAddr),
+		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND , EXCLUDE "+s.proxyHost),
+		chromedp.Flag("webrtc-ip-handling-policy", "disable_non_proxied_udp"),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-domain-reliability", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-pings", true),
+		chromedp.Flag("no-first-run", true),
+	)
+}
+
+func (s *Session) launch(ctx context.Context) (*instance, error) {
+	if err := os.MkdirAll(s.opts.ProfileDir, 0o700); err != nil {
+		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: profile directory: %w", err)
+	}
+	life := context.WithoutCancel(ctx)
+	allocCtx, allocCancel := chromedp.NewExecAllocator(life, s.flags()...)
+	var copts []chromedp.ContextOption
+	if l := s.opts.Logger; l != nil {
+		logf := func(f string, a ...any) { l.Debug(fmt.Sprintf(f, a...)) }
+		copts = append(copts, chromedp.WithLogf(logf), chromedp.WithErrorf(logf))
+	}
+	browserCtx, browserCancel := chromedp.NewContext(allocCtx, copts...)
+	b := &instance{allocCancel: allocCancel, browserCtx: browserCtx, browserCancel: browserCancel, closing: make(chan struct{})}
+
+	// The first Run allocates the browser and lives as long as browserCtx,
+	// so ctx cannot be its context: watch ctx while it runs instead.
+	started := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			browserCancel()
+		case <-started:
+		}
+	}()
+	err := chromedp.Do(browserCtx, chromedp.Func(func(context.Context, *chromedp.Target) error { return nil }))
+	close(started)
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		b.kill()
+		if ctx.Err() != nil {
+			return nil, airlock.Errorf(airlock.CodeTimeout, "browser_launch", "browser: launch: %w", ctx.Err())
+		}
+		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: launch %s: %w", s.opts.ExecPath, err)
+	}
+	c := chromedp.FromContext(browserCtx)
+	b.browser, b.target = c.Browser, c.Target
+	if err := s.intercept(ctx, b); err != nil {
+		b.kill()
+		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: install request interception: %w", err)
+	}
+	return b, nil
+}
+
+// kill stops the browser at once (no graceful close) and waits for it.
+func (b *instance) kill() {
+	if b.stopEvents != nil {
+		b.stopEvents()
+	}
+	b.browserCancel()
+	b.allocCancel()
+	b.events.Wait()
+}
+
+// lost reports whether the connection to the browser has dropped.
+func (b *instance) lost() bool {
+	if b.browser == nil {
+		return true
+	}
+	select {
+	case <-b.browser.LostConnection:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close shuts the browser down gracefully (Browser.close, so the profile's
+// localStorage and cookies are flushed), waiting up to ctx's deadline or
+// DefaultCloseTimeout, then stops whatever is left. The profile directory
+// stays. Close is idempotent.
+func (s *Session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	b := s.b
+	s.b = nil
+	if b == nil {
+		return nil
+	}
+	return b.close(ctx)
+}
+
+func (b *instance) close(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultCloseTimeout)
+		defer cancel()
+	}
+	close(b.closing)
+	var err error
+	if !b.lost() {
+		cctx, cancel := context.WithCancel(b.browserCtx)
+		stop := context.AfterFunc(ctx, cancel)
+		err = chromedp.Cancel(cctx)
+		stop()
+		cancel()
+	}
+	b.kill()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return airlock.Errorf(airlock.CodeInternal, "browser_close", "browser: close: %w", err)
+	}
+	return nil
+}
+
+// Restart stops what is left of the browser and launches it again with the
+// same Options and profile, on about:blank. Refs from before are dead.
+func (s *Session) Restart(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed()
+	}
+	if s.b != nil {
+		s.b.kill()
+		s.b = nil
+	}
+	s.refs = newRefTable()
+	b, err := s.launch(ctx)
+	if err != nil {
+		return err
+	}
+	s.b = b
+	return nil
+}
+
+// Crashed reports whether the browser process died without Close.
+func (s *Session) Crashed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.closed && (s.b == nil || s.b.lost())
+}
+
+func errClosed() error {
+	return airlock.Errorf(airlock.CodeInvalid, "session_closed", "browser: the session is closed")
+}
+
+func errCrashed(cause error) error {
+	if cause == nil {
+		return airlock.Errorf(airlock.CodeUnavailable, "browser_crashed", "browser: the browser process died; restart the session")
+	}
+	return airlock.Errorf(airlock.CodeUnavailable, "browser_crashed", "browser: the browser process died; restart the session: %w", cause)
+}
+
+// begin locks the session for one operation and returns its browser.
+// The caller must call s.mu.Unlock.
+func (s *Session) begin() (*instance, error) {
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return nil, errClosed()
+	case s.b == nil || s.b.lost():
+		s.mu.Unlock()
+		return nil, errCrashed(nil)
+	}
+	return s.b, nil
+}
+
+// cdpErr turns an error of a protocol call into the vocabulary.
+func cdpErr(ctx context.Context, b *instance, op string, err error) error {
+	var ae *airlock.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ae):
+		return err
+	case b.lost():
+		return errCrashed(err)
+	case ctx.Err() != nil:
+		return airlock.Errorf(airlock.CodeTimeout, "browser_timeout", "browser: %s: %w", op, err)
+	}
+	return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: %s: %w", op, err)
+}
+
+// allowedSchemes are the only schemes that load; javascript:, data:, file:,
+// blob:, chrome:, view-source:, ftp: and the rest are refused.
+var allowedSchemes = map[string]bool{"http": true, "https": true}
+
+// checkURL refuses a navigation target before any browser call.
+func (s *Session) checkURL(raw string) error {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Scheme == "" {
+		return airlock.Errorf(airlock.CodeInvalid, "bad_url", "browser: %q is not an absolute URL", raw)
+	}
+	if !allowedSchemes[strings.ToLower(u.Scheme)] {
+		return airlock.Errorf(airlock.CodeDenied, "scheme", "browser: scheme %q is refused: only http and https load", u.Scheme)
+	}
+	if u.Host == "" {
+		return airlock.Errorf(airlock.CodeInvalid, "bad_url", "browser: %q has no host", raw)
+	}
+	if s.opts.Decide != nil {
+		if err := s.opts.Decide(raw); err != nil {
+			return denyErr(raw, err)
+		}
+	}
+	return nil
+}
+
+// denyErr makes Decide's error a denied *airlock.Error, keeping its reason.
+func denyErr(raw string, err error) error {
+	var ae *airlock.Error
+	if errors.As(err, &ae) && ae.Code == airlock.CodeDenied {
+		return err
+	}
+	return airlock.Errorf(airlock.CodeDenied, reasonOf(err), "browser: %s refused: %w", raw, err)
+}
+
+func reasonOf(err error) string {
+	if r := airlock.ReasonOf(err); r != "" {
+		return r
+	}
+	return "policy"
+}
+
+// Navigate loads url in the page. Only http and https are accepted; any
+// other scheme is refused (denied, reason scheme) before any browser call,
+// and Decide is asked first. With waitLoaded, Navigate returns after the
+// load event. Refs from earlier snapshots die.
+//
+// Errors: invalid (bad_url), denied (scheme or Decide's reason; also
+// blocked when interception refused the document), the egress proxy's
+// code and reason when it answered the document itself (waitLoaded only),
+// unavailable (proxy_auth) when it refused the credentials, upstream
+// (navigate_failed) with Chromium's net error, timeout, unavailable
+// (browser_crashed).
+func (s *Session) Navigate(ctx context.Context, rawURL string, waitLoaded bool) error {
+	if err := s.checkURL(rawURL); err != nil {
+		return err
+	}
+	b, err := s.begin()
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.refs = newRefTable()
+	if waitLoaded {
+		var resp *network.Response
+		resp, err = chromedp.NavigateResponse(rawURL)(ctx, b.target)
+		if err == nil {
+			if perr := proxyRefusal(rawURL, resp); perr != nil {
+				return perr
+			}
+		}
+	} else {
+		var res page.NavigateResult
+		res, err = cdp.Call(ctx, b.target, page.Navigate, page.NavigateParams{URL: rawURL})
+		if err == nil && res.ErrorText != "" {
+			err = &chromedp.LoadError{ErrorText: res.ErrorText}
+		}
+	}
+	var le *chromedp.LoadError
+	if errors.As(err, &le) {
+		if strings.Contains(le.ErrorText, "ERR_BLOCKED_BY_CLIENT") {
+			return airlock.Errorf(airlock.CodeDenied, "blocked", "browser: navigate %s: blocked by policy", rawURL)
+		}
+		return airlock.Errorf(airlock.CodeUpstream, "navigate_failed", "browser: navigate %s: %s", rawURL, le.ErrorText)
+	}
+	return cdpErr(ctx, b, "navigate", err)
+}
+
+// proxyRefusal reports the egress proxy's own answer to the document
+// request (it marks them with X-Airlock-Code), which Chromium would
+// otherwise render as if it were the page.
+func proxyRefusal(raw string, resp *network.Response) error {
+	if resp == nil {
+		return nil
+	}
+	if resp.Status == http.StatusProxyAuthRequired {
+		return airlock.Errorf(airlock.CodeUnavailable, "proxy_auth", "browser: navigate %s: the egress proxy refused the session's credentials", raw)
+	}
+	var code, reason string
+	for k, v := range resp.Headers {
+		switch sv, _ := v.(string); {
+		case strings.EqualFold(k, egress.HeaderAirlockCode):
+			code = sv
+		case strings.EqualFold(k, egress.HeaderAirlockReason):
+			reason = sv
+		}
+	}
+	if code == "" {
+		return nil
+	}
+	c := airlock.Code(code)
+	if !c.Valid() {
+		c = airlock.CodeInternal
+	}
+	return airlock.Errorf(c, reason, "browser: navigate %s: refused by the egress proxy (%s %s)", raw, code, reason)
+}
+
+// State is the page's URL and title.
+type State struct {
+	URL   string `json:"url"`
+	Title string `json:"title"`
+}
+
+// GetState returns the current URL and title from the navigation history,
+// without touching the DOM.
+func (s *Session) GetState(ctx context.Context) (State, error) {
+	b, err := s.begin()
+	if err != nil {
+		return State{}, err
+	}
+	defer s.mu.Unlock()
+	h, err := cdp.Call(ctx, b.target, page.GetNavigationHistory, cdp.Empty{})
+	if err != nil {
+		return State{}, cdpErr(ctx, b, "get_state", err)
+	}
+	if h.CurrentIndex < 0 || int(h.CurrentIndex) >= len(h.Entries) {
+		return State{}, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: get_state: no current history entry")
+	}
+	e := h.Entries[h.CurrentIndex]
+	return State{URL: e.URL, Title: e.Title}, nil
+}

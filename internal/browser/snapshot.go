@@ -1,0 +1,314 @@
+package browser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/chromedp/cdproto"
+	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/cdp"
+	jsonv2 "github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/page"
+
+	"github.com/airlockhq/airlock"
+)
+
+// refEntry is what a ref stands for: a DOM node of one document.
+type refEntry struct {
+	backend cdp.BackendNodeID
+	loader  cdp.LoaderID // the main frame's document when the ref was minted
+	role    string
+	name    string
+}
+
+// refTable holds the refs of the current document. A new table replaces it
+// on every Navigate and Restart; ref numbers come from the session and are
+// never reused.
+type refTable struct {
+	byRef map[string]refEntry
+}
+
+func newRefTable() *refTable { return &refTable{byRef: make(map[string]refEntry)} }
+
+// interactiveRoles get a ref even without a name.
+var interactiveRoles = map[string]bool{
+	"button": true, "link": true, "textbox": true, "searchbox": true, "checkbox": true,
+	"radio": true, "combobox": true, "listbox": true, "option": true, "menuitem": true,
+	"menuitemcheckbox": true, "menuitemradio": true, "tab": true, "switch": true,
+	"slider": true, "spinbutton": true, "treeitem": true,
+}
+
+// fillableRoles accept Fill.
+var fillableRoles = map[string]bool{"textbox": true, "searchbox": true, "combobox": true, "spinbutton": true}
+
+// transparentRoles are not printed; their children move up a level.
+var transparentRoles = map[string]bool{
+	"none": true, "generic": true, "InlineTextBox": true, "LineBreak": true, "RootWebArea": true, "LabelText": true,
+}
+
+// Snapshot is a compact outline of the page's accessibility tree.
+type Snapshot struct {
+	// Text has one line per printed node, in document order, indented two
+	// spaces per level: `- role "name" @eN`, with value="…" for fields and
+	// [checked] / [disabled] states.
+	Text string `json:"text"`
+	// Refs is the number of refs minted by this snapshot.
+	Refs int `json:"refs"`
+}
+
+// Snapshot reads the main frame's accessibility tree
+// (Accessibility.getFullAXTree) and mints refs for interactive and named
+// elements. Refs of earlier snapshots of the same document stay valid.
+func (s *Session) Snapshot(ctx context.Context) (Snapshot, error) {
+	b, err := s.begin()
+	if err != nil {
+		return Snapshot{}, err
+	}
+	defer s.mu.Unlock()
+	loader, err := mainLoader(ctx, b)
+	if err != nil {
+		return Snapshot{}, cdpErr(ctx, b, "snapshot", err)
+	}
+	res, err := cdp.Call(ctx, b.target, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
+	if err != nil {
+		return Snapshot{}, cdpErr(ctx, b, "snapshot", err)
+	}
+	nodes := make(map[accessibility.NodeID]*accessibility.Node, len(res.Nodes))
+	for _, n := range res.Nodes {
+		nodes[n.NodeID] = n
+	}
+	// A table of another document is dead: start a new one.
+	for _, e := range s.refs.byRef {
+		if e.loader != loader {
+			s.refs = newRefTable()
+		}
+		break
+	}
+	w := &outline{s: s, nodes: nodes, loader: loader}
+	if len(res.Nodes) > 0 {
+		w.walk(res.Nodes[0], 0, "")
+	}
+	return Snapshot{Text: w.sb.String(), Refs: w.minted}, nil
+}
+
+type outline struct {
+	s      *Session
+	nodes  map[accessibility.NodeID]*accessibility.Node
+	loader cdp.LoaderID
+	sb     strings.Builder
+	minted int
+}
+
+func (w *outline) walk(n *accessibility.Node, depth int, parentName string) {
+	role, name := axString(n.Role), axString(n.Name)
+	printed := false
+	switch {
+	case n.Ignored, transparentRoles[role] && name == "", role == "InlineTextBox":
+	case role == "StaticText":
+		if name != "" && name != parentName {
+			fmt.Fprintf(&w.sb, "%s- text %s\n", strings.Repeat("  ", depth), strconv.Quote(name))
+		}
+		return
+	case role == "RootWebArea":
+	default:
+		printed = true
+		w.line(n, role, name, depth)
+	}
+	if printed && (role == "textbox" || role == "searchbox") {
+		return // the field's text is its value="…"
+	}
+	next, pname := depth, parentName
+	if printed {
+		next, pname = depth+1, name
+	}
+	for _, id := range n.ChildIDs {
+		if c := w.nodes[id]; c != nil {
+			w.walk(c, next, pname)
+		}
+	}
+}
+
+func (w *outline) line(n *accessibility.Node, role, name string, depth int) {
+	sb := &w.sb
+	sb.WriteString(strings.Repeat("  ", depth))
+	sb.WriteString("- ")
+	sb.WriteString(role)
+	if name != "" {
+		sb.WriteByte(' ')
+		sb.WriteString(strconv.Quote(name))
+	}
+	if v := axString(n.Value); v != "" && fillableRoles[role] {
+		sb.WriteString(" value=")
+		sb.WriteString(strconv.Quote(v))
+	}
+	for _, p := range n.Properties {
+		switch p.Name {
+		case accessibility.PropertyNameChecked, accessibility.PropertyNameDisabled:
+			if v := axString(p.Value); v == "true" {
+				sb.WriteString(" [" + string(p.Name) + "]")
+			}
+		}
+	}
+	if n.BackendDOMNodeID != 0 && (interactiveRoles[role] || name != "") {
+		w.s.lastRef++
+		ref := "@e" + strconv.Itoa(w.s.lastRef)
+		w.s.refs.byRef[ref] = refEntry{backend: n.BackendDOMNodeID, loader: w.loader, role: role, name: name}
+		w.minted++
+		sb.WriteByte(' ')
+		sb.WriteString(ref)
+	}
+	sb.WriteByte('\n')
+}
+
+// axString renders an AX value (a JSON string, number or boolean) as text.
+func axString(v *accessibility.Value) string {
+	if v == nil || len(v.Value) == 0 {
+		return ""
+	}
+	var str string
+	if err := jsonv2.Unmarshal(v.Value, &str); err == nil {
+		return strings.TrimSpace(str)
+	}
+	return strings.TrimSpace(string(v.Value))
+}
+
+// mainLoader returns the loader id of the main frame's current document.
+func mainLoader(ctx context.Context, b *instance) (cdp.LoaderID, error) {
+	ft, err := cdp.Call(ctx, b.target, page.GetFrameTree, cdp.Empty{})
+	if err != nil {
+		return "", err
+	}
+	if ft.FrameTree == nil || ft.FrameTree.Frame == nil {
+		return "", errors.New("no main frame")
+	}
+	return ft.FrameTree.Frame.LoaderID, nil
+}
+
+func staleRef(ref, why string) error {
+	return airlock.Errorf(airlock.CodeInvalid, "stale_ref", "browser: ref %s is %s: take a new snapshot", ref, why)
+}
+
+// resolve returns the live entry of ref, or stale_ref when it is unknown
+// or belongs to a document the main frame has navigated away from.
+func (s *Session) resolve(ctx context.Context, b *instance, ref string) (refEntry, error) {
+	e, ok := s.refs.byRef[ref]
+	if !ok {
+		return refEntry{}, staleRef(ref, "unknown or from a previous page")
+	}
+	loader, err := mainLoader(ctx, b)
+	if err != nil {
+		return refEntry{}, cdpErr(ctx, b, "resolve ref", err)
+	}
+	if loader != e.loader {
+		s.refs = newRefTable()
+		return refEntry{}, staleRef(ref, "from a previous page")
+	}
+	return e, nil
+}
+
+// nodeErr maps a DOM call's failure on a ref's node.
+func nodeErr(ctx context.Context, b *instance, ref, op string, err error) error {
+	var ce *cdproto.Error
+	if errors.As(err, &ce) {
+		switch m := ce.Message; {
+		case strings.Contains(m, "No node"), strings.Contains(m, "does not belong to the document"):
+			return staleRef(ref, "no longer in the document")
+		case strings.Contains(m, "Could not compute"):
+			return airlock.Errorf(airlock.CodeInvalid, "not_visible", "browser: %s %s: the element has no box (hidden or detached)", op, ref)
+		}
+	}
+	return cdpErr(ctx, b, op, err)
+}
+
+// Click scrolls ref's element into view and clicks the centre of its first
+// content box with synthetic mouse events (move, press, release).
+//
+// Errors: invalid (stale_ref, not_visible), timeout, unavailable
+// (browser_crashed).
+func (s *Session) Click(ctx context.Context, ref string) error {
+	b, err := s.begin()
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	e, err := s.resolve(ctx, b, ref)
+	if err != nil {
+		return err
+	}
+	if _, err := cdp.Call(ctx, b.target, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: e.backend}); err != nil {
+		return nodeErr(ctx, b, ref, "click", err)
+	}
+	q, err := cdp.Call(ctx, b.target, dom.GetContentQuads, dom.GetContentQuadsParams{BackendNodeID: e.backend})
+	if err != nil {
+		return nodeErr(ctx, b, ref, "click", err)
+	}
+	if len(q.Quads) == 0 || len(q.Quads[0]) != 8 {
+		return airlock.Errorf(airlock.CodeInvalid, "not_visible", "browser: click %s: the element has no box", ref)
+	}
+	quad := q.Quads[0]
+	x := (quad[0] + quad[2] + quad[4] + quad[6]) / 4
+	y := (quad[1] + quad[3] + quad[5] + quad[7]) / 4
+	for _, ev := range []input.DispatchMouseEventParams{
+		{Type: input.DispatchMouseEventTypeMouseMoved, X: x, Y: y},
+		{Type: input.DispatchMouseEventTypeMousePressed, X: x, Y: y, Button: input.MouseButtonLeft, Buttons: 1, ClickCount: 1},
+		{Type: input.DispatchMouseEventTypeMouseReleased, X: x, Y: y, Button: input.MouseButtonLeft, ClickCount: 1},
+	} {
+		if _, err := cdp.Call(ctx, b.target, input.DispatchMouseEvent, ev); err != nil {
+			return cdpErr(ctx, b, "click", err)
+		}
+	}
+	return nil
+}
+
+// Fill focuses ref's field, selects its content and replaces it with text
+// (Input.insertText, which fires input events as typing does). Only
+// textbox, searchbox, combobox and spinbutton refs are fillable.
+//
+// Errors: invalid (stale_ref, not_fillable, not_visible), timeout,
+// unavailable (browser_crashed).
+func (s *Session) Fill(ctx context.Context, ref, text string) error {
+	b, err := s.begin()
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	e, err := s.resolve(ctx, b, ref)
+	if err != nil {
+		return err
+	}
+	if !fillableRoles[e.role] {
+		return airlock.Errorf(airlock.CodeInvalid, "not_fillable", "browser: fill %s: a %s is not a text field", ref, e.role)
+	}
+	if _, err := cdp.Call(ctx, b.target, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: e.backend}); err != nil {
+		return nodeErr(ctx, b, ref, "fill", err)
+	}
+	if _, err := cdp.Call(ctx, b.target, dom.Focus, dom.FocusParams{BackendNodeID: e.backend}); err != nil {
+		return nodeErr(ctx, b, ref, "fill", err)
+	}
+	keys := []input.DispatchKeyEventParams{
+		{Type: input.DispatchKeyEventTypeRawKeyDown, Key: "a", Code: "KeyA", WindowsVirtualKeyCode: 65, Modifiers: 2, Commands: []string{"selectAll"}},
+		{Type: input.DispatchKeyEventTypeKeyUp, Key: "a", Code: "KeyA", WindowsVirtualKeyCode: 65, Modifiers: 2},
+	}
+	if text == "" {
+		keys = append(keys,
+			input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeRawKeyDown, Key: "Delete", Code: "Delete", WindowsVirtualKeyCode: 46},
+			input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyUp, Key: "Delete", Code: "Delete", WindowsVirtualKeyCode: 46},
+		)
+	}
+	for _, k := range keys {
+		if _, err := cdp.Call(ctx, b.target, input.DispatchKeyEvent, k); err != nil {
+			return cdpErr(ctx, b, "fill", err)
+		}
+	}
+	if text != "" {
+		if _, err := cdp.Call(ctx, b.target, input.InsertText, input.InsertTextParams{Text: text}); err != nil {
+			return cdpErr(ctx, b, "fill", err)
+		}
+	}
+	return nil
+}
