@@ -23,6 +23,17 @@
 //	snap, err := s.Snapshot(ctx)
 //	err = s.Click(ctx, "@e3")
 //
+// Ops. The locked union of 18 op kinds (OpCount) is Op, a tagged JSON
+// union {"kind":"navigate","url":"…"} decoded strictly by ParseOp and run
+// by Session.Do. Implemented today: `navigate`, `snapshot`, `click`,
+// `fill`, `press`, `select`, `screenshot`, `get_state`, `wait_for`,
+// `console`, `back` and `forward`. The other six kinds of the union
+// parse and validate, and Do answers them with unavailable
+// (op_not_implemented). No op evaluates caller-supplied JavaScript; the one
+// script this package runs is the fixed selectScript of select (CDP has no
+// command that chooses an <option>), run in an isolated world with the
+// option value as a JSON argument.
+//
 // Coverage of layer 1 today: the page target (its main frame, same-process
 // iframes, fetch/XHR and subresources). Out-of-process iframes, workers,
 // service workers and popups are separate CDP targets that this package

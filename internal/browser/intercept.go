@@ -20,6 +20,7 @@ func (s *Session) intercept(ctx context.Context, b *instance) error {
 	t := b.target
 	paused := cdp.Events(evCtx, t, fetch.RequestPaused)
 	auth := cdp.Events(evCtx, t, fetch.AuthRequired)
+	s.watchConsole(evCtx, b)
 
 	// cdp.Events subscribes when it is called, so nothing is lost between
 	// here and the goroutines' first reads.

@@ -86,6 +86,8 @@ type Session struct {
 	b       *instance
 	refs    *refTable // refs of the current document
 	lastRef int       // the last ref number minted; never reused
+
+	console *consoleRing // the page's console messages; has its own lock
 }
 
 // instance is one launched browser.
@@ -122,7 +124,7 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 	if err := checkExec(opts.ExecPath); err != nil {
 		return nil, err
 	}
-	s := &Session{opts: opts, proxyHost: host, refs: newRefTable()}
+	s := &Session{opts: opts, proxyHost: host, refs: newRefTable(), console: &consoleRing{}}
 	b, err := s.launch(ctx)
 	if err != nil {
 		return nil, err
@@ -160,6 +162,9 @@ func (s *Session) flags() []chromedp.ExecAllocatorOption {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("no-pings", true),
 		chromedp.Flag("no-first-run", true),
+		// chromedp's list plus the back/forward cache: a page restored
+		// from it fires no load lifecycle, and back and forward wait for one.
+		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,BackForwardCache"),
 	)
 }
 
@@ -471,13 +476,5 @@ func (s *Session) GetState(ctx context.Context) (State, error) {
 		return State{}, err
 	}
 	defer s.mu.Unlock()
-	h, err := cdp.Call(ctx, b.target, page.GetNavigationHistory, cdp.Empty{})
-	if err != nil {
-		return State{}, cdpErr(ctx, b, "get_state", err)
-	}
-	if h.CurrentIndex < 0 || int(h.CurrentIndex) >= len(h.Entries) {
-		return State{}, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: get_state: no current history entry")
-	}
-	e := h.Entries[h.CurrentIndex]
-	return State{URL: e.URL, Title: e.Title}, nil
+	return currentState(ctx, b, "get_state")
 }

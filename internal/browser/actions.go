@@ -1,0 +1,380 @@
+package browser
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/chromedp/cdproto"
+	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/cdp"
+	jsonv2 "github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/airlockhq/airlock"
+)
+
+// namedKeys are kb's runes for the navigation and editing keys.
+var namedKeys = map[string]rune{
+	"ArrowDown": []rune(kb.ArrowDown)[0], "ArrowLeft": []rune(kb.ArrowLeft)[0],
+	"ArrowRight": []rune(kb.ArrowRight)[0], "ArrowUp": []rune(kb.ArrowUp)[0],
+	"End": []rune(kb.End)[0], "Home": []rune(kb.Home)[0],
+	"PageDown": []rune(kb.PageDown)[0], "PageUp": []rune(kb.PageUp)[0],
+	"Delete": []rune(kb.Delete)[0], "Insert": []rune(kb.Insert)[0],
+}
+
+// focusRef scrolls ref's element into view and focuses it.
+func (s *Session) focusRef(ctx context.Context, b *instance, ref, op string) (refEntry, error) {
+	e, err := s.resolve(ctx, b, ref)
+	if err != nil {
+		return refEntry{}, err
+	}
+	if _, err := cdp.Call(ctx, b.target, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: e.backend}); err != nil {
+		return refEntry{}, nodeErr(ctx, b, ref, op, err)
+	}
+	if _, err := cdp.Call(ctx, b.target, dom.Focus, dom.FocusParams{BackendNodeID: e.backend}); err != nil {
+		return refEntry{}, nodeErr(ctx, b, ref, op, err)
+	}
+	return e, nil
+}
+
+// Press sends one key (down, char for printable keys, up) to the focused
+// element, or to ref's element after focusing it when ref is not "". key is
+// a name (Enter, Tab, Escape, Backspace, Space, Delete, Insert, Home, End,
+// PageUp, PageDown, ArrowUp, ArrowDown, ArrowLeft, ArrowRight) or one
+// character. Enter in a form field submits its form; Press does not wait
+// for the navigation that may follow (wait_for does).
+//
+// Errors: invalid (browser_op for an unknown key, stale_ref,
+// not_visible), timeout, unavailable (browser_crashed).
+func (s *Session) Press(ctx context.Context, ref, key string) error {
+	r, ok := keyRune(key)
+	if !ok {
+		return opErr("press: unknown key %q", key)
+	}
+	b, err := s.begin()
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	if ref != "" {
+		if _, err := s.focusRef(ctx, b, ref, "press"); err != nil {
+			return err
+		}
+	}
+	for _, ev := range kb.Encode(r) {
+		if _, err := cdp.Call(ctx, b.target, input.DispatchKeyEvent, *ev); err != nil {
+			return cdpErr(ctx, b, "press", err)
+		}
+	}
+	return nil
+}
+
+// selectScript is the one fixed function Select runs on a <select> element
+// (Runtime.callFunctionOn, this = the element). It takes the option value as
+// a JSON argument and never caller-supplied code. CDP has no command that
+// chooses an option, and keyboard emulation of a native popup is
+// unreliable, so this is the documented exception to "no script": it sets
+// the option as a user's choice would and fires input and change.
+const selectScript = `function (v) {
+	if (!(this instanceof HTMLSelectElement)) return "not_select";
+	if (this.disabled) return "disabled";
+	let opt = null;
+	for (const o of this.options) { if (o.value === v) { opt = o; break; } }
+	if (opt === null) return "no_option";
+	if (opt.disabled) return "option_disabled";
+	if (this.multiple) { for (const o of this.options) o.selected = (o === opt); } else { opt.selected = true; }
+	this.dispatchEvent(new Event("input", {bubbles: true}));
+	this.dispatchEvent(new Event("change", {bubbles: true}));
+	return "ok";
+}`
+
+// Select chooses the option whose value is value in ref's <select> (for a
+// multiple select, that option alone) and fires input and change, through
+// the fixed selectScript, run in an isolated world so that the page's
+// scripts cannot tamper with it.
+//
+// Errors: invalid (stale_ref; not_select when ref is not a <select>;
+// no_option; disabled when the select or the option is disabled),
+// timeout, unavailable (browser_crashed).
+func (s *Session) Select(ctx context.Context, ref, value string) error {
+	b, err := s.begin()
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	e, err := s.focusRef(ctx, b, ref, "select")
+	if err != nil {
+		return err
+	}
+	// The function runs in an isolated world of the main frame, where the
+	// page's scripts cannot have replaced the built-ins it uses; the DOM,
+	// and so the events it fires, are shared with the page.
+	ft, err := cdp.Call(ctx, b.target, page.GetFrameTree, cdp.Empty{})
+	if err != nil {
+		return cdpErr(ctx, b, "select", err)
+	}
+	if ft.FrameTree == nil || ft.FrameTree.Frame == nil {
+		return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: select: no main frame")
+	}
+	world, err := cdp.Call(ctx, b.target, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: ft.FrameTree.Frame.ID, WorldName: "airlock"})
+	if err != nil {
+		return cdpErr(ctx, b, "select", err)
+	}
+	obj, err := cdp.Call(ctx, b.target, dom.ResolveNode, dom.ResolveNodeParams{
+		BackendNodeID: e.backend, ObjectGroup: "airlock-select", ExecutionContextID: world.ExecutionContextID,
+	})
+	if err != nil {
+		return nodeErr(ctx, b, ref, "select", err)
+	}
+	defer cdp.Call(context.WithoutCancel(ctx), b.target, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: "airlock-select"})
+	if obj.Object == nil || obj.Object.ObjectID == "" {
+		return staleRef(ref, "no longer in the document")
+	}
+	arg, err := json.Marshal(value)
+	if err != nil {
+		return opErr("select value: %v", err)
+	}
+	res, err := cdp.Call(ctx, b.target, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+		FunctionDeclaration: selectScript,
+		ObjectID:            obj.Object.ObjectID,
+		Arguments:           []*runtime.CallArgument{{Value: jsonv2.Value(arg)}},
+		ReturnByValue:       new(true),
+		Silent:              new(true),
+	})
+	if err != nil {
+		return nodeErr(ctx, b, ref, "select", err)
+	}
+	if res.ExceptionDetails != nil || res.Result == nil {
+		return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: select %s: the select function failed", ref)
+	}
+	var status string
+	if err := json.Unmarshal(res.Result.Value, &status); err != nil {
+		return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: select %s: unexpected result %s", ref, res.Result.Value)
+	}
+	switch status {
+	case "ok":
+		return nil
+	case "not_select":
+		return airlock.Errorf(airlock.CodeInvalid, "not_select", "browser: select %s: a %s is not a <select>", ref, e.role)
+	case "no_option":
+		return airlock.Errorf(airlock.CodeInvalid, "no_option", "browser: select %s: no option has the value %q", ref, value)
+	case "disabled", "option_disabled":
+		return airlock.Errorf(airlock.CodeInvalid, "disabled", "browser: select %s: the select or its option %q is disabled", ref, value)
+	}
+	return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: select %s: unexpected status %q", ref, status)
+}
+
+// history goes one entry back or forward in the page's history, waits for
+// the load and returns the new state. Refs die.
+//
+// Errors: invalid (no_history when there is no such entry), denied
+// (blocked when interception refused the document), upstream
+// (navigate_failed), timeout, unavailable (browser_crashed).
+func (s *Session) history(ctx context.Context, kind string) (State, error) {
+	b, err := s.begin()
+	if err != nil {
+		return State{}, err
+	}
+	defer s.mu.Unlock()
+	h, err := cdp.Call(ctx, b.target, page.GetNavigationHistory, cdp.Empty{})
+	if err != nil {
+		return State{}, cdpErr(ctx, b, kind, err)
+	}
+	i := int(h.CurrentIndex) - 1
+	act := chromedp.NavigateBack()
+	if kind == KindForward {
+		i, act = int(h.CurrentIndex)+1, chromedp.NavigateForward()
+	}
+	if i < 0 || i >= len(h.Entries) {
+		return State{}, airlock.Errorf(airlock.CodeInvalid, "no_history", "browser: %s: no history entry to go to", kind)
+	}
+	s.refs = newRefTable()
+	if _, err := act(ctx, b.target); err != nil {
+		var le *chromedp.LoadError
+		if errors.As(err, &le) {
+			if strings.Contains(le.ErrorText, "ERR_BLOCKED_BY_CLIENT") {
+				return State{}, airlock.Errorf(airlock.CodeDenied, "blocked", "browser: %s to %s: blocked by policy", kind, h.Entries[i].URL)
+			}
+			return State{}, airlock.Errorf(airlock.CodeUpstream, "navigate_failed", "browser: %s to %s: %s", kind, h.Entries[i].URL, le.ErrorText)
+		}
+		return State{}, cdpErr(ctx, b, kind, err)
+	}
+	return currentState(ctx, b, kind)
+}
+
+// Back goes one entry back in the page's history; see history.
+func (s *Session) Back(ctx context.Context) (State, error) { return s.history(ctx, KindBack) }
+
+// Forward goes one entry forward in the page's history; see history.
+func (s *Session) Forward(ctx context.Context) (State, error) { return s.history(ctx, KindForward) }
+
+// currentState reads the URL and title from the navigation history.
+func currentState(ctx context.Context, b *instance, op string) (State, error) {
+	h, err := cdp.Call(ctx, b.target, page.GetNavigationHistory, cdp.Empty{})
+	if err != nil {
+		return State{}, cdpErr(ctx, b, op, err)
+	}
+	if h.CurrentIndex < 0 || int(h.CurrentIndex) >= len(h.Entries) {
+		return State{}, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: %s: no current history entry", op)
+	}
+	e := h.Entries[h.CurrentIndex]
+	return State{URL: e.URL, Title: e.Title}, nil
+}
+
+// MaxScreenshotHeight caps a full-page screenshot (CSS pixels); a longer
+// page is captured from the top and Screenshot.Truncated is set.
+const MaxScreenshotHeight = 16384
+
+// jpegQuality is the quality of jpeg screenshots.
+const jpegQuality = 80
+
+// Screenshot is an encoded image of the page.
+type Screenshot struct {
+	Format    string `json:"format"` // png or jpeg
+	Data      []byte `json:"data"`   // the encoded image (base64 in JSON)
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// Screenshot captures the viewport, or with fullPage the whole scrollable
+// page up to MaxScreenshotHeight, as png ("" or "png") or jpeg.
+//
+// Errors: invalid (browser_op for another format), timeout, unavailable
+// (browser_crashed).
+func (s *Session) Screenshot(ctx context.Context, format string, fullPage bool) (Screenshot, error) {
+	p := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng, FromSurface: new(true)}
+	switch format {
+	case "", "png":
+		format = "png"
+	case "jpeg":
+		p.Format, p.Quality = page.CaptureScreenshotFormatJpeg, new(int64(jpegQuality))
+	default:
+		return Screenshot{}, opErr("screenshot format %q: want png or jpeg", format)
+	}
+	b, err := s.begin()
+	if err != nil {
+		return Screenshot{}, err
+	}
+	defer s.mu.Unlock()
+	shot := Screenshot{Format: format}
+	if fullPage {
+		m, err := cdp.Call(ctx, b.target, page.GetLayoutMetrics, cdp.Empty{})
+		if err != nil {
+			return Screenshot{}, cdpErr(ctx, b, "screenshot", err)
+		}
+		if m.CSSContentSize == nil {
+			return Screenshot{}, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: screenshot: no content size")
+		}
+		w, h := math.Ceil(m.CSSContentSize.Width), math.Ceil(m.CSSContentSize.Height)
+		if h > MaxScreenshotHeight {
+			h, shot.Truncated = MaxScreenshotHeight, true
+		}
+		p.Clip = &page.Viewport{Width: max(w, 1), Height: max(h, 1), Scale: 1}
+		p.CaptureBeyondViewport = new(true)
+	}
+	res, err := cdp.Call(ctx, b.target, page.CaptureScreenshot, p)
+	if err != nil {
+		return Screenshot{}, cdpErr(ctx, b, "screenshot", err)
+	}
+	shot.Data = res.Data
+	return shot, nil
+}
+
+// waitPoll is how often WaitFor looks again.
+const waitPoll = 100 * time.Millisecond
+
+// WaitFor waits until an element matching the CSS selector
+// (DOM.querySelector) or a node with the ARIA role
+// (Accessibility.queryAXTree) is in the main frame's document, polling
+// until timeoutMS passes (0: DefaultWaitTimeoutMS). Exactly one of
+// selector and role is given. It holds the session while it waits.
+//
+// Errors: invalid (browser_op; bad_selector when the selector does not
+// parse), timeout (wait_for_timeout; browser_timeout when ctx ends first),
+// unavailable (browser_crashed).
+func (s *Session) WaitFor(ctx context.Context, selector, role string, timeoutMS int) error {
+	if err := (Op{Kind: KindWaitFor, Selector: selector, Role: role, TimeoutMS: timeoutMS}).Validate(); err != nil {
+		return err
+	}
+	if timeoutMS == 0 {
+		timeoutMS = DefaultWaitTimeoutMS
+	}
+	what := "selector " + selector
+	if role != "" {
+		what = "role " + role
+	}
+	b, err := s.begin()
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	deadline := time.Now().Add(time.Duration(timeoutMS) * time.Millisecond)
+	tick := time.NewTicker(waitPoll)
+	defer tick.Stop()
+	for {
+		found, err := present(ctx, b, selector, role)
+		switch {
+		case err != nil:
+			return err
+		case found:
+			return nil
+		case !time.Now().Before(deadline):
+			return airlock.Errorf(airlock.CodeTimeout, "wait_for_timeout", "browser: wait_for %s: not present after %d ms", what, timeoutMS)
+		}
+		select {
+		case <-ctx.Done():
+			return airlock.Errorf(airlock.CodeTimeout, "browser_timeout", "browser: wait_for %s: %w", what, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// present looks once for selector or role in the main frame's document.
+// Failures of a document that is being replaced count as absent.
+func present(ctx context.Context, b *instance, selector, role string) (bool, error) {
+	doc, err := cdp.Call(ctx, b.target, dom.GetDocument, dom.GetDocumentParams{Depth: new(int64(0))})
+	if err != nil || doc.Root == nil {
+		return false, transient(ctx, b, err)
+	}
+	if role != "" {
+		q, err := cdp.Call(ctx, b.target, accessibility.QueryAXTree, accessibility.QueryAXTreeParams{BackendNodeID: doc.Root.BackendNodeID, Role: role})
+		if err != nil {
+			return false, transient(ctx, b, err)
+		}
+		for _, n := range q.Nodes {
+			if !n.Ignored {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	q, err := cdp.Call(ctx, b.target, dom.QuerySelector, dom.QuerySelectorParams{NodeID: doc.Root.NodeID, Selector: selector})
+	if err != nil {
+		var ce *cdproto.Error
+		// Chromium answers this only when querySelector throws: the
+		// selector does not parse.
+		if errors.As(err, &ce) && strings.Contains(ce.Message, "DOM Error while querying") {
+			return false, airlock.Errorf(airlock.CodeInvalid, "bad_selector", "browser: wait_for: %q is not a valid CSS selector", selector)
+		}
+		return false, transient(ctx, b, err)
+	}
+	return q.NodeID != 0, nil
+}
+
+// transient passes protocol errors (a document being replaced) as "not
+// yet" and reports a dead browser or an ended ctx.
+func transient(ctx context.Context, b *instance, err error) error {
+	var ce *cdproto.Error
+	if err == nil || errors.As(err, &ce) {
+		return nil
+	}
+	return cdpErr(ctx, b, "wait_for", err)
+}

@@ -1,0 +1,333 @@
+package browser
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/airlockhq/airlock"
+)
+
+// The 18 op kinds: the "kind" tag of the JSON union. The set is locked:
+// OpCount must change with it (a test counts these constants).
+const (
+	KindNavigate   = "navigate"
+	KindSnapshot   = "snapshot"
+	KindRead       = "read"
+	KindClick      = "click"
+	KindFill       = "fill"
+	KindPress      = "press"
+	KindSelect     = "select"
+	KindUpload     = "upload"
+	KindDownload   = "download"
+	KindScreenshot = "screenshot"
+	KindGetState   = "get_state"
+	KindWaitFor    = "wait_for"
+	KindNetworkLog = "network_log"
+	KindConsole    = "console"
+	KindNewTab     = "new_tab"
+	KindCloseTab   = "close_tab"
+	KindBack       = "back"
+	KindForward    = "forward"
+)
+
+// OpCount is the locked number of op kinds. Adding a kind means changing
+// this constant, and with it the review of the op surface.
+const OpCount = 18
+
+// Limits of wait_for.
+const (
+	DefaultWaitTimeoutMS = 5000
+	MaxWaitTimeoutMS     = 120000
+)
+
+// Op is one browser op: a tagged JSON union, {"kind":"navigate","url":"…"}.
+// One flat struct carries every kind's fields; each kind accepts only its
+// own fields (opSpecs) and ParseOp refuses the others.
+//
+//	navigate    url (required), wait_until_loaded (default true)
+//	snapshot    -
+//	read        mode: main_content (default), article, raw
+//	click       ref
+//	fill        ref, text ("" clears the field)
+//	press       key (a key name such as Enter, Tab, Escape, ArrowDown, or
+//	            one character), ref (optional: focus it first)
+//	select      ref, value (an option's value)
+//	upload      ref, path
+//	download    url, dest_path
+//	screenshot  format: png (default) or jpeg; full_page
+//	get_state   -
+//	wait_for    selector (CSS) or role (ARIA), exactly one; timeout_ms
+//	            (default 5000, at most 120000)
+//	network_log -
+//	console     -
+//	new_tab     url (optional)
+//	close_tab   -
+//	back        -
+//	forward     -
+type Op struct {
+	Kind            string `json:"kind"`
+	URL             string `json:"url,omitempty"`
+	WaitUntilLoaded *bool  `json:"wait_until_loaded,omitempty"`
+	Mode            string `json:"mode,omitempty"`
+	Ref             string `json:"ref,omitempty"`
+	Text            string `json:"text,omitempty"`
+	Key             string `json:"key,omitempty"`
+	Value           string `json:"value,omitempty"`
+	Path            string `json:"path,omitempty"`
+	DestPath        string `json:"dest_path,omitempty"`
+	Format          string `json:"format,omitempty"`
+	FullPage        bool   `json:"full_page,omitempty"`
+	Selector        string `json:"selector,omitempty"`
+	Role            string `json:"role,omitempty"`
+	TimeoutMS       int    `json:"timeout_ms,omitempty"`
+}
+
+// opSpec is what one kind accepts: its fields, and those that must be
+// non-empty.
+type opSpec struct {
+	fields   []string
+	required []string
+}
+
+// opSpecs is the registry of kinds; its size must be OpCount.
+var opSpecs = map[string]opSpec{
+	KindNavigate:   {fields: []string{"url", "wait_until_loaded"}, required: []string{"url"}},
+	KindSnapshot:   {},
+	KindRead:       {fields: []string{"mode"}},
+	KindClick:      {fields: []string{"ref"}, required: []string{"ref"}},
+	KindFill:       {fields: []string{"ref", "text"}, required: []string{"ref"}},
+	KindPress:      {fields: []string{"key", "ref"}, required: []string{"key"}},
+	KindSelect:     {fields: []string{"ref", "value"}, required: []string{"ref"}},
+	KindUpload:     {fields: []string{"ref", "path"}, required: []string{"ref", "path"}},
+	KindDownload:   {fields: []string{"url", "dest_path"}, required: []string{"url", "dest_path"}},
+	KindScreenshot: {fields: []string{"format", "full_page"}},
+	KindGetState:   {},
+	KindWaitFor:    {fields: []string{"selector", "role", "timeout_ms"}},
+	KindNetworkLog: {},
+	KindConsole:    {},
+	KindNewTab:     {fields: []string{"url"}},
+	KindCloseTab:   {},
+	KindBack:       {},
+	KindForward:    {},
+}
+
+// Kinds returns the op kinds, sorted.
+func Kinds() []string {
+	return slices.Sorted(maps.Keys(opSpecs))
+}
+
+func opErr(format string, args ...any) error {
+	return airlock.Errorf(airlock.CodeInvalid, "browser_op", "browser: op: "+format, args...)
+}
+
+// ParseOp decodes one op strictly: a JSON object with a known kind, only
+// that kind's fields, of the right types, its required fields non-empty
+// and nothing after it. Errors: invalid (browser_op).
+func ParseOp(data []byte) (Op, error) {
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&raw); err != nil || raw == nil {
+		return Op{}, opErr("not a JSON object: %v", errOrNull(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Op{}, opErr("trailing data after the op object")
+	}
+	var op Op
+	dec = json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&op); err != nil {
+		return Op{}, opErr("%v", err)
+	}
+	if _, ok := raw["kind"]; !ok {
+		return Op{}, opErr(`no "kind"`)
+	}
+	present := make([]string, 0, len(raw))
+	for k := range raw {
+		if k != "kind" {
+			present = append(present, k)
+		}
+	}
+	if err := op.check(present); err != nil {
+		return Op{}, err
+	}
+	return op, nil
+}
+
+func errOrNull(err error) any {
+	if err == nil {
+		return "null"
+	}
+	return err
+}
+
+// Validate checks an op built in Go as ParseOp checks a decoded one: a
+// known kind, no fields of other kinds set, required fields non-empty,
+// enumerations and ranges. Errors: invalid (browser_op).
+func (op Op) Validate() error { return op.check(op.setFields()) }
+
+// setFields names the fields of op that are not zero.
+func (op Op) setFields() []string {
+	var fs []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"url", op.URL != ""}, {"wait_until_loaded", op.WaitUntilLoaded != nil}, {"mode", op.Mode != ""},
+		{"ref", op.Ref != ""}, {"text", op.Text != ""}, {"key", op.Key != ""}, {"value", op.Value != ""},
+		{"path", op.Path != ""}, {"dest_path", op.DestPath != ""}, {"format", op.Format != ""},
+		{"full_page", op.FullPage}, {"selector", op.Selector != ""}, {"role", op.Role != ""},
+		{"timeout_ms", op.TimeoutMS != 0},
+	} {
+		if f.set {
+			fs = append(fs, f.name)
+		}
+	}
+	return fs
+}
+
+// check validates op given the names of the fields the caller gave.
+func (op Op) check(present []string) error {
+	spec, ok := opSpecs[op.Kind]
+	if !ok {
+		return opErr("unknown kind %q (one of: %s)", op.Kind, strings.Join(Kinds(), ", "))
+	}
+	slices.Sort(present)
+	for _, f := range present {
+		if !slices.Contains(spec.fields, f) {
+			return opErr("field %q is not part of a %s op", f, op.Kind)
+		}
+	}
+	set := op.setFields()
+	for _, f := range spec.required {
+		if !slices.Contains(set, f) {
+			return opErr("a %s op needs a non-empty %q", op.Kind, f)
+		}
+	}
+	switch op.Kind {
+	case KindRead:
+		switch op.Mode {
+		case "", "main_content", "article", "raw":
+		default:
+			return opErr("read mode %q: want main_content, article or raw", op.Mode)
+		}
+	case KindPress:
+		if _, ok := keyRune(op.Key); !ok {
+			return opErr("press: unknown key %q (a key name such as Enter, Tab, Escape, ArrowDown, or one character)", op.Key)
+		}
+	case KindScreenshot:
+		switch op.Format {
+		case "", "png", "jpeg":
+		default:
+			return opErr("screenshot format %q: want png or jpeg", op.Format)
+		}
+	case KindWaitFor:
+		if (op.Selector == "") == (op.Role == "") {
+			return opErr(`a wait_for op needs exactly one of "selector" and "role"`)
+		}
+		if op.TimeoutMS < 0 || op.TimeoutMS > MaxWaitTimeoutMS {
+			return opErr("wait_for timeout_ms %d: want 1 to %d (0: %d)", op.TimeoutMS, MaxWaitTimeoutMS, DefaultWaitTimeoutMS)
+		}
+	}
+	return nil
+}
+
+// Result is what an op returns; only the part of its kind is set.
+type Result struct {
+	Kind       string      `json:"kind"`
+	State      *State      `json:"state,omitempty"`      // get_state, back, forward
+	Snapshot   *Snapshot   `json:"snapshot,omitempty"`   // snapshot
+	Screenshot *Screenshot `json:"screenshot,omitempty"` // screenshot
+	Console    *ConsoleLog `json:"console,omitempty"`    // console
+}
+
+// implemented reports whether Do runs kind; see the package doc.
+func implemented(kind string) bool {
+	switch kind {
+	case KindNavigate, KindSnapshot, KindClick, KindFill, KindPress, KindSelect,
+		KindScreenshot, KindGetState, KindWaitFor, KindConsole, KindBack, KindForward:
+		return true
+	}
+	return false
+}
+
+// Do validates op and runs it. A kind of the union that this package does
+// not implement yet returns unavailable (op_not_implemented); the package
+// doc lists the implemented ones.
+//
+// Errors: invalid (browser_op) for a bad op, then those of the op's method.
+func (s *Session) Do(ctx context.Context, op Op) (Result, error) {
+	if err := op.Validate(); err != nil {
+		return Result{}, err
+	}
+	if !implemented(op.Kind) {
+		return Result{}, airlock.Errorf(airlock.CodeUnavailable, "op_not_implemented", "browser: op %s is not implemented yet", op.Kind)
+	}
+	r := Result{Kind: op.Kind}
+	var err error
+	switch op.Kind {
+	case KindNavigate:
+		err = s.Navigate(ctx, op.URL, op.WaitUntilLoaded == nil || *op.WaitUntilLoaded)
+	case KindSnapshot:
+		var snap Snapshot
+		snap, err = s.Snapshot(ctx)
+		r.Snapshot = &snap
+	case KindClick:
+		err = s.Click(ctx, op.Ref)
+	case KindFill:
+		err = s.Fill(ctx, op.Ref, op.Text)
+	case KindPress:
+		err = s.Press(ctx, op.Ref, op.Key)
+	case KindSelect:
+		err = s.Select(ctx, op.Ref, op.Value)
+	case KindScreenshot:
+		var shot Screenshot
+		shot, err = s.Screenshot(ctx, op.Format, op.FullPage)
+		r.Screenshot = &shot
+	case KindGetState:
+		var st State
+		st, err = s.GetState(ctx)
+		r.State = &st
+	case KindWaitFor:
+		err = s.WaitFor(ctx, op.Selector, op.Role, op.TimeoutMS)
+	case KindConsole:
+		c := s.Console()
+		r.Console = &c
+	case KindBack, KindForward:
+		var st State
+		st, err = s.history(ctx, op.Kind)
+		r.State = &st
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return r, nil
+}
+
+// keyNames are the key names press accepts besides single characters.
+var keyNames = map[string]rune{
+	"Enter": '\r', "Tab": '\t', "Escape": '\u001b', "Backspace": '\b', "Space": ' ',
+}
+
+// keyRune maps a key name or a single character to the rune kb encodes.
+func keyRune(key string) (rune, bool) {
+	if r, ok := keyNames[key]; ok {
+		return r, true
+	}
+	if r, ok := namedKeys[key]; ok {
+		return r, true
+	}
+	if utf8.RuneCountInString(key) == 1 {
+		r, _ := utf8.DecodeRuneInString(key)
+		if r != utf8.RuneError && r >= ' ' {
+			return r, true
+		}
+	}
+	return 0, false
+}
