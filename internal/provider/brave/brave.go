@@ -29,6 +29,8 @@ import (
 	"time"
 
 	airlock "github.com/airlockhq/airlock"
+
+	"github.com/airlockhq/airlock/internal/provider/apiutil"
 )
 
 // Provider facts.
@@ -52,8 +54,6 @@ const (
 	ReasonProviderError = "provider_error"
 	ReasonConfig        = "provider_config"
 )
-
-const redacted = "[REDACTED]"
 
 // Options configure a Provider.
 type Options struct {
@@ -181,7 +181,7 @@ func (p *Provider) page(ctx context.Context, d airlock.Doer, q string, count, of
 		Proxy:      proxy,
 	})
 	if err != nil {
-		return nil, &transportError{msg: p.redact("brave-api: " + err.Error()), err: err}
+		return nil, apiutil.Transport(err, "brave-api: ", p.key)
 	}
 	if resp.Status < 200 || resp.Status > 299 {
 		return nil, p.httpError(resp)
@@ -200,18 +200,18 @@ func (p *Provider) httpError(resp *airlock.HTTPResponse) error {
 	if json.Unmarshal(resp.Body, &er) == nil && (er.Error.Code != "" || er.Error.Detail != "") {
 		e.APICode, e.Message = er.Error.Code, p.redact(er.Error.Detail)
 	} else {
-		e.Message = p.redact(snippet(resp.Body))
+		e.Message = p.redact(apiutil.Snippet(resp.Body))
 	}
 	switch resp.Status {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		e.Code, e.Reason = airlock.CodeUnavailable, ReasonAuth
 	case http.StatusTooManyRequests:
-		e.Code, e.Reason, e.Wait = airlock.CodeRateLimited, ReasonRateLimited, retryAfter(resp.Header)
+		e.Code, e.Reason, e.Wait = airlock.CodeRateLimited, ReasonRateLimited, apiutil.RetryAfter(resp.Header, "X-RateLimit-Reset")
 	}
 	return e
 }
 
-func (p *Provider) redact(s string) string { return strings.ReplaceAll(s, p.key, redacted) }
+func (p *Provider) redact(s string) string { return apiutil.Redact(s, p.key) }
 
 // Error is a failure reported by the Brave Search API. Message never holds
 // the key.
@@ -244,42 +244,12 @@ func (e *Error) ErrorReason() string { return e.Reason }
 // RetryAfter returns how long the API asked to wait, or 0.
 func (e *Error) RetryAfter() time.Duration { return e.Wait }
 
-// transportError is the Doer's error with the key redacted from its
-// message; the original stays reachable and keeps its classification.
-type transportError struct {
-	msg string
-	err error
-}
-
-func (e *transportError) Error() string { return e.msg }
-func (e *transportError) Unwrap() error { return e.err }
-
 var tags = regexp.MustCompile(`<[^>]*>`)
 
 // plain strips markup (the API's <strong> decorations, should they be on)
 // and entities, and collapses white space.
 func plain(s string) string {
 	return strings.Join(strings.Fields(html.UnescapeString(tags.ReplaceAllString(s, ""))), " ")
-}
-
-func snippet(b []byte) string {
-	s := strings.Join(strings.Fields(string(b)), " ")
-	if r := []rune(s); len(r) > 300 {
-		s = string(r[:300]) + "…"
-	}
-	return s
-}
-
-// retryAfter reads Retry-After, else the first (per-second) window of
-// X-RateLimit-Reset, in seconds.
-func retryAfter(h map[string][]string) time.Duration {
-	hh := http.Header(h)
-	for _, v := range []string{hh.Get("Retry-After"), strings.Split(hh.Get("X-RateLimit-Reset"), ",")[0]} {
-		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 0 {
-			return time.Duration(n) * time.Second
-		}
-	}
-	return 0
 }
 
 var (

@@ -15,6 +15,8 @@ import (
 
 	airlock "github.com/airlockhq/airlock"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/provider/apiutil"
 )
 
 const canaryKey = "BSA-canary-9f8e7d6c5b4a"
@@ -170,7 +172,7 @@ func TestCredentialRedacted(t *testing.T) {
 	if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != ReasonAuth {
 		t.Fatalf("err = %v, want unavailable provider_auth", err)
 	}
-	if strings.Contains(err.Error(), canaryKey) || !strings.Contains(err.Error(), redacted) {
+	if strings.Contains(err.Error(), canaryKey) || !strings.Contains(err.Error(), apiutil.Redacted) {
 		t.Errorf("error %q: key not redacted", err)
 	}
 	var e *Error

@@ -28,6 +28,8 @@ import (
 	"time"
 
 	airlock "github.com/airlockhq/airlock"
+
+	"github.com/airlockhq/airlock/internal/provider/apiutil"
 )
 
 // Provider facts.
@@ -54,8 +56,6 @@ const (
 	ReasonProviderError = "provider_error" // an error status_code in a 200 answer, or an unreadable answer
 	ReasonConfig        = "provider_config"
 )
-
-const redacted = "[REDACTED]"
 
 // Options configure a Provider.
 type Options struct {
@@ -212,7 +212,7 @@ func (p *Provider) Search(ctx context.Context, d airlock.Doer, req airlock.Searc
 		Proxy:      req.Proxy,
 	})
 	if err != nil {
-		return nil, &transportError{msg: redact("dataforseo: "+err.Error(), p.secrets), err: err}
+		return nil, apiutil.Transport(err, "dataforseo: ", p.secrets...)
 	}
 	if resp.Status < 200 || resp.Status > 299 {
 		return nil, p.httpError(resp)
@@ -220,7 +220,7 @@ func (p *Provider) Search(ctx context.Context, d airlock.Doer, req airlock.Searc
 	var r response
 	if err := json.Unmarshal(resp.Body, &r); err != nil {
 		return nil, &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: ReasonProviderError,
-			Message: "unreadable answer: " + redact(err.Error(), p.secrets)}
+			Message: "unreadable answer: " + apiutil.Redact(err.Error(), p.secrets...)}
 	}
 	if r.StatusCode != statusOK {
 		return nil, p.apiError(resp.Status, r.StatusCode, r.StatusMessage)
@@ -266,15 +266,15 @@ func (p *Provider) httpError(resp *airlock.HTTPResponse) error {
 	e := &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: ReasonHTTPStatus}
 	var r response
 	if json.Unmarshal(resp.Body, &r) == nil && r.StatusMessage != "" {
-		e.APICode, e.Message = r.StatusCode, redact(r.StatusMessage, p.secrets)
+		e.APICode, e.Message = r.StatusCode, apiutil.Redact(r.StatusMessage, p.secrets...)
 	} else {
-		e.Message = redact(snippet(resp.Body), p.secrets)
+		e.Message = apiutil.Redact(apiutil.Snippet(resp.Body), p.secrets...)
 	}
 	switch resp.Status {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		e.Code, e.Reason = airlock.CodeUnavailable, ReasonAuth
 	case http.StatusTooManyRequests:
-		e.Code, e.Reason, e.Wait = airlock.CodeRateLimited, ReasonRateLimited, retryAfter(resp.Header)
+		e.Code, e.Reason, e.Wait = airlock.CodeRateLimited, ReasonRateLimited, apiutil.RetryAfter(resp.Header)
 	}
 	return e
 }
@@ -282,7 +282,7 @@ func (p *Provider) httpError(resp *airlock.HTTPResponse) error {
 // apiError classifies an error status_code of the API (appendix/errors):
 // 401xx refused credentials, 402xx account and rate-limit problems.
 func (p *Provider) apiError(status, code int, msg string) error {
-	e := &Error{Status: status, APICode: code, Code: airlock.CodeUpstream, Reason: ReasonProviderError, Message: redact(msg, p.secrets)}
+	e := &Error{Status: status, APICode: code, Code: airlock.CodeUpstream, Reason: ReasonProviderError, Message: apiutil.Redact(msg, p.secrets...)}
 	lower := strings.ToLower(msg)
 	switch {
 	case code >= 40100 && code < 40200:
@@ -324,42 +324,6 @@ func (e *Error) ErrorReason() string { return e.Reason }
 
 // RetryAfter returns how long the API asked to wait, or 0.
 func (e *Error) RetryAfter() time.Duration { return e.Wait }
-
-// transportError is the Doer's error with the credential redacted from its
-// message; the original stays reachable for errors.Is/As and keeps its
-// classification.
-type transportError struct {
-	msg string
-	err error
-}
-
-func (e *transportError) Error() string { return e.msg }
-func (e *transportError) Unwrap() error { return e.err }
-
-func redact(s string, secrets []string) string {
-	for _, sec := range secrets {
-		if sec != "" {
-			s = strings.ReplaceAll(s, sec, redacted)
-		}
-	}
-	return s
-}
-
-// snippet is the start of an error body, for the message.
-func snippet(b []byte) string {
-	s := strings.Join(strings.Fields(string(b)), " ")
-	if r := []rune(s); len(r) > 300 {
-		s = string(r[:300]) + "…"
-	}
-	return s
-}
-
-func retryAfter(h map[string][]string) time.Duration {
-	if n, err := strconv.Atoi(strings.TrimSpace(http.Header(h).Get("Retry-After"))); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
-	}
-	return 0
-}
 
 var (
 	_ airlock.Searcher = (*Provider)(nil)

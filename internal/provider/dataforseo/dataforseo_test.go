@@ -16,6 +16,8 @@ import (
 
 	airlock "github.com/airlockhq/airlock"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/provider/apiutil"
 )
 
 // The canary credential: tests make the fake API echo it back and check
@@ -224,8 +226,8 @@ func TestCredentialRedacted(t *testing.T) {
 	}
 	assertNoSecret(t, "error", err.Error())
 	assertNoSecret(t, "public error", fmt.Sprint(airlock.Public(err, "")))
-	if !strings.Contains(err.Error(), redacted) {
-		t.Errorf("error %q: the echoed credential should show as %s", err, redacted)
+	if !strings.Contains(err.Error(), apiutil.Redacted) {
+		t.Errorf("error %q: the echoed credential should show as %s", err, apiutil.Redacted)
 	}
 
 	// A Doer error that somehow carries the credential is redacted too,

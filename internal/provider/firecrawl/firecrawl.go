@@ -47,6 +47,8 @@ import (
 	"time"
 
 	airlock "github.com/airlockhq/airlock"
+
+	"github.com/airlockhq/airlock/internal/provider/apiutil"
 )
 
 // Provider facts.
@@ -80,8 +82,6 @@ const (
 	ReasonProviderError = "provider_error"
 	ReasonConfig        = "provider_config"
 )
-
-const redacted = "[REDACTED]"
 
 // Extractor turns the HTML of pageURL into a Page, in mode
 // airlock.ExtractFull or airlock.ExtractNone. The engine passes the same
@@ -786,7 +786,7 @@ func (p *Provider) call(ctx context.Context, d airlock.Doer, method, u string, b
 	}
 	resp, err := d.Do(ctx, &airlock.HTTPRequest{Method: method, URL: u, Header: h, Body: b, TLSProfile: TLSProfile, Proxy: proxy})
 	if err != nil {
-		return &transportError{msg: p.redact("firecrawl: " + err.Error()), err: err}
+		return apiutil.Transport(err, "firecrawl: ", p.key)
 	}
 	if resp.Status < 200 || resp.Status > 299 {
 		return p.httpError(resp)
@@ -807,13 +807,13 @@ func (p *Provider) httpError(resp *airlock.HTTPResponse) error {
 	if json.Unmarshal(resp.Body, &env) == nil && env.Error != "" {
 		e.Message = p.redact(env.Error)
 	} else {
-		e.Message = p.redact(snippet(resp.Body))
+		e.Message = p.redact(apiutil.Snippet(resp.Body))
 	}
 	switch resp.Status {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		e.Code, e.Reason = airlock.CodeUnavailable, ReasonAuth
 	case http.StatusTooManyRequests:
-		e.Code, e.Reason, e.Wait = airlock.CodeRateLimited, ReasonRateLimited, retryAfter(resp.Header)
+		e.Code, e.Reason, e.Wait = airlock.CodeRateLimited, ReasonRateLimited, apiutil.RetryAfter(resp.Header)
 	case http.StatusRequestTimeout:
 		e.Code = airlock.CodeTimeout
 	}
@@ -827,12 +827,7 @@ func (p *Provider) apiError(status int, msg, fallback string) error {
 	return &Error{Status: status, Code: airlock.CodeUpstream, Reason: ReasonProviderError, Message: p.redact(msg)}
 }
 
-func (p *Provider) redact(s string) string {
-	if p.key == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, p.key, redacted)
-}
+func (p *Provider) redact(s string) string { return apiutil.Redact(s, p.key) }
 
 // Error is a failure reported by the Firecrawl API: an HTTP error status or
 // success false. Message never holds the key.
@@ -860,31 +855,6 @@ func (e *Error) ErrorReason() string { return e.Reason }
 
 // RetryAfter returns how long the API asked to wait, or 0.
 func (e *Error) RetryAfter() time.Duration { return e.Wait }
-
-// transportError is the Doer's error with the key redacted from its
-// message; the original stays reachable and keeps its classification.
-type transportError struct {
-	msg string
-	err error
-}
-
-func (e *transportError) Error() string { return e.msg }
-func (e *transportError) Unwrap() error { return e.err }
-
-func snippet(b []byte) string {
-	s := strings.Join(strings.Fields(string(b)), " ")
-	if r := []rune(s); len(r) > 300 {
-		s = string(r[:300]) + "…"
-	}
-	return s
-}
-
-func retryAfter(h map[string][]string) time.Duration {
-	if n, err := strconv.Atoi(strings.TrimSpace(http.Header(h).Get("Retry-After"))); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
-	}
-	return 0
-}
 
 var (
 	_ airlock.Fetcher  = (*Provider)(nil)

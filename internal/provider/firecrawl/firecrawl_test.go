@@ -16,6 +16,8 @@ import (
 
 	airlock "github.com/airlockhq/airlock"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/provider/apiutil"
 )
 
 const canaryKey = "fc-canary-0a1b2c3d4e5f"
@@ -530,7 +532,7 @@ func TestCredentialRedacted(t *testing.T) {
 		if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != ReasonAuth {
 			t.Errorf("%s: %v, want unavailable provider_auth", what, err)
 		}
-		if err != nil && (strings.Contains(err.Error(), canaryKey) || !strings.Contains(err.Error(), redacted)) {
+		if err != nil && (strings.Contains(err.Error(), canaryKey) || !strings.Contains(err.Error(), apiutil.Redacted)) {
 			t.Errorf("%s: error %q: key not redacted", what, err)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -312,15 +311,6 @@ func (e *CascadeError) ErrorReason() string {
 		return ""
 	}
 	return airlock.ReasonOf(e.Errs[0])
-}
-
-// retryAfter reads a Retry-After header given in seconds.
-func retryAfter(h map[string][]string) time.Duration {
-	v := http.Header(h).Get("Retry-After")
-	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
-	}
-	return 0
 }
 
 var (

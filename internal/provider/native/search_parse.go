@@ -8,6 +8,8 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	airlock "github.com/airlockhq/airlock"
+
+	"github.com/airlockhq/airlock/internal/provider/apiutil"
 )
 
 // page is one engine's answer, parsed.
@@ -290,7 +292,7 @@ var (
 func classify(p page) error {
 	e := &SearchError{Engine: p.engine, Status: p.status}
 	if p.status == 429 {
-		e.Reason, e.Wait = ReasonRateLimited, retryAfter(p.header)
+		e.Reason, e.Wait = ReasonRateLimited, apiutil.RetryAfter(p.header)
 		return e
 	}
 	if kind := wallKind(p); kind != "" {

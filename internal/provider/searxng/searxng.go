@@ -30,6 +30,8 @@ import (
 	"time"
 
 	airlock "github.com/airlockhq/airlock"
+
+	"github.com/airlockhq/airlock/internal/provider/apiutil"
 )
 
 // Provider facts.
@@ -51,8 +53,6 @@ const (
 	ReasonBotWall       = "bot_wall" // every engine of the instance was walled off
 	ReasonConfig        = "provider_config"
 )
-
-const redacted = "[REDACTED]"
 
 // minTokenLen is the length from which a query parameter value of
 // SEARXNG_URL is taken for a token and redacted.
@@ -232,16 +232,16 @@ func (p *Provider) page(ctx context.Context, d airlock.Doer, q string, pageno in
 	}
 	resp, err := d.Do(ctx, &airlock.HTTPRequest{Method: http.MethodGet, URL: u.String(), Header: h, TLSProfile: TLSProfile, Proxy: proxy})
 	if err != nil {
-		return nil, &transportError{msg: p.redact("searxng: " + err.Error()), err: err}
+		return nil, apiutil.Transport(err, "searxng: ", p.secrets...)
 	}
 	if resp.Status < 200 || resp.Status > 299 {
-		e := &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: ReasonHTTPStatus, Message: p.redact(snippet(resp.Body))}
+		e := &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: ReasonHTTPStatus, Message: p.redact(apiutil.Snippet(resp.Body))}
 		switch resp.Status {
 		case http.StatusUnauthorized, http.StatusForbidden:
 			e.Code, e.Reason = airlock.CodeUnavailable, ReasonAuth
 			e.Hint = "the instance refuses format=json (enable json under search.formats in its settings.yml) or needs credentials"
 		case http.StatusTooManyRequests:
-			e.Code, e.Reason, e.Wait = airlock.CodeRateLimited, ReasonRateLimited, retryAfter(resp.Header)
+			e.Code, e.Reason, e.Wait = airlock.CodeRateLimited, ReasonRateLimited, apiutil.RetryAfter(resp.Header)
 		}
 		return nil, e
 	}
@@ -276,14 +276,7 @@ func (p *Provider) unresponsiveError(pairs [][]string) error {
 	return e
 }
 
-func (p *Provider) redact(s string) string {
-	for _, sec := range p.secrets {
-		if sec != "" {
-			s = strings.ReplaceAll(s, sec, redacted)
-		}
-	}
-	return s
-}
+func (p *Provider) redact(s string) string { return apiutil.Redact(s, p.secrets...) }
 
 // Error is a failure reported by the SearXNG instance. Message never holds
 // SEARXNG_URL's credentials.
@@ -315,31 +308,6 @@ func (e *Error) ErrorReason() string { return e.Reason }
 
 // RetryAfter returns how long the instance asked to wait, or 0.
 func (e *Error) RetryAfter() time.Duration { return e.Wait }
-
-// transportError is the Doer's error with the credentials redacted from its
-// message; the original stays reachable and keeps its classification.
-type transportError struct {
-	msg string
-	err error
-}
-
-func (e *transportError) Error() string { return e.msg }
-func (e *transportError) Unwrap() error { return e.err }
-
-func snippet(b []byte) string {
-	s := strings.Join(strings.Fields(string(b)), " ")
-	if r := []rune(s); len(r) > 300 {
-		s = string(r[:300]) + "…"
-	}
-	return s
-}
-
-func retryAfter(h map[string][]string) time.Duration {
-	if n, err := strconv.Atoi(strings.TrimSpace(http.Header(h).Get("Retry-After"))); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
-	}
-	return 0
-}
 
 var (
 	_ airlock.Searcher = (*Provider)(nil)

@@ -14,6 +14,8 @@ import (
 
 	airlock "github.com/airlockhq/airlock"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/provider/apiutil"
 )
 
 const (
@@ -171,7 +173,7 @@ func TestCredentialRedacted(t *testing.T) {
 			t.Errorf("error %q contains %q", err, sec)
 		}
 	}
-	if !strings.Contains(err.Error(), redacted) {
+	if !strings.Contains(err.Error(), apiutil.Redacted) {
 		t.Errorf("error %q: nothing redacted", err)
 	}
 
