@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
+	"github.com/airlockhq/airlock/internal/leakcheck"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -40,23 +40,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(m.Run()) // the kill -9 child: it never ends cleanly
 	}
-	before := runtime.NumGoroutine()
-	code := m.Run()
-	if code == 0 {
-		deadline := time.Now().Add(5 * time.Second)
-		after := runtime.NumGoroutine()
-		for after > before && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-			after = runtime.NumGoroutine()
-		}
-		if after > before {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			fmt.Fprintf(os.Stderr, "engine: %d goroutines before the tests, %d after: leaked\n\n%s\n", before, after, buf)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(leakcheck.Main(m, "engine", leakcheck.Options{}))
 }
 
 // ---------------------------------------------------------------------------

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,28 +23,13 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
+	"github.com/airlockhq/airlock/internal/leakcheck"
 )
 
 // TestMain fails the package when tests leave goroutines behind (servers,
 // event streams, engines).
 func TestMain(m *testing.M) {
-	before := runtime.NumGoroutine()
-	code := m.Run()
-	if code == 0 {
-		deadline := time.Now().Add(5 * time.Second)
-		after := runtime.NumGoroutine()
-		for after > before && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-			after = runtime.NumGoroutine()
-		}
-		if after > before {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			fmt.Fprintf(os.Stderr, "api: %d goroutines before the tests, %d after: leaked\n\n%s\n", before, after, buf)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(leakcheck.Main(m, "api", leakcheck.Options{}))
 }
 
 // ---------------------------------------------------------------------------

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -21,58 +20,13 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/internal/leakcheck"
 )
 
 // TestMain fails the package when tests leave goroutines behind: every
 // crawl must have ended its workers when Run returns.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if leaked := leakedGoroutines(5 * time.Second); len(leaked) > 0 {
-			fmt.Fprintf(os.Stderr, "crawl: %d goroutines leaked by the tests:\n\n%s\n", len(leaked), strings.Join(leaked, "\n\n"))
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-func leakedGoroutines(wait time.Duration) []string {
-	deadline := time.Now().Add(wait)
-	for {
-		leaked := interestingGoroutines()
-		if len(leaked) == 0 || time.Now().After(deadline) {
-			return leaked
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-var benignStacks = []string{
-	"testing.(*M).", "testing.tRunner", "testing.Main(", "runtime.goexit",
-	"created by runtime.gc", "signal.signal_recv", "os/signal.loop",
-	"crawl.interestingGoroutines",
-	// idle keep-alive connections of the tests' clients
-	"net/http.(*persistConn).writeLoop",
-}
-
-func interestingGoroutines() []string {
-	buf := make([]byte, 2<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	var out []string
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		_, stack, ok := strings.Cut(g, "\n")
-		if !ok || stack == "" {
-			continue
-		}
-		if slices.ContainsFunc(benignStacks, func(s string) bool { return strings.Contains(stack, s) }) {
-			continue
-		}
-		if strings.Contains(stack, "net/http.(*persistConn).readLoop") && strings.Contains(stack, "bufio.(*Reader).Peek") {
-			continue
-		}
-		out = append(out, strings.TrimSpace(g))
-	}
-	return out
+	os.Exit(leakcheck.Main(m, "crawl", leakcheck.Options{IdleHTTP: true}))
 }
 
 // ---------------------------------------------------------------------------

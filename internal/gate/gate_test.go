@@ -3,11 +3,8 @@ package gate
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
-	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,44 +12,13 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/leakcheck"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
 // TestMain fails the package when a test leaves goroutines behind (batch
 // writers, revocation pollers, store connections).
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		deadline := time.Now().Add(5 * time.Second)
-		var leaked []string
-		for {
-			leaked = leakedGoroutines()
-			if len(leaked) == 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if len(leaked) > 0 {
-			fmt.Fprintf(os.Stderr, "gate: %d goroutines leaked by the tests:\n\n%s\n", len(leaked), strings.Join(leaked, "\n\n"))
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-func leakedGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	var out []string
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "testing.(*M).") || strings.Contains(g, "testing.tRunner") ||
-			strings.Contains(g, "gate.leakedGoroutines") || strings.Contains(g, "signal.signal_recv") {
-			continue
-		}
-		out = append(out, g)
-	}
-	return out
-}
+func TestMain(m *testing.M) { os.Exit(leakcheck.Main(m, "gate", leakcheck.Options{})) }
 
 type testGate struct {
 	*Gate

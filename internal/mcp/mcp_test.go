@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,28 +21,13 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
 	"github.com/airlockhq/airlock/internal/extract"
+	"github.com/airlockhq/airlock/internal/leakcheck"
 )
 
 // TestMain fails the package when the tests leave goroutines behind
 // (engines, sessions, servers).
 func TestMain(m *testing.M) {
-	before := runtime.NumGoroutine()
-	code := m.Run()
-	if code == 0 {
-		deadline := time.Now().Add(5 * time.Second)
-		after := runtime.NumGoroutine()
-		for after > before && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-			after = runtime.NumGoroutine()
-		}
-		if after > before {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			fmt.Fprintf(os.Stderr, "mcp: %d goroutines before the tests, %d after: leaked\n\n%s\n", before, after, buf)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(leakcheck.Main(m, "mcp", leakcheck.Options{}))
 }
 
 func testCtx(t *testing.T) context.Context {
