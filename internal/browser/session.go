@@ -58,6 +58,11 @@ type Options struct {
 	// not block for long.
 	OnDenied func(Denial)
 
+	// OnEvent, if set, receives the session's events (see Event): completed
+	// ops, refused requests, approvals asked for, crashes. It is called
+	// from the session's goroutines and must not block for long.
+	OnEvent func(Event)
+
 	// Logger receives Chromium's protocol errors at debug level; nil: none.
 	Logger *slog.Logger
 }
