@@ -48,6 +48,8 @@ type Config struct {
 	Audit  AuditConfig            `koanf:"audit" json:"audit"`
 	Routes map[string]RouteConfig `koanf:"routes" json:"routes"`
 	Browse BrowseConfig           `koanf:"browse" json:"browse"`
+	// Browser configures the headless browser sessions (browser.go).
+	Browser BrowserConfig `koanf:"browser" json:"browser"`
 	// Serve configures `airlock serve` (the engine itself does not read it).
 	Serve ServeConfig `koanf:"serve" json:"serve"`
 }

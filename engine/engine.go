@@ -80,7 +80,8 @@ type Engine struct {
 	closed   bool
 	stopBg   chan struct{}
 	bgDone   chan struct{}
-	jobs     *jobTable // crawl jobs (jobs.go)
+	jobs     *jobTable       // crawl jobs (jobs.go)
+	browser  *browserManager // browser sessions (browser.go)
 }
 
 type route struct {
@@ -267,6 +268,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		Connect: gate.Limit{Rate: float64(cfg.Limits.ConnectAttempts) / cfg.Limits.ConnectWindow.Seconds(), Burst: cfg.Limits.ConnectAttempts}})
 	gp.Store(g)
 	e.gate = g
+	e.browser = newBrowserManager(e, cfg.Browser)
 
 	bi := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "airlock_build_info", Help: "Build information; always 1."}, []string{"version", "goversion"})
 	bi.WithLabelValues(Version, runtime.Version()).Set(1)
@@ -287,6 +289,9 @@ func validate(cfg Config, getenv func(string) string) error {
 	cfg = defaults(cfg)
 	if _, err := egress.ParseTLSProfile(cfg.Egress.TLSProfile); err != nil {
 		return configErr("egress.tls_profile: %v", err)
+	}
+	if err := cfg.Browser.validate(); err != nil {
+		return err
 	}
 	if _, err := buildDispatcher(cfg.Browse, getenv); err != nil {
 		return configErr("%v", err)
@@ -985,6 +990,7 @@ func (e *Engine) Close(ctx context.Context) error {
 		e.waitIdle(waitCtx)
 		cancel()
 	}
+	e.browser.close(ctx)
 	close(e.stopBg)
 	<-e.bgDone
 	e.revs.Close()
