@@ -108,6 +108,9 @@ type BrowserSessionInfo struct {
 	LastUsed  time.Time `json:"last_used"`
 	Crashed   bool      `json:"crashed,omitempty"`
 	Ephemeral bool      `json:"ephemeral"`
+	// FilesDir is the session's confined directory for uploads,
+	// downloads and screenshots.
+	FilesDir string `json:"files_dir,omitempty"`
 }
 
 var profileNameRE = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$`)
@@ -370,7 +373,7 @@ func (m *browserManager) forget(bs *browserSession) {
 
 func (bs *browserSession) info() BrowserSessionInfo {
 	i := BrowserSessionInfo{ID: bs.id, Tenant: bs.principal.Tenant, Profile: bs.profile, Created: bs.created,
-		LastUsed: time.Unix(0, bs.lastUsed.Load()), Ephemeral: bs.ephemeral}
+		LastUsed: time.Unix(0, bs.lastUsed.Load()), Ephemeral: bs.ephemeral, FilesDir: filepath.Join(bs.dir, "files")}
 	if bs.s != nil {
 		i.Crashed = bs.s.Crashed()
 	}
