@@ -127,6 +127,7 @@ type browserManager struct {
 	profiles map[string]string // tenant/profile → session id: one live session per profile
 	proxies  map[string]*tenantProxy
 	tmpRoot  string // in-memory engines: the root, made on first use
+	pool     renderPool // the chromium provider's sessions (chromium.go)
 
 	stop chan struct{}
 	done chan struct{}
@@ -145,6 +146,7 @@ type browserSession struct {
 	principal airlock.Principal
 	profile   string
 	ephemeral bool
+	pooled    bool   // a render session of the chromium provider, not the caller's
 	dir       string // holds profile/ (Chromium's user-data-dir) and files/ (the confined root)
 	pass      string // the proxy password of this session
 	narrow    *egress.Checker
@@ -247,44 +249,52 @@ func (e *Engine) BrowserOpen(ctx context.Context, p airlock.Principal, req Brows
 	if err != nil {
 		return BrowserSessionInfo{}, err
 	}
-	info, err := e.browser.open(call.Ctx, p, req)
-	return info, call.End(err, 0, 0)
+	bs, err := e.browser.open(call.Ctx, p, req, false)
+	if err != nil {
+		return BrowserSessionInfo{}, call.End(err, 0, 0)
+	}
+	return bs.info(), call.End(nil, 0, 0)
 }
 
-func (m *browserManager) open(ctx context.Context, p airlock.Principal, req BrowserOpenRequest) (BrowserSessionInfo, error) {
+// openPooled opens a render session for the chromium provider.
+func (m *browserManager) openPooled(ctx context.Context, p airlock.Principal) (*browserSession, error) {
+	return m.open(ctx, p, BrowserOpenRequest{}, true)
+}
+
+func (m *browserManager) open(ctx context.Context, p airlock.Principal, req BrowserOpenRequest, pooled bool) (*browserSession, error) {
 	if req.Profile != "" && !profileNameRE.MatchString(req.Profile) {
-		return BrowserSessionInfo{}, airlock.Errorf(airlock.CodeInvalid, "bad_profile",
+		return nil, airlock.Errorf(airlock.CodeInvalid, "bad_profile",
 			"browser: profile name %q: want 1 to 64 of A-Z a-z 0-9 . _ -, not starting with a dot", req.Profile)
 	}
 	narrow, err := narrowChecker(req.Narrow)
 	if err != nil {
-		return BrowserSessionInfo{}, err
+		return nil, err
 	}
-	bs := &browserSession{id: "bs_" + randomHex(12), principal: p, profile: req.Profile, ephemeral: req.Profile == "",
+	bs := &browserSession{id: "bs_" + randomHex(12), principal: p, profile: req.Profile, ephemeral: req.Profile == "", pooled: pooled,
 		pass: randomHex(24), narrow: narrow, created: time.Now(), subs: map[chan BrowserEvent]struct{}{}}
 	bs.lastUsed.Store(bs.created.UnixNano())
 
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return BrowserSessionInfo{}, errShuttingDown()
+		return nil, errShuttingDown()
 	}
 	n := 0
 	for _, o := range m.sessions {
-		if o.principal.Tenant == p.Tenant {
+		if o.principal.Tenant == p.Tenant && !o.pooled {
 			n++
 		}
 	}
-	if n >= m.cfg.MaxSessions {
+	if n >= m.cfg.MaxSessions && !pooled {
 		m.mu.Unlock()
-		return BrowserSessionInfo{}, airlock.Errorf(airlock.CodeRateLimited, "browser_sessions",
+		return nil, airlock.Errorf(airlock.CodeRateLimited, "browser_sessions",
 			"browser: tenant %s has %d open sessions (browser.max_sessions); close one first", p.Tenant, n)
 	}
 	pkey := p.Tenant + "/" + req.Profile
 	if req.Profile != "" {
 		if id, busy := m.profiles[pkey]; busy {
 			m.mu.Unlock()
-			return BrowserSessionInfo{}, airlock.Errorf(airlock.CodeUnavailable, "profile_in_use",
+			return nil, airlock.Errorf(airlock.CodeUnavailable, "profile_in_use",
 				"browser: profile %q is open in session %s", req.Profile, id)
 		}
 		m.profiles[pkey] = bs.id
@@ -300,7 +310,7 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 	m.mu.Unlock()
 	if err != nil {
 		m.forget(bs)
-		return BrowserSessionInfo{}, err
+		return nil, err
 	}
 
 	if bs.ephemeral {
@@ -328,7 +338,7 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 		if bs.ephemeral {
 			os.RemoveAll(bs.dir)
 		}
-		return BrowserSessionInfo{}, err
+		return nil, err
 	}
 	m.mu.Lock()
 	bs.s = s
@@ -336,9 +346,9 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 	m.mu.Unlock()
 	if closed {
 		m.closeSession(context.WithoutCancel(ctx), bs, bs.ephemeral)
-		return BrowserSessionInfo{}, errShuttingDown()
+		return nil, errShuttingDown()
 	}
-	return bs.info(), nil
+	return bs, nil
 }
 
 // decideURL is layer 1's egress check of one request URL: the tenant's
@@ -412,7 +422,7 @@ func (m *browserManager) session(p airlock.Principal, id string) (*browserSessio
 	m.mu.Lock()
 	bs := m.sessions[id]
 	m.mu.Unlock()
-	if bs == nil || bs.s == nil || bs.principal.Tenant != p.Tenant {
+	if bs == nil || bs.s == nil || bs.pooled || bs.principal.Tenant != p.Tenant {
 		return nil, airlock.Errorf(airlock.CodeNotFound, "no_session", "browser: no session %q", id)
 	}
 	return bs, nil
@@ -425,7 +435,7 @@ func (e *Engine) BrowserSessions(p airlock.Principal) []BrowserSessionInfo {
 	m.mu.Lock()
 	var out []BrowserSessionInfo
 	for _, bs := range m.sessions {
-		if bs.principal.Tenant == p.Tenant && bs.s != nil {
+		if bs.principal.Tenant == p.Tenant && bs.s != nil && !bs.pooled {
 			out = append(out, bs.info())
 		}
 	}
@@ -563,6 +573,9 @@ func (m *browserManager) reaper() {
 			}
 			m.mu.Unlock()
 			for _, bs := range idle {
+				if bs.pooled && !m.pool.remove(bs) {
+					continue // rendering right now
+				}
 				m.e.logger.Info("closing idle browser session", slog.String("browser_session", bs.id))
 				ctx, cancel := context.WithTimeout(context.Background(), browser.DefaultCloseTimeout)
 				m.closeSession(ctx, bs, bs.ephemeral)

@@ -236,3 +236,69 @@ func TestBrowserIdleSessionsAreReaped(t *testing.T) {
 	_, err = e.BrowserDo(ctx, p, info.ID, engine.BrowserOp{Kind: "get_state"})
 	wantCode(t, err, airlock.CodeNotFound, "no_session")
 }
+
+// jsOnlySite serves pages whose text exists only after their script runs,
+// linking to each other.
+func jsOnlySite(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			w.Write([]byte("User-agent: *\nAllow: /\n"))
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		next := map[string]string{"/": "/two", "/two": "/three", "/three": "/"}[r.URL.Path]
+		w.Write([]byte(`<!doctype html><html><head><title>JS ` + r.URL.Path + `</title></head><body><div id="app"></div>
+<script>
+const p = document.createElement("p");
+p.textContent = "Rendered by script on ` + r.URL.Path + `: " + "the quick brown fox jumps over the lazy dog. ".repeat(8);
+const a = document.createElement("a"); a.href = "` + next + `"; a.textContent = "next page";
+document.getElementById("app").append(p, a);
+</script></body></html>`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestChromiumProviderRendersJavaScript(t *testing.T) {
+	e, p := browserEngine(t, nil)
+	ctx := testCtx(t)
+	srv := jsOnlySite(t)
+
+	native, err := e.Fetch(ctx, p, airlock.FetchRequest{URL: srv.URL + "/"})
+	if err == nil && strings.Contains(native.Text, "Rendered by script") {
+		t.Fatalf("the native provider saw script output: %q", native.Text)
+	}
+	page, err := e.Fetch(ctx, p, airlock.FetchRequest{URL: srv.URL + "/", Provider: "chromium"})
+	if err != nil {
+		t.Fatalf("chromium fetch: %v", err)
+	}
+	if page.Provider != "chromium" || page.Title != "JS /" || !strings.Contains(page.Text, "Rendered by script on /") {
+		t.Fatalf("page: provider %q title %q text %q", page.Provider, page.Title, page.Text)
+	}
+
+	var got []string
+	sum, err := e.Crawl(ctx, p, airlock.CrawlRequest{Seed: srv.URL + "/", MaxPages: 10, Depth: 5, Provider: "chromium"}, func(pg *airlock.Page) error {
+		if !strings.Contains(pg.Text, "Rendered by script") {
+			t.Errorf("crawled page %s without its script's text: %q", pg.URL, pg.Text)
+		}
+		got = append(got, pg.URL)
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatalf("chromium crawl: %v", err)
+	}
+	if len(got) != 3 || sum.Pages != 3 {
+		t.Fatalf("crawl got %v, summary %+v", got, sum)
+	}
+
+	// The pool's sessions are the engine's, not the tenant's.
+	if s := e.BrowserSessions(p); len(s) != 0 {
+		t.Fatalf("render sessions listed: %+v", s)
+	}
+	// The floor still applies: a private target is refused before rendering.
+	_, err = e.Fetch(ctx, p, airlock.FetchRequest{URL: "http://10.0.0.5/", Provider: "chromium"})
+	if airlock.CodeOf(err) != airlock.CodeDenied {
+		t.Fatalf("private target: %v", err)
+	}
+}

@@ -230,7 +230,8 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		}
 		tenants[name] = t
 	}
-	if e.browse, err = buildDispatcher(cfg.Browse, o.getenv); err != nil {
+	chromium := &chromiumProvider{}
+	if e.browse, err = buildDispatcher(cfg.Browse, o.getenv, chromium); err != nil {
 		return nil, err
 	}
 	e.routes = map[string]*route{}
@@ -269,6 +270,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 	gp.Store(g)
 	e.gate = g
 	e.browser = newBrowserManager(e, cfg.Browser)
+	chromium.m = e.browser
 
 	bi := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "airlock_build_info", Help: "Build information; always 1."}, []string{"version", "goversion"})
 	bi.WithLabelValues(Version, runtime.Version()).Set(1)
@@ -293,7 +295,7 @@ func validate(cfg Config, getenv func(string) string) error {
 	if err := cfg.Browser.validate(); err != nil {
 		return err
 	}
-	if _, err := buildDispatcher(cfg.Browse, getenv); err != nil {
+	if _, err := buildDispatcher(cfg.Browse, getenv, nil); err != nil {
 		return configErr("%v", err)
 	}
 	specs := map[string]gate.ProfileSpec{}

@@ -80,7 +80,14 @@ func pageExtractor(ctx context.Context, html []byte, pageURL, mode string) (*air
 
 // buildDispatcher registers native and every API provider whose key is in
 // the environment, and checks the configured choices.
-func buildDispatcher(bc BrowseConfig, getenv func(string) string) (*browse.Dispatcher, error) {
+//
+// The chromium provider is always registered; cp is the engine's (whose
+// browser manager New sets after building the dispatcher), nil when only
+// validating.
+func buildDispatcher(bc BrowseConfig, getenv func(string) string, cp *chromiumProvider) (*browse.Dispatcher, error) {
+	if cp == nil {
+		cp = &chromiumProvider{}
+	}
 	d := browse.New(browse.Config{Provider: bc.Provider, SearchProvider: bc.SearchProvider, Proxy: bc.Proxy})
 	cascade := &searchCascade{keyless: &native.Search{DDGURL: bc.DuckDuckGoURL, BraveURL: bc.BraveURL, BingURL: bc.BingURL}}
 	type reg struct {
@@ -124,6 +131,9 @@ func buildDispatcher(bc BrowseConfig, getenv func(string) string) (*browse.Dispa
 		regs = append(regs, reg{firecrawl.Name, p})
 	}
 	if err := d.Register(browse.NativeName, native.New(cascade, crawlerUserAgent())); err != nil {
+		return nil, err
+	}
+	if err := d.Register(ChromiumProvider, cp); err != nil {
 		return nil, err
 	}
 	for _, r := range regs {

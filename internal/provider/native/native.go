@@ -108,6 +108,11 @@ func (p *Provider) Crawl(ctx context.Context, d airlock.Doer, req airlock.CrawlR
 	}, progress)
 }
 
+// PageFunc is the native crawler's extractor (the Browse extractor, its
+// links and robots directives), for crawlers that fetch pages another way,
+// such as the chromium provider.
+var PageFunc crawl.PageFunc = pageFunc
+
 func pageFunc(ctx context.Context, resp *airlock.HTTPResponse, mode string) (crawl.Extracted, error) {
 	page, err := ExtractResponse(ctx, resp, mode)
 	if err != nil {
