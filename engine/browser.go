@@ -126,7 +126,7 @@ type browserManager struct {
 	sessions map[string]*browserSession
 	profiles map[string]string // tenant/profile → session id: one live session per profile
 	proxies  map[string]*tenantProxy
-	tmpRoot  string // in-memory engines: the root, made on first use
+	tmpRoot  string     // in-memory engines: the root, made on first use
 	pool     renderPool // the chromium provider's sessions (chromium.go)
 
 	stop chan struct{}
@@ -202,12 +202,73 @@ func (m *browserManager) proxy(tenant string) (*tenantProxy, error) {
 		Authorize: func(_ *http.Request, user, pass string) (egress.ProxyClient, bool) {
 			return m.authorize(tenant, user, pass)
 		}}
-	tp.srv = &http.Server{Handler: tp.p, ReadHeaderTimeout: 10 * time.Second,
+	tp.srv = &http.Server{Handler: m.reportRefusals(tp.p), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(m.e.logger.Handler(), slog.LevelDebug)}
 	go tp.srv.Serve(ln)
 	m.proxies[tenant] = tp
 	return tp, nil
 }
+
+// reportRefusals wraps the proxy so that each request it refuses (layer
+// 2: what layer 1 let through or cannot see, such as Chromium's own
+// background traffic) reaches the session's event subscribers. The proxy's
+// Dialer has already audited the decision.
+func (m *browserManager) reportRefusals(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
+		code := sw.Header().Get(egress.HeaderAirlockCode)
+		if sw.status != http.StatusForbidden || code != string(airlock.CodeDenied) {
+			return
+		}
+		user, _, ok := r.BasicAuth()
+		if !ok {
+			user, _, ok = proxyBasicAuth(r)
+		}
+		m.mu.Lock()
+		bs := m.sessions[user]
+		m.mu.Unlock()
+		if !ok || bs == nil {
+			return
+		}
+		target := r.URL.String()
+		if r.Method == http.MethodConnect {
+			target = "https://" + r.Host
+		}
+		bs.publish(browser.Event{Type: browser.EventPolicyDenied, Time: time.Now(), URL: browserTarget(target),
+			ResourceType: "proxy", Reason: sw.Header().Get(egress.HeaderAirlockReason),
+			Message: "refused by the egress proxy (layer 2)"})
+	})
+}
+
+// proxyBasicAuth reads the Proxy-Authorization Basic credentials.
+func proxyBasicAuth(r *http.Request) (user, pass string, ok bool) {
+	rr := &http.Request{Header: http.Header{"Authorization": r.Header.Values("Proxy-Authorization")}}
+	return rr.BasicAuth()
+}
+
+// statusWriter records the status a handler answered with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush and Hijack.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // authorize maps proxy credentials to a live session of the tenant whose
 // principal is not revoked. Unknown users are compared against a dummy
@@ -327,11 +388,7 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 		ProfileDir: filepath.Join(bs.dir, "profile"),
 		Decide:     func(raw string) error { return decideURL(chk, narrow, raw) },
 		OnEvent:    func(ev browser.Event) { m.onEvent(bs, ev) },
-		OnDenied: func(d browser.Denial) {
-			m.onEvent(bs, browser.Event{Type: browser.EventPolicyDenied, Time: time.Now(), URL: d.URL,
-				Reason: d.Reason, ResourceType: d.ResourceType, Message: d.Message})
-		},
-		Logger: m.e.logger.With(slog.String("browser_session", bs.id)),
+		Logger:     m.e.logger.With(slog.String("browser_session", bs.id)),
 	})
 	if err != nil {
 		m.forget(bs)
@@ -406,6 +463,11 @@ func (m *browserManager) onEvent(bs *browserSession, ev browser.Event) {
 			Instance: bs.principal.Instance, Broker: "browser_request", Outcome: gate.OutcomeDeny,
 			Code: string(airlock.CodeDenied), Reason: ev.Reason, Target: ev.URL, Detail: detail})
 	}
+	bs.publish(ev)
+}
+
+// publish hands ev to the session's subscribers.
+func (bs *browserSession) publish(ev browser.Event) {
 	bs.subMu.Lock()
 	for ch := range bs.subs {
 		select {

@@ -76,9 +76,7 @@ func (s *Session) onPaused(ctx context.Context, b *instance, ev fetch.EventReque
 	cdp.Call(ctx, b.target, fetch.FailRequest, fetch.FailRequestParams{
 		RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient,
 	})
-	if s.opts.OnDenied != nil {
-		s.opts.OnDenied(d)
-	}
+	s.emit(Event{Type: EventPolicyDenied, URL: d.URL, Reason: d.Reason, ResourceType: d.ResourceType, Message: d.Message})
 }
 
 // decide applies the scheme rule and Decide to a request URL.

@@ -53,11 +53,6 @@ type Options struct {
 	// (layer 2). Decide may be called from several goroutines at once.
 	Decide func(url string) error
 
-	// OnDenied, if set, receives each request refused by Decide or by the
-	// scheme rule. It is called from the session's event goroutines and must
-	// not block for long.
-	OnDenied func(Denial)
-
 	// OnEvent, if set, receives the session's events (see Event): completed
 	// ops, refused requests, approvals asked for, crashes. It is called
 	// from the session's goroutines and must not block for long.

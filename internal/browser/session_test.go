@@ -228,7 +228,7 @@ func TestInterceptDeniesSubresources(t *testing.T) {
 	})
 	deniedHost := strings.TrimPrefix(denied.URL, "http://")
 
-	events := make(chan Denial, 16)
+	events := make(chan Event, 16)
 	s, _ := open(t, func(o *Options) {
 		o.Decide = func(raw string) error {
 			u, err := url.Parse(raw)
@@ -237,7 +237,11 @@ func TestInterceptDeniesSubresources(t *testing.T) {
 			}
 			return nil
 		}
-		o.OnDenied = func(d Denial) { events <- d }
+		o.OnEvent = func(ev Event) {
+			if ev.Type == EventPolicyDenied {
+				events <- ev
+			}
+		}
 	})
 	ctx := testCtx(t)
 	if err := s.Navigate(ctx, allowed.URL, true); err != nil {
