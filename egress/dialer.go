@@ -64,6 +64,13 @@ type Call struct {
 	Narrow *Checker // request narrowing: can only narrow the dialer's policy
 	Proxy  string   // name of an operator-configured upstream proxy, or ""
 	Hop    int      // redirect hop, for audit records
+
+	// Admit, if set, is one more refusal after the policy has allowed the
+	// name and before anything is resolved or dialled: a caller's own rule
+	// over the target, such as a browser session's origin lists. A non-nil
+	// error denies; its *Error reason (ReasonNotAllowed otherwise) is
+	// recorded in the decision. Admit may be called concurrently.
+	Admit func(Target) error
 }
 
 // Dialer is the guarded dialer: every connection it makes is to an address
@@ -140,6 +147,20 @@ func (d *Dialer) Resolve(ctx context.Context, lane Lane, t Target, c *Call) (Res
 		}
 		d.record(ctx, dec)
 		return res, d.deniedErr(t, v, c.Hop)
+	}
+	if c.Admit != nil {
+		if err := c.Admit(t); err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				e = &Error{Code: CodeDenied, Reason: ReasonNotAllowed, Op: "check", Target: t.String(), Hop: c.Hop, Detail: err.Error()}
+			}
+			dec.Reason, dec.Detail = e.Reason, e.Detail
+			if t.IsIP() {
+				dec.Addrs = []netip.Addr{t.Addr}
+			}
+			d.record(ctx, dec)
+			return res, e
+		}
 	}
 	if t.IsIP() {
 		res.Addrs, res.Excepted = []netip.Addr{t.Addr}, v.Excepted

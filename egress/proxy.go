@@ -44,6 +44,10 @@ type ProxyClient struct {
 	Key      string
 	Narrow   *Checker
 	Upstream string
+	// Admit, if set, is the client's own extra refusal of a target (see
+	// Call.Admit): a browser session's origin lists, which layer 2 enforces
+	// too, so that WebSockets and workers cannot step around them.
+	Admit func(Target) error
 }
 
 // Proxy is a forward HTTP proxy (an http.Handler) built on the guarded
@@ -161,7 +165,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer stop()
-	call := &Call{Key: client.Key, Narrow: client.Narrow, Proxy: client.Upstream}
+	call := &Call{Key: client.Key, Narrow: client.Narrow, Proxy: client.Upstream, Admit: client.Admit}
 
 	if n := requestHeaderBytes(r); n > p.maxHeaderBytes() {
 		e := &Error{Code: CodeTooLarge, Reason: ReasonHeaderTooLarge, Op: "proxy", Target: r.RequestURI,

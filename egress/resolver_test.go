@@ -232,3 +232,46 @@ func TestZeroDialerDeniesEverything(t *testing.T) {
 		t.Errorf("zero Dialer: %v, want no_policy", err)
 	}
 }
+
+func TestDialerAdmit(t *testing.T) {
+	var decisions []Decision
+	d := &Dialer{
+		Policy:   DefaultPolicy().MustCompile(),
+		Resolver: &StaticResolver{},
+		Auditor:  AuditorFunc(func(d Decision) { decisions = append(decisions, d) }),
+	}
+	ctx := context.Background()
+	ok, _ := ParseHostPort("93.184.215.14:443")
+	other, _ := ParseHostPort("93.184.215.15:443")
+	private, _ := ParseHostPort("10.0.0.1:80")
+	var asked []string
+	c := &Call{Key: "k", Admit: func(t Target) error {
+		asked = append(asked, t.String())
+		if t.Addr != ok.Addr {
+			return &Error{Code: CodeDenied, Reason: "denied_origin", Op: "check", Target: t.String(), Detail: "not an allowed origin"}
+		}
+		return nil
+	}}
+	if _, err := d.Resolve(ctx, LaneHTTP, ok, c); err != nil {
+		t.Fatalf("admitted: %v", err)
+	}
+	if _, err := d.Resolve(ctx, LaneHTTP, other, c); !IsDenied(err) || ReasonOf(err) != "denied_origin" {
+		t.Fatalf("refused by Admit: %v", err)
+	}
+	// The policy decides first: Admit never widens and is not asked about
+	// what the policy refuses.
+	if _, err := d.Resolve(ctx, LaneHTTP, private, c); ReasonOf(err) != ReasonPrivate {
+		t.Fatalf("private: %v", err)
+	}
+	if len(asked) != 2 {
+		t.Errorf("Admit asked about %v, want the two public targets only", asked)
+	}
+	// A plain error becomes not_allowed.
+	c.Admit = func(Target) error { return errors.New("no") }
+	if _, err := d.Resolve(ctx, LaneHTTP, ok, c); ReasonOf(err) != ReasonNotAllowed {
+		t.Fatalf("plain error: %v", err)
+	}
+	if len(decisions) != 4 || !decisions[0].Allow || decisions[1].Allow || decisions[1].Reason != "denied_origin" || decisions[3].Reason != ReasonNotAllowed {
+		t.Errorf("decisions = %+v", decisions)
+	}
+}

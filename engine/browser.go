@@ -46,6 +46,10 @@ type BrowserConfig struct {
 	// AskTimeout is how long a request paused under default_action ask
 	// waits for an answer before it is denied [30s].
 	AskTimeout time.Duration `koanf:"ask_timeout" json:"ask_timeout"`
+	// Policy is the origin policy of a session whose request gives none:
+	// allowed_origins, denied_origins, default_action [deny, with no
+	// allowed origins: nothing loads until the caller says what may].
+	Policy BrowserPolicy `koanf:"policy" json:"policy"`
 }
 
 func (c BrowserConfig) withDefaults() BrowserConfig {
@@ -74,6 +78,9 @@ func (c BrowserConfig) validate() error {
 	case c.IdleTimeout < 0 || c.OpTimeout < 0 || c.AskTimeout < 0:
 		return configErr("browser: timeouts must not be negative")
 	}
+	if err := c.Policy.Validate(); err != nil {
+		return configErr("browser.policy: %v", err)
+	}
 	return nil
 }
 
@@ -86,6 +93,11 @@ type (
 	// BrowserEvent is one event of a session: a completed op, a refused
 	// request, an approval asked for, a crash.
 	BrowserEvent = browser.Event
+	// BrowserPolicy is a session's origin policy (allowed_origins,
+	// denied_origins, default_action deny/allow/ask), on top of the
+	// tenant's egress policy and the floor, enforced in the browser and at
+	// the proxy.
+	BrowserPolicy = browser.Policy
 )
 
 // BrowserOpenRequest opens a session.
@@ -97,6 +109,9 @@ type BrowserOpenRequest struct {
 	Profile string `json:"profile,omitempty"`
 	// Narrow narrows the tenant's egress policy for this session only.
 	Narrow *airlock.Narrowing `json:"narrow,omitempty"`
+	// Policy is the session's origin policy; nil means browser.policy of
+	// the configuration.
+	Policy *BrowserPolicy `json:"policy,omitempty"`
 }
 
 // BrowserSessionInfo describes an open session.
@@ -288,7 +303,16 @@ func (m *browserManager) authorize(tenant, user, pass string) (egress.ProxyClien
 	if m.e.revs.Revoked(bs.principal) {
 		return egress.ProxyClient{}, false
 	}
-	return egress.ProxyClient{Key: bs.principal.String(), Narrow: bs.narrow}, true
+	m.mu.Lock()
+	s := bs.s
+	m.mu.Unlock()
+	admit := func(egress.Target) error {
+		return &egress.Error{Code: egress.CodeDenied, Reason: "session_starting", Op: "check", Detail: "the browser session is not open yet"}
+	}
+	if s != nil {
+		admit = s.Admit
+	}
+	return egress.ProxyClient{Key: bs.principal.String(), Narrow: bs.narrow, Admit: admit}, true
 }
 
 func randomHex(n int) string {
@@ -319,7 +343,7 @@ func (e *Engine) BrowserOpen(ctx context.Context, p airlock.Principal, req Brows
 
 // openPooled opens a render session for the chromium provider.
 func (m *browserManager) openPooled(ctx context.Context, p airlock.Principal) (*browserSession, error) {
-	return m.open(ctx, p, BrowserOpenRequest{}, true)
+	return m.open(ctx, p, BrowserOpenRequest{Policy: &BrowserPolicy{DefaultAction: browser.ActionAllow}}, true)
 }
 
 func (m *browserManager) open(ctx context.Context, p airlock.Principal, req BrowserOpenRequest, pooled bool) (*browserSession, error) {
@@ -329,6 +353,13 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 	}
 	narrow, err := narrowChecker(req.Narrow)
 	if err != nil {
+		return nil, err
+	}
+	pol := m.cfg.Policy
+	if req.Policy != nil {
+		pol = *req.Policy
+	}
+	if err := pol.Validate(); err != nil {
 		return nil, err
 	}
 	bs := &browserSession{id: "bs_" + randomHex(12), principal: p, profile: req.Profile, ephemeral: req.Profile == "", pooled: pooled,
@@ -386,6 +417,9 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 		ProxyUser:  bs.id,
 		ProxyPass:  bs.pass,
 		ProfileDir: filepath.Join(bs.dir, "profile"),
+		FilesDir:   filepath.Join(bs.dir, "files"),
+		Policy:     pol,
+		AskTimeout: m.cfg.AskTimeout,
 		Decide:     func(raw string) error { return decideURL(chk, narrow, raw) },
 		OnEvent:    func(ev browser.Event) { m.onEvent(bs, ev) },
 		Logger:     m.e.logger.With(slog.String("browser_session", bs.id)),
@@ -524,6 +558,26 @@ func (e *Engine) BrowserDo(ctx context.Context, p airlock.Principal, id string, 
 		return err
 	})
 	return res, err
+}
+
+// BrowserAnswer answers an approval asked under default_action ask:
+// approve lets the waiting requests go on and admits their origin for the
+// rest of the session; otherwise they are refused. It is one audited call
+// (capability browser).
+//
+// Errors: not_found (no_session; approval when nothing waits on that id),
+// denied (capability), revoked.
+func (e *Engine) BrowserAnswer(ctx context.Context, p airlock.Principal, id, approvalID string, approve bool) error {
+	verb := "deny "
+	if approve {
+		verb = "approve "
+	}
+	return e.browserCall(ctx, p, id, verb+approvalID, func(_ context.Context, s *browser.Session) error {
+		if approve {
+			return s.Approve(approvalID)
+		}
+		return s.Deny(approvalID)
+	})
 }
 
 // browserCall runs fn on a session as one gated, audited call with the

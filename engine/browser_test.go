@@ -27,6 +27,7 @@ func browserEngine(t *testing.T, tweak func(*engine.Config)) (*engine.Engine, ai
 			"local":   {Profile: "posix", Exceptions: []string{"127.0.0.1"}},
 			"compute": {Profile: "compute"},
 		},
+		Browser: engine.BrowserConfig{Policy: engine.BrowserPolicy{AllowedOrigins: []string{"127.0.0.1"}}},
 	}
 	if tweak != nil {
 		tweak(&cfg)

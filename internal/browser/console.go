@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
 )
 
 // Bounds of the console log.
@@ -74,11 +75,11 @@ func (s *Session) Console() ConsoleLog { return s.console.snapshot() }
 
 // watchConsole collects Runtime.consoleAPICalled of b's page target into
 // the session's ring until ctx ends. chromedp enables Runtime on the target.
-func (s *Session) watchConsole(ctx context.Context, b *instance) {
+func (s *Session) watchConsole(ctx context.Context, b *instance, t *chromedp.Target) {
 	if s.console == nil {
 		return
 	}
-	calls := cdp.Events(ctx, b.target, runtime.ConsoleAPICalled)
+	calls := cdp.Events(ctx, t, runtime.ConsoleAPICalled)
 	b.events.Add(1)
 	go func() {
 		defer b.events.Done()

@@ -2,25 +2,39 @@ package browser
 
 import (
 	"context"
-	"net/url"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/egress"
 )
 
-// intercept installs layer 1 on b's page target: Fetch.enable for every
-// request at the request stage, with authRequired answered from the
-// session's proxy credentials. Events are handled until b is killed.
+// DefaultAskTimeout is how long a request waits for Approve or Deny under
+// default_action ask before it is denied.
+const DefaultAskTimeout = 30 * time.Second
+
+// intercept installs layer 1 on the browser target itself: Fetch.enable
+// at the browser level pauses the requests of every target the browser
+// has or will have (pages, iframes in or out of process, popups, dedicated
+// and shared workers, service workers), so no target can start without
+// it. Proxy authentication challenges (Fetch.authRequired) are answered
+// from the session's credentials. Events are handled until b is killed.
+// When interception cannot be installed, the launch fails and the browser
+// is stopped: no target ever runs unintercepted.
 func (s *Session) intercept(ctx context.Context, b *instance) error {
 	evCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	b.stopEvents = stop
-	t := b.target
-	paused := cdp.Events(evCtx, t, fetch.RequestPaused)
-	auth := cdp.Events(evCtx, t, fetch.AuthRequired)
-	s.watchConsole(evCtx, b)
+	b.eventsCtx, b.stopEvents = evCtx, stop
+	paused := cdp.Events(evCtx, b.browser, fetch.RequestPaused)
+	auth := cdp.Events(evCtx, b.browser, fetch.AuthRequired)
+	s.watchConsole(evCtx, b, b.target)
 
 	// cdp.Events subscribes when it is called, so nothing is lost between
 	// here and the goroutines' first reads.
@@ -53,45 +67,214 @@ func (s *Session) intercept(ctx context.Context, b *instance) error {
 		}
 	}()
 
-	_, err := cdp.Call(ctx, t, fetch.Enable, fetch.EnableParams{
+	_, err := cdp.Call(ctx, b.browser, fetch.Enable, fetch.EnableParams{
 		Patterns:           []*fetch.RequestPattern{{URLPattern: "*", RequestStage: fetch.RequestStageRequest}},
 		HandleAuthRequests: new(true),
 	})
 	return err
 }
 
-// onPaused decides one paused request: continue it, or fail it with
-// BlockedByClient and report the denial.
+// onPaused decides one paused request: continue it, fail it with
+// BlockedByClient and report the denial, or, under ask, hold it until an
+// answer.
 func (s *Session) onPaused(ctx context.Context, b *instance, ev fetch.EventRequestPaused) {
 	if ev.Request == nil {
 		return
 	}
 	raw := ev.Request.URL + ev.Request.URLFragment
-	d, denied := s.decide(raw)
-	if !denied {
-		cdp.Call(ctx, b.target, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+	err := s.decideRequest(ctx, raw, ev)
+	tab := s.tabOfFrame(ev.FrameID)
+	s.netlog.add(NetworkEntry{Time: time.Now().UTC(), Method: ev.Request.Method, URL: raw,
+		ResourceType: string(ev.ResourceType), Tab: tab, Allowed: err == nil, Reason: reasonIf(err)})
+	if err == nil {
+		cdp.Call(ctx, b.browser, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
 		return
 	}
-	d.ResourceType = string(ev.ResourceType)
-	cdp.Call(ctx, b.target, fetch.FailRequest, fetch.FailRequestParams{
+	cdp.Call(ctx, b.browser, fetch.FailRequest, fetch.FailRequestParams{
 		RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient,
 	})
-	s.emit(Event{Type: EventPolicyDenied, URL: d.URL, Reason: d.Reason, ResourceType: d.ResourceType, Message: d.Message})
+	s.emit(Event{Type: EventPolicyDenied, URL: raw, Reason: reasonOf(err), ResourceType: string(ev.ResourceType),
+		InitiatingOp: s.currentOp(), Tab: tab, Message: err.Error()})
 }
 
-// decide applies the scheme rule and Decide to a request URL.
-func (s *Session) decide(raw string) (Denial, bool) {
-	u, err := url.Parse(raw)
-	if err != nil || !allowedSchemes[strings.ToLower(u.Scheme)] {
-		return Denial{URL: raw, Reason: "scheme", Message: "only http and https load"}, true
+func reasonIf(err error) string {
+	if err == nil {
+		return ""
 	}
-	if s.opts.Decide == nil {
-		return Denial{}, false
+	return reasonOf(err)
+}
+
+// decideRequest is layer 1 for one request: the scheme, the egress check
+// (Decide), the redirect cap, then the origin policy, asking when it says
+// so. nil lets the request go on to the proxy (layer 2).
+func (s *Session) decideRequest(ctx context.Context, raw string, ev fetch.EventRequestPaused) error {
+	t, err := s.check(raw)
+	if err != nil {
+		return err
 	}
-	if err := s.opts.Decide(raw); err != nil {
-		return Denial{URL: raw, Reason: reasonOf(err), Message: err.Error()}, true
+	if s.redirectHop(ev.NetworkID) > MaxRedirects {
+		return airlock.Errorf(airlock.CodeDenied, "redirect_limit", "browser: %s refused: more than %d redirects", raw, MaxRedirects)
 	}
-	return Denial{}, false
+	v, reason := s.policy.decide(t.Scheme, t.Host, int(t.Port))
+	switch v {
+	case verdictAllow:
+		return nil
+	case verdictAsk:
+		return s.ask(ctx, raw, t, string(ev.ResourceType), s.tabOfFrame(ev.FrameID))
+	}
+	return originDenied(raw, reason)
+}
+
+// check applies the scheme rule and Decide to a URL and parses it.
+func (s *Session) check(raw string) (egress.Target, error) {
+	scheme, _, _ := strings.Cut(raw, ":")
+	if !allowedSchemes[strings.ToLower(scheme)] {
+		return egress.Target{}, airlock.Errorf(airlock.CodeDenied, "scheme", "browser: %.200s refused: only http and https load", raw)
+	}
+	if s.opts.Decide != nil {
+		if err := s.opts.Decide(raw); err != nil {
+			return egress.Target{}, denyErr(raw, err)
+		}
+	}
+	t, err := egress.ParseURL(raw)
+	if err != nil {
+		return egress.Target{}, denyErr(raw, err)
+	}
+	return t, nil
+}
+
+// maxChains bounds the redirect-hop table; past it the table starts over.
+const maxChains = 4096
+
+// redirectHop counts the requests of one chain (Chromium keeps the network
+// id across redirects) and returns this one's hop number (0: the first).
+func (s *Session) redirectHop(id network.RequestID) int {
+	if id == "" {
+		return 0
+	}
+	s.hopMu.Lock()
+	defer s.hopMu.Unlock()
+	if s.hops == nil || len(s.hops) >= maxChains {
+		s.hops = make(map[network.RequestID]int)
+	}
+	n := s.hops[id]
+	s.hops[id] = n + 1
+	return n
+}
+
+// approval is one pending question under ask: every request to the same
+// origin waits on it.
+type approval struct {
+	id     string
+	origin string
+	done   chan struct{}
+	ok     bool
+}
+
+// ask pauses a request until Approve or Deny names its approval, or the
+// ask timeout passes (denied, reason ask_timeout). An approval admits the
+// origin for the rest of the session, at both layers.
+func (s *Session) ask(ctx context.Context, raw string, t egress.Target, resourceType, tab string) error {
+	org := t.Scheme + "://" + hostPort(t.Host, int(t.Port))
+	s.askMu.Lock()
+	a, waiting := s.pending[org]
+	if !waiting {
+		a = &approval{id: newApprovalID(), origin: org, done: make(chan struct{})}
+		if s.pending == nil {
+			s.pending = map[string]*approval{}
+		}
+		s.pending[org] = a
+	}
+	s.askMu.Unlock()
+	if !waiting {
+		s.emit(Event{Type: EventApprovalRequired, URL: raw, ApprovalID: a.id, ResourceType: resourceType,
+			InitiatingOp: s.currentOp(), Tab: tab, Message: "approve or deny " + org})
+	}
+	timeout := s.opts.AskTimeout
+	if timeout <= 0 {
+		timeout = DefaultAskTimeout
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-a.done:
+	case <-timer.C:
+		s.resolve1(a.id, false)
+		<-a.done
+		if !a.ok {
+			return originDenied(raw, "ask_timeout")
+		}
+	case <-ctx.Done():
+		return airlock.Errorf(airlock.CodeUnavailable, "session_closed", "browser: %s: the session closed while asking", raw)
+	}
+	if !a.ok {
+		return originDenied(raw, "not_approved")
+	}
+	s.policy.approve(t.Scheme, t.Host, int(t.Port))
+	return nil
+}
+
+func newApprovalID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return "ap_" + hex.EncodeToString(b[:])
+}
+
+// Approve lets the requests waiting on approval id go on, and admits their
+// origin for the rest of the session. Errors: not_found (approval) when no
+// request waits on id (already answered, timed out, or unknown).
+func (s *Session) Approve(id string) error { return s.answer(id, true) }
+
+// Deny refuses the requests waiting on approval id. Errors as Approve.
+func (s *Session) Deny(id string) error { return s.answer(id, false) }
+
+func (s *Session) answer(id string, ok bool) error {
+	if !s.resolve1(id, ok) {
+		return airlock.Errorf(airlock.CodeNotFound, "approval", "browser: no request waits on approval %q", id)
+	}
+	return nil
+}
+
+// resolve1 answers the pending approval id once; false when there is none.
+func (s *Session) resolve1(id string, ok bool) bool {
+	s.askMu.Lock()
+	defer s.askMu.Unlock()
+	for org, a := range s.pending {
+		if a.id == id {
+			if ok {
+				// Admit before waking the waiters, so that layer 2 agrees.
+				t, err := egress.ParseURL(org)
+				if err == nil {
+					s.policy.approve(t.Scheme, t.Host, int(t.Port))
+				}
+			}
+			a.ok = ok
+			delete(s.pending, org)
+			close(a.done)
+			return true
+		}
+	}
+	return false
+}
+
+// Pending lists the approval ids that requests wait on, with their origins.
+func (s *Session) Pending() map[string]string {
+	s.askMu.Lock()
+	defer s.askMu.Unlock()
+	out := make(map[string]string, len(s.pending))
+	for org, a := range s.pending {
+		out[a.id] = org
+	}
+	return out
+}
+
+// denyErr makes a refusal a denied *airlock.Error, keeping its reason.
+func denyErr(raw string, err error) error {
+	var ae *airlock.Error
+	if errors.As(err, &ae) && ae.Code == airlock.CodeDenied {
+		return err
+	}
+	return airlock.Errorf(airlock.CodeDenied, reasonOf(err), "browser: %.200s refused: %w", raw, err)
 }
 
 // onAuth answers the proxy's challenge with the session's credentials,
@@ -109,5 +292,5 @@ func (s *Session) onAuth(ctx context.Context, b *instance, ev fetch.EventAuthReq
 			}
 		}
 	}
-	cdp.Call(ctx, b.target, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: ev.RequestID, AuthChallengeResponse: resp})
+	cdp.Call(ctx, b.browser, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: ev.RequestID, AuthChallengeResponse: resp})
 }

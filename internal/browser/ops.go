@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -245,30 +246,29 @@ type Result struct {
 	Snapshot   *Snapshot   `json:"snapshot,omitempty"`   // snapshot
 	Screenshot *Screenshot `json:"screenshot,omitempty"` // screenshot
 	Console    *ConsoleLog `json:"console,omitempty"`    // console
+	Network    *NetworkLog `json:"network,omitempty"`    // network_log
+	Tabs       []Tab       `json:"tabs,omitempty"`       // new_tab, close_tab
+	Read       *ReadResult `json:"read,omitempty"`       // read
+	Download   *Download   `json:"download,omitempty"`   // download
 }
 
-// implemented reports whether Do runs kind; see the package doc.
-func implemented(kind string) bool {
-	switch kind {
-	case KindNavigate, KindSnapshot, KindClick, KindFill, KindPress, KindSelect,
-		KindScreenshot, KindGetState, KindWaitFor, KindConsole, KindBack, KindForward:
-		return true
-	}
-	return false
+// Download is the result of a download: where the file is, relative to
+// the session's files directory, and its size.
+type Download struct {
+	Path  string `json:"path"`
+	Bytes int64  `json:"bytes"`
 }
 
-// Do validates op and runs it. A kind of the union that this package does
-// not implement yet returns unavailable (op_not_implemented); the package
-// doc lists the implemented ones.
+// Do validates op and runs it.
 //
 // Errors: invalid (browser_op) for a bad op, then those of the op's method.
 func (s *Session) Do(ctx context.Context, op Op) (Result, error) {
 	if err := op.Validate(); err != nil {
 		return Result{}, err
 	}
-	if !implemented(op.Kind) {
-		return Result{}, airlock.Errorf(airlock.CodeUnavailable, "op_not_implemented", "browser: op %s is not implemented yet", op.Kind)
-	}
+	kind := op.Kind
+	s.curOp.Store(&kind)
+	defer s.curOp.Store(nil)
 	r := Result{Kind: op.Kind}
 	var err error
 	switch op.Kind {
@@ -299,15 +299,70 @@ func (s *Session) Do(ctx context.Context, op Op) (Result, error) {
 	case KindConsole:
 		c := s.Console()
 		r.Console = &c
+	case KindRead:
+		var rr ReadResult
+		rr, err = s.Read(ctx, op.Mode)
+		r.Read = &rr
+	case KindUpload:
+		err = s.Upload(ctx, op.Ref, op.Path)
+	case KindDownload:
+		var n int64
+		n, err = s.Download(ctx, op.URL, op.DestPath)
+		r.Download = &Download{Path: op.DestPath, Bytes: n}
+	case KindNetworkLog:
+		n := s.NetworkLog()
+		r.Network = &n
+	case KindNewTab:
+		r.Tabs, err = s.NewTab(ctx, op.URL)
+	case KindCloseTab:
+		r.Tabs, err = s.CloseTab(ctx)
 	case KindBack, KindForward:
 		var st State
 		st, err = s.history(ctx, op.Kind)
 		r.State = &st
 	}
+	s.emitOp(ctx, op, r, err)
 	if err != nil {
 		return Result{}, err
 	}
 	return r, nil
+}
+
+// emitOp reports a completed op (EventOp): its kind, the tab's URL after
+// it, a one-line summary, and the error's code and reason when it failed.
+func (s *Session) emitOp(ctx context.Context, op Op, r Result, err error) {
+	if s.opts.OnEvent == nil {
+		return
+	}
+	ev := Event{Type: EventOp, Op: op.Kind, Summary: summarize(op, r)}
+	if err != nil {
+		ev.Code, ev.Reason, ev.Message = string(airlock.CodeOf(err)), airlock.ReasonOf(err), err.Error()
+	}
+	if st, serr := s.GetState(ctx); serr == nil {
+		ev.URL = st.URL
+	}
+	s.mu.Lock()
+	if b := s.b; b != nil && b.cur != nil {
+		ev.Tab = b.cur.id
+	}
+	s.mu.Unlock()
+	s.emit(ev)
+}
+
+func summarize(op Op, r Result) string {
+	switch {
+	case op.URL != "":
+		return op.Kind + " " + cut(op.URL, 200)
+	case op.Ref != "":
+		return op.Kind + " " + op.Ref
+	case r.Snapshot != nil:
+		return fmt.Sprintf("snapshot: %d refs, %d chars", r.Snapshot.Refs, len(r.Snapshot.Text))
+	case op.Key != "":
+		return op.Kind + " " + op.Key
+	case op.Selector != "":
+		return op.Kind + " " + cut(op.Selector, 200)
+	}
+	return op.Kind
 }
 
 // keyNames are the key names press accepts besides single characters.

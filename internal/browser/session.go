@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -53,6 +54,18 @@ type Options struct {
 	// (layer 2). Decide may be called from several goroutines at once.
 	Decide func(url string) error
 
+	// FilesDir is the root that upload reads from and download writes to
+	// (paths are confined to it); "" refuses both.
+	FilesDir string
+
+	// Policy is the session's origin policy (see Policy); the zero Policy
+	// denies every origin (default_action deny with no allowed origins).
+	Policy Policy
+
+	// AskTimeout bounds a request waiting for Approve or Deny under
+	// default_action ask; 0 means DefaultAskTimeout.
+	AskTimeout time.Duration
+
 	// OnEvent, if set, receives the session's events (see Event): completed
 	// ops, refused requests, approvals asked for, crashes. It is called
 	// from the session's goroutines and must not block for long.
@@ -60,14 +73,6 @@ type Options struct {
 
 	// Logger receives Chromium's protocol errors at debug level; nil: none.
 	Logger *slog.Logger
-}
-
-// Denial is one request that layer 1 refused.
-type Denial struct {
-	URL          string // the request URL, fragment included
-	Reason       string // the fine-grained reason (airlock.ReasonOf of Decide's error, or "scheme")
-	ResourceType string // CDP resource type: Document, Image, Fetch, XHR, Script, ...
-	Message      string // Decide's error text
 }
 
 // Session is one Chromium process with one page target. Its methods are
@@ -88,6 +93,20 @@ type Session struct {
 	lastRef int       // the last ref number minted; never reused
 
 	console *consoleRing // the page's console messages; has its own lock
+	netlog  *netRing     // the requests layer 1 saw; has its own lock
+
+	tabSeq int // the last tab number; guarded by mu
+	tabMu  sync.RWMutex
+	tabOf  map[string]string // target id → tab id
+
+	policy *compiledPolicy
+	curOp  atomic.Pointer[string] // the op running now, for events
+
+	hopMu sync.Mutex
+	hops  map[network.RequestID]int // requests per redirect chain
+
+	askMu   sync.Mutex
+	pending map[string]*approval // by origin
 }
 
 // instance is one launched browser.
@@ -96,7 +115,10 @@ type instance struct {
 	browserCtx    context.Context
 	browserCancel context.CancelFunc
 	browser       *chromedp.Browser
-	target        *chromedp.Target
+	target        *chromedp.Target // the current tab's target
+	tabs          []*tab
+	cur           *tab
+	eventsCtx     context.Context // lives until kill
 	stopEvents    context.CancelFunc
 	events        sync.WaitGroup
 	closing       chan struct{}
@@ -124,7 +146,11 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 	if err := checkExec(opts.ExecPath); err != nil {
 		return nil, err
 	}
-	s := &Session{opts: opts, proxyHost: host, refs: newRefTable(), console: &consoleRing{}}
+	pol, err := opts.Policy.compile()
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{opts: opts, proxyHost: host, refs: newRefTable(), console: &consoleRing{}, netlog: &netRing{}, policy: pol}
 	b, err := s.launch(ctx)
 	if err != nil {
 		return nil, err
@@ -205,7 +231,8 @@ func (s *Session) launch(ctx context.Context) (*instance, error) {
 		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: launch %s: %w", s.opts.ExecPath, err)
 	}
 	c := chromedp.FromContext(browserCtx)
-	b.browser, b.target = c.Browser, c.Target
+	b.browser = c.Browser
+	s.addTab(b, c.Target, nil)
 	if err := s.intercept(ctx, b); err != nil {
 		b.kill()
 		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: install request interception: %w", err)
@@ -351,7 +378,10 @@ func cdpErr(ctx context.Context, b *instance, op string, err error) error {
 // blob:, chrome:, view-source:, ftp: and the rest are refused.
 var allowedSchemes = map[string]bool{"http": true, "https": true}
 
-// checkURL refuses a navigation target before any browser call.
+// checkURL refuses a navigation target before any browser call: a
+// malformed URL, a refused scheme, Decide's refusal, or the origin policy's
+// deny (an ask verdict goes on: the request itself will wait for the
+// answer).
 func (s *Session) checkURL(raw string) error {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || u.Scheme == "" {
@@ -363,21 +393,14 @@ func (s *Session) checkURL(raw string) error {
 	if u.Host == "" {
 		return airlock.Errorf(airlock.CodeInvalid, "bad_url", "browser: %q has no host", raw)
 	}
-	if s.opts.Decide != nil {
-		if err := s.opts.Decide(raw); err != nil {
-			return denyErr(raw, err)
-		}
-	}
-	return nil
-}
-
-// denyErr makes Decide's error a denied *airlock.Error, keeping its reason.
-func denyErr(raw string, err error) error {
-	var ae *airlock.Error
-	if errors.As(err, &ae) && ae.Code == airlock.CodeDenied {
+	t, err := s.check(raw)
+	if err != nil {
 		return err
 	}
-	return airlock.Errorf(airlock.CodeDenied, reasonOf(err), "browser: %s refused: %w", raw, err)
+	if v, reason := s.policy.decide(t.Scheme, t.Host, int(t.Port)); v == verdictDeny {
+		return originDenied(raw, reason)
+	}
+	return nil
 }
 
 func reasonOf(err error) string {
@@ -385,6 +408,14 @@ func reasonOf(err error) string {
 		return r
 	}
 	return "policy"
+}
+
+// currentOp is the op kind running now ("" between ops).
+func (s *Session) currentOp() string {
+	if p := s.curOp.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // Navigate loads url in the page. Only http and https are accepted; any

@@ -83,7 +83,8 @@ func open(t *testing.T, tweak func(*Options)) (*Session, *testProxy) {
 	t.Helper()
 	requireChromium(t)
 	p := startProxy(t)
-	opts := Options{ProxyAddr: p.addr, ProxyUser: proxyUser, ProxyPass: proxyPass, ProfileDir: t.TempDir()}
+	opts := Options{ProxyAddr: p.addr, ProxyUser: proxyUser, ProxyPass: proxyPass, ProfileDir: t.TempDir(),
+		FilesDir: t.TempDir(), Policy: Policy{DefaultAction: ActionAllow}}
 	if tweak != nil {
 		tweak(&opts)
 	}

@@ -1,0 +1,92 @@
+package browser
+
+import (
+	"context"
+	"unicode/utf8"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/internal/extract"
+)
+
+// Read modes.
+const (
+	ReadMainContent = "main_content"
+	ReadArticle     = "article"
+	ReadRaw         = "raw"
+)
+
+// MaxReadRawChars caps the HTML of a raw read.
+const MaxReadRawChars = 200_000
+
+// ReadResult is what read returns: the current document after its scripts
+// ran, through the same extractor as Browse, so the Markdown has the shape
+// of a fetched page's.
+//
+//	main_content  Title and Markdown of the main content
+//	article       Page: the whole extracted page (metadata, headings,
+//	              links, text, Markdown, tables)
+//	raw           HTML: the serialised DOM (cut at MaxReadRawChars)
+type ReadResult struct {
+	Mode      string        `json:"mode"`
+	URL       string        `json:"url"`
+	Title     string        `json:"title,omitempty"`
+	Markdown  string        `json:"markdown,omitempty"`
+	Page      *airlock.Page `json:"page,omitempty"`
+	HTML      string        `json:"html,omitempty"`
+	Truncated bool          `json:"truncated,omitempty"`
+}
+
+// Read extracts the current tab's document in mode ("" is main_content).
+//
+// Errors: invalid (browser_op for a bad mode), too_large (rendered_size),
+// those of the extractor, timeout, unavailable (browser_crashed).
+func (s *Session) Read(ctx context.Context, mode string) (ReadResult, error) {
+	if err := (Op{Kind: KindRead, Mode: mode}).Validate(); err != nil {
+		return ReadResult{}, err
+	}
+	if mode == "" {
+		mode = ReadMainContent
+	}
+	b, err := s.begin()
+	if err != nil {
+		return ReadResult{}, err
+	}
+	st, err := currentState(ctx, b, "read")
+	if err != nil {
+		s.mu.Unlock()
+		return ReadResult{}, err
+	}
+	html, err := outerHTML(ctx, b)
+	s.mu.Unlock()
+	if err != nil {
+		return ReadResult{}, cdpErr(ctx, b, "read", err)
+	}
+	if len(html) > MaxRenderedBytes {
+		return ReadResult{}, airlock.Errorf(airlock.CodeTooLarge, "rendered_size", "browser: read: the document is over %d bytes", MaxRenderedBytes)
+	}
+	r := ReadResult{Mode: mode, URL: st.URL, Title: st.Title}
+	if mode == ReadRaw {
+		r.HTML = html
+		if len(html) > MaxReadRawChars {
+			cutAt := MaxReadRawChars
+			for cutAt > 0 && !utf8.RuneStart(html[cutAt]) {
+				cutAt--
+			}
+			r.HTML, r.Truncated = html[:cutAt], true
+		}
+		return r, nil
+	}
+	p, err := extract.Extract(ctx, extract.Input{URL: st.URL, Body: []byte(html), ContentType: "text/html; charset=utf-8"}, extract.Options{})
+	if err != nil {
+		return ReadResult{}, err
+	}
+	if p.Title != "" {
+		r.Title = p.Title
+	}
+	if mode == ReadArticle {
+		r.Page = p
+		return r, nil
+	}
+	r.Markdown, r.Truncated = p.Markdown, len(p.Truncated) > 0
+	return r, nil
+}
