@@ -560,6 +560,39 @@ func (e *Engine) BrowserDo(ctx context.Context, p airlock.Principal, id string, 
 	return res, err
 }
 
+// The interact types, as the engine's API names them.
+type (
+	// BrowserAction is one interact step, tagged by "action".
+	BrowserAction = browser.Action
+	// BrowserInteractResult is what an interact sequence returns.
+	BrowserInteractResult = browser.InteractResult
+)
+
+// BrowserInteract runs an interact sequence in a session as one gated,
+// audited call (capability browser), within a budget that scales with the
+// number of steps (browser.InteractBudget) instead of the op timeout. The
+// steps' failures are in the result; the error is the sequence's own
+// (invalid actions, no session, a crash that could not be restarted).
+func (e *Engine) BrowserInteract(ctx context.Context, p airlock.Principal, id string, actions []BrowserAction, stopOnError bool) (BrowserInteractResult, error) {
+	res := BrowserInteractResult{Results: []browser.ActionResult{}}
+	for i, a := range actions {
+		if err := a.Validate(); err != nil {
+			return res, airlock.Errorf(airlock.CodeInvalid, "browser_action", "actions[%d]: %v", i, err)
+		}
+	}
+	if len(actions) > browser.MaxActions {
+		return res, airlock.Errorf(airlock.CodeInvalid, "browser_action", "%d actions, at most %d", len(actions), browser.MaxActions)
+	}
+	cctx, cancel := context.WithTimeout(ctx, browser.InteractBudget(actions)+10*time.Second)
+	defer cancel()
+	err := e.browserCall(cctx, p, id, fmt.Sprintf("interact %d actions", len(actions)), func(ctx context.Context, s *browser.Session) error {
+		var err error
+		res, err = s.Interact(ctx, actions, stopOnError)
+		return err
+	})
+	return res, err
+}
+
 // BrowserAnswer answers an approval asked under default_action ask:
 // approve lets the waiting requests go on and admits their origin for the
 // rest of the session; otherwise they are refused. It is one audited call

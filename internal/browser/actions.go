@@ -70,6 +70,12 @@ func (s *Session) Press(ctx context.Context, ref, key string) error {
 			return err
 		}
 	}
+	return pressKey(ctx, b, r)
+}
+
+// pressKey sends one key (down, char for printable keys, up) to the
+// focused element.
+func pressKey(ctx context.Context, b *instance, r rune) error {
 	for _, ev := range kb.Encode(r) {
 		if _, err := cdp.Call(ctx, b.target, input.DispatchKeyEvent, *ev); err != nil {
 			return cdpErr(ctx, b, "press", err)
@@ -115,62 +121,77 @@ func (s *Session) Select(ctx context.Context, ref, value string) error {
 	if err != nil {
 		return err
 	}
-	// The function runs in an isolated world of the main frame, where the
-	// page's scripts cannot have replaced the built-ins it uses; the DOM,
-	// and so the events it fires, are shared with the page.
+	return selectNode(ctx, b, e.backend, ref, e.role, value)
+}
+
+// callOnNode runs one of this package's fixed functions (never caller
+// code) on a node, in an isolated world of the main frame, where the
+// page's scripts cannot have replaced the built-ins it uses; the DOM, and
+// so the events it fires, are shared with the page. arg is passed as a
+// JSON value; the result is returned by value.
+func callOnNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what, op, script string, arg any) (json.RawMessage, error) {
 	ft, err := cdp.Call(ctx, b.target, page.GetFrameTree, cdp.Empty{})
 	if err != nil {
-		return cdpErr(ctx, b, "select", err)
+		return nil, cdpErr(ctx, b, op, err)
 	}
 	if ft.FrameTree == nil || ft.FrameTree.Frame == nil {
-		return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: select: no main frame")
+		return nil, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: %s: no main frame", op)
 	}
 	world, err := cdp.Call(ctx, b.target, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: ft.FrameTree.Frame.ID, WorldName: "airlock"})
 	if err != nil {
-		return cdpErr(ctx, b, "select", err)
+		return nil, cdpErr(ctx, b, op, err)
 	}
 	obj, err := cdp.Call(ctx, b.target, dom.ResolveNode, dom.ResolveNodeParams{
-		BackendNodeID: e.backend, ObjectGroup: "airlock-select", ExecutionContextID: world.ExecutionContextID,
+		BackendNodeID: backend, ObjectGroup: "airlock-" + op, ExecutionContextID: world.ExecutionContextID,
 	})
 	if err != nil {
-		return nodeErr(ctx, b, ref, "select", err)
+		return nil, nodeErr(ctx, b, what, op, err)
 	}
-	defer cdp.Call(context.WithoutCancel(ctx), b.target, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: "airlock-select"})
+	defer cdp.Call(context.WithoutCancel(ctx), b.target, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: "airlock-" + op})
 	if obj.Object == nil || obj.Object.ObjectID == "" {
-		return staleRef(ref, "no longer in the document")
+		return nil, staleRef(what, "no longer in the document")
 	}
-	arg, err := json.Marshal(value)
+	a, err := json.Marshal(arg)
 	if err != nil {
-		return opErr("select value: %v", err)
+		return nil, opErr("%s: %v", op, err)
 	}
 	res, err := cdp.Call(ctx, b.target, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
-		FunctionDeclaration: selectScript,
+		FunctionDeclaration: script,
 		ObjectID:            obj.Object.ObjectID,
-		Arguments:           []*runtime.CallArgument{{Value: jsonv2.Value(arg)}},
+		Arguments:           []*runtime.CallArgument{{Value: jsonv2.Value(a)}},
 		ReturnByValue:       new(true),
 		Silent:              new(true),
 	})
 	if err != nil {
-		return nodeErr(ctx, b, ref, "select", err)
+		return nil, nodeErr(ctx, b, what, op, err)
 	}
 	if res.ExceptionDetails != nil || res.Result == nil {
-		return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: select %s: the select function failed", ref)
+		return nil, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: %s %s: the internal function failed", op, what)
+	}
+	return json.RawMessage(res.Result.Value), nil
+}
+
+// selectNode chooses the option value of a <select> node (selectScript).
+func selectNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what, role, value string) error {
+	raw, err := callOnNode(ctx, b, backend, what, "select", selectScript, value)
+	if err != nil {
+		return err
 	}
 	var status string
-	if err := json.Unmarshal(res.Result.Value, &status); err != nil {
-		return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: select %s: unexpected result %s", ref, res.Result.Value)
+	if err := json.Unmarshal(raw, &status); err != nil {
+		return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: select %s: unexpected result %s", what, raw)
 	}
 	switch status {
 	case "ok":
 		return nil
 	case "not_select":
-		return airlock.Errorf(airlock.CodeInvalid, "not_select", "browser: select %s: a %s is not a <select>", ref, e.role)
+		return airlock.Errorf(airlock.CodeInvalid, "not_select", "browser: select %s: a %s is not a <select>", what, role)
 	case "no_option":
-		return airlock.Errorf(airlock.CodeInvalid, "no_option", "browser: select %s: no option has the value %q", ref, value)
+		return airlock.Errorf(airlock.CodeInvalid, "no_option", "browser: select %s: no option has the value %q", what, value)
 	case "disabled", "option_disabled":
-		return airlock.Errorf(airlock.CodeInvalid, "disabled", "browser: select %s: the select or its option %q is disabled", ref, value)
+		return airlock.Errorf(airlock.CodeInvalid, "disabled", "browser: select %s: the select or its option %q is disabled", what, value)
 	}
-	return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: select %s: unexpected status %q", ref, status)
+	return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: select %s: unexpected status %q", what, status)
 }
 
 // history goes one entry back or forward in the page's history, waits for

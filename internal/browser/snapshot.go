@@ -240,26 +240,40 @@ func (s *Session) Click(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := cdp.Call(ctx, b.target, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: e.backend}); err != nil {
-		return nodeErr(ctx, b, ref, "click", err)
+	return clickNode(ctx, b, e.backend, ref, 1)
+}
+
+// clickNode scrolls a node into view and clicks the centre of its first
+// content box: clickCount 2 is a double click (two press/release pairs,
+// the second with clickCount 2, as a user's double click). what names the
+// node in errors.
+func clickNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what string, clickCount int) error {
+	op := "click"
+	if clickCount == 2 {
+		op = "dblclick"
 	}
-	q, err := cdp.Call(ctx, b.target, dom.GetContentQuads, dom.GetContentQuadsParams{BackendNodeID: e.backend})
+	if _, err := cdp.Call(ctx, b.target, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: backend}); err != nil {
+		return nodeErr(ctx, b, what, op, err)
+	}
+	q, err := cdp.Call(ctx, b.target, dom.GetContentQuads, dom.GetContentQuadsParams{BackendNodeID: backend})
 	if err != nil {
-		return nodeErr(ctx, b, ref, "click", err)
+		return nodeErr(ctx, b, what, op, err)
 	}
 	if len(q.Quads) == 0 || len(q.Quads[0]) != 8 {
-		return airlock.Errorf(airlock.CodeInvalid, "not_visible", "browser: click %s: the element has no box", ref)
+		return airlock.Errorf(airlock.CodeInvalid, "not_visible", "browser: %s %s: the element has no box", op, what)
 	}
 	quad := q.Quads[0]
 	x := (quad[0] + quad[2] + quad[4] + quad[6]) / 4
 	y := (quad[1] + quad[3] + quad[5] + quad[7]) / 4
-	for _, ev := range []input.DispatchMouseEventParams{
-		{Type: input.DispatchMouseEventTypeMouseMoved, X: x, Y: y},
-		{Type: input.DispatchMouseEventTypeMousePressed, X: x, Y: y, Button: input.MouseButtonLeft, Buttons: 1, ClickCount: 1},
-		{Type: input.DispatchMouseEventTypeMouseReleased, X: x, Y: y, Button: input.MouseButtonLeft, ClickCount: 1},
-	} {
+	evs := []input.DispatchMouseEventParams{{Type: input.DispatchMouseEventTypeMouseMoved, X: x, Y: y}}
+	for n := int64(1); n <= int64(clickCount); n++ {
+		evs = append(evs,
+			input.DispatchMouseEventParams{Type: input.DispatchMouseEventTypeMousePressed, X: x, Y: y, Button: input.MouseButtonLeft, Buttons: 1, ClickCount: n},
+			input.DispatchMouseEventParams{Type: input.DispatchMouseEventTypeMouseReleased, X: x, Y: y, Button: input.MouseButtonLeft, ClickCount: n})
+	}
+	for _, ev := range evs {
 		if _, err := cdp.Call(ctx, b.target, input.DispatchMouseEvent, ev); err != nil {
-			return cdpErr(ctx, b, "click", err)
+			return cdpErr(ctx, b, op, err)
 		}
 	}
 	return nil
@@ -284,11 +298,16 @@ func (s *Session) Fill(ctx context.Context, ref, text string) error {
 	if !fillableRoles[e.role] {
 		return airlock.Errorf(airlock.CodeInvalid, "not_fillable", "browser: fill %s: a %s is not a text field", ref, e.role)
 	}
-	if _, err := cdp.Call(ctx, b.target, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: e.backend}); err != nil {
-		return nodeErr(ctx, b, ref, "fill", err)
+	return fillNode(ctx, b, e.backend, ref, text)
+}
+
+// fillNode focuses a field, selects its content and replaces it with text.
+func fillNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what, text string) error {
+	if _, err := cdp.Call(ctx, b.target, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: backend}); err != nil {
+		return nodeErr(ctx, b, what, "fill", err)
 	}
-	if _, err := cdp.Call(ctx, b.target, dom.Focus, dom.FocusParams{BackendNodeID: e.backend}); err != nil {
-		return nodeErr(ctx, b, ref, "fill", err)
+	if _, err := cdp.Call(ctx, b.target, dom.Focus, dom.FocusParams{BackendNodeID: backend}); err != nil {
+		return nodeErr(ctx, b, what, "fill", err)
 	}
 	keys := []input.DispatchKeyEventParams{
 		{Type: input.DispatchKeyEventTypeRawKeyDown, Key: "a", Code: "KeyA", WindowsVirtualKeyCode: 65, Modifiers: 2, Commands: []string{"selectAll"}},

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/browser"
 )
 
 func requireChromium(t *testing.T) {
@@ -46,6 +48,12 @@ func deniedListener(t *testing.T) (string, *atomic.Int64) {
 	return srv.URL, &hits
 }
 
+// opsOutput decodes the output of an ops script.
+type opsOutput struct {
+	browserRunOutput
+	Results []browserStepResult `json:"results"`
+}
+
 func TestBrowserRunOps(t *testing.T) {
 	requireChromium(t)
 	denied, hits := deniedListener(t)
@@ -61,12 +69,13 @@ func TestBrowserRunOps(t *testing.T) {
 		{"kind":"screenshot"},
 		{"kind":"get_state"}]}`
 	port := strings.TrimPrefix(srv.URL, "http://127.0.0.1:")
+	outDir := t.TempDir()
 	r := invoke(t, ctx, script, []string{"browser", "run", "--data-dir", dd, "--except", "127.0.0.1:" + port,
-		"--allow-origin", srv.URL, "-"})
+		"--allow-origin", srv.URL, "--out-dir", outDir, "-"})
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 	}
-	var out browserRunOutput
+	var out opsOutput
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
 		t.Fatalf("output: %v\n%s", err, r.stdout)
 	}
@@ -77,8 +86,8 @@ func TestBrowserRunOps(t *testing.T) {
 		t.Fatalf("snapshot: %+v", out.Results[1])
 	}
 	shot := out.Results[2].File
-	if shot == "" || !strings.HasPrefix(shot, out.FilesDir) {
-		t.Fatalf("screenshot file %q not under %q", shot, out.FilesDir)
+	if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 || !strings.HasPrefix(shot, outDir) {
+		t.Fatalf("screenshot file %q not under %q: %v", shot, outDir, err)
 	}
 	if len(out.Denied) == 0 || !strings.HasPrefix(out.Denied[0].URL, denied) {
 		t.Fatalf("denied: %+v", out.Denied)
@@ -99,7 +108,7 @@ func TestBrowserRunOps(t *testing.T) {
 	if r.code != 3 {
 		t.Fatalf("denied navigation: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	out = browserRunOutput{}
+	out = opsOutput{}
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || !out.Aborted || len(out.Results) != 1 || out.Results[0].Error == nil {
 		t.Fatalf("abort: %v %+v", err, out)
 	}
@@ -109,5 +118,77 @@ func TestBrowserRunOps(t *testing.T) {
 		if r := invoke(t, ctx, bad, []string{"browser", "run", "--data-dir", dd, "-"}); r.code != 2 {
 			t.Errorf("%s: exit %d %s", bad, r.code, r.stderr)
 		}
+	}
+}
+
+// actionsOutput decodes the output of an interact script.
+type actionsOutput struct {
+	browserRunOutput
+	Results []browser.ActionResult `json:"results"`
+}
+
+// TestBrowserRunTodoMVC drives a real third-party app end to end (the
+// TodoMVC VanillaJS example, served on loopback from testdata): add three
+// todos, complete one, read the counter. Nothing the app's page asks for
+// off its origin (its footer links are never followed) may leave.
+func TestBrowserRunTodoMVC(t *testing.T) {
+	requireChromium(t)
+	var served atomic.Int64
+	fs := http.FileServer(http.Dir("testdata/todomvc"))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		fs.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	denied, hits := deniedListener(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	outDir := t.TempDir()
+	script := `{"allowed_origins": ["` + srv.URL + `"], "actions": [
+		{"action": "goto", "url": "` + srv.URL + `/index.html"},
+		{"action": "wait_for_selector", "selector": "#new-todo"},
+		{"action": "fill", "selector": "#new-todo", "text": "buy milk"},
+		{"action": "press", "selector": "#new-todo", "key": "Enter"},
+		{"action": "fill", "selector": "#new-todo", "text": "write the note"},
+		{"action": "press", "selector": "#new-todo", "key": "Enter"},
+		{"action": "fill", "selector": "#new-todo", "text": "ship it"},
+		{"action": "press", "selector": "#new-todo", "key": "Enter"},
+		{"action": "wait_for_selector", "selector": "#todo-list li:nth-child(3)", "state": "attached"},
+		{"action": "click", "selector": "#todo-list li:nth-child(2) .toggle"},
+		{"action": "extract_text", "selector": "#todo-count"},
+		{"action": "extract_text", "selector": "#todo-list"},
+		{"action": "goto", "url": "` + denied + `/"},
+		{"action": "extract_text"}
+	], "stop_on_error": false}`
+	port := strings.TrimPrefix(srv.URL, "http://127.0.0.1:")
+	r := invoke(t, ctx, script, []string{"browser", "run", "--data-dir", t.TempDir(), "--except", "127.0.0.1:" + port, "--out-dir", outDir, "-"})
+	var out actionsOutput
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("output: %v\nstdout %s\nstderr %s", err, r.stdout, r.stderr)
+	}
+	// The goto toward the denied address fails and aborts the rest: exit 3
+	// (denied), 13 results, the last not run.
+	if r.code != 3 || !out.Aborted || out.AbortReason != "goto_failed" || len(out.Results) != 13 {
+		t.Fatalf("exit %d, aborted %v %q, %d results\n%s\n%s", r.code, out.Aborted, out.AbortReason, len(out.Results), r.stdout, r.stderr)
+	}
+	for _, res := range out.Results[:12] {
+		if !res.OK {
+			t.Fatalf("step %d %s failed: %+v", res.Index, res.Action, res.Error)
+		}
+	}
+	if got := *out.Results[10].Text; got != "2 items left" {
+		t.Errorf("counter %q, want \"2 items left\"", got)
+	}
+	if got := *out.Results[11].Text; !strings.Contains(got, "buy milk") || !strings.Contains(got, "ship it") {
+		t.Errorf("list %q", got)
+	}
+	if out.Title != "VanillaJS • TodoMVC" {
+		t.Errorf("title %q", out.Title)
+	}
+	if hits.Load() != 0 {
+		t.Fatalf("the denied server got %d requests", hits.Load())
+	}
+	if served.Load() < 9 {
+		t.Errorf("the app's server saw %d requests, want its page, styles and scripts", served.Load())
 	}
 }

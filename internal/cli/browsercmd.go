@@ -49,7 +49,7 @@ type browserRunOutput struct {
 	Session     string                `json:"session"`
 	Profile     string                `json:"profile,omitempty"`
 	FilesDir    string                `json:"files_dir,omitempty"`
-	Results     []browserStepResult   `json:"results"`
+	Results     any                   `json:"results"` // []browserStepResult (ops) or []browser.ActionResult (actions)
 	Aborted     bool                  `json:"aborted,omitempty"`
 	AbortReason string                `json:"abort_reason,omitempty"`
 	FinalURL    string                `json:"final_url"`
@@ -64,7 +64,7 @@ type browserStepResult struct {
 	OK     bool                  `json:"ok"`
 	Error  *airlock.Error        `json:"error,omitempty"`
 	Result *engine.BrowserResult `json:"result,omitempty"`
-	File   string                `json:"file,omitempty"` // a screenshot written under files_dir
+	File   string                `json:"file,omitempty"` // a screenshot written under --out-dir
 }
 
 var sessionNameRE = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$`)
@@ -94,7 +94,7 @@ func parseBrowserScript(data []byte) (browserScript, error) {
 func newBrowserRunCmd(e *env) *cobra.Command {
 	var pf policyFlags
 	var allowOrigins, denyOrigins []string
-	var defaultAction string
+	var defaultAction, outDir string
 	cmd := &cobra.Command{
 		Use:   "run [flags] SCRIPT.json",
 		Short: "Run a browser script (interact actions or ops) and print the results as JSON",
@@ -112,7 +112,8 @@ localStorage across runs; "session" names a CLI session: its profile (the same n
 "profile" is given) and the page it ended on, where the next run with it starts.
 default_action is deny unless the script or --default-action says otherwise, so list the
 origins the script needs in allowed_origins (or --allow-origin). Screenshots are written
-under the session's files directory. Exit status: 0 when every step succeeded, otherwise
+under --out-dir (default: the current directory; an interact out_path is relative to
+it and may not leave it). Exit status: 0 when every step succeeded, otherwise
 the status of the first failure (the JSON results are printed either way).`,
 		Example: `  airlock browser run --except 127.0.0.1:8080 --allow-origin http://127.0.0.1:8080 todo.json
   echo '{"ops":[{"kind":"navigate","url":"http://127.0.0.1:8080/"},{"kind":"snapshot"}]}' |
@@ -139,7 +140,7 @@ the status of the first failure (the JSON results are printed either way).`,
 				sc.DefaultAction = defaultAction
 			}
 			return e.withEngine(&pf, func(en *engine.Engine, p airlock.Principal) error {
-				out, runErr := runBrowserScript(cmd.Context(), en, p, sc)
+				out, runErr := runBrowserScript(cmd.Context(), en, p, sc, outDir)
 				if err := writeIndented(e.stdout, out); err != nil {
 					return err
 				}
@@ -152,6 +153,7 @@ the status of the first failure (the JSON results are printed either way).`,
 	f.StringArrayVar(&allowOrigins, "allow-origin", nil, "add to allowed_origins: scheme://host[:port] or *.suffix (repeatable)")
 	f.StringArrayVar(&denyOrigins, "deny-origin", nil, "add to denied_origins (repeatable; deny wins)")
 	f.StringVar(&defaultAction, "default-action", "", "what happens to a request no origin list names: deny (default) or allow")
+	f.StringVar(&outDir, "out-dir", ".", "where screenshots are written (interact out_path is relative to it)")
 	return cmd
 }
 
@@ -163,14 +165,39 @@ func writeIndented(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// scriptPolicy is the script's origin policy, or nil when it sets none
+// (browser.policy of the configuration applies).
+func scriptPolicy(sc browserScript) *engine.BrowserPolicy {
+	if len(sc.AllowedOrigins) == 0 && len(sc.DeniedOrigins) == 0 && sc.DefaultAction == "" {
+		return nil
+	}
+	return &engine.BrowserPolicy{AllowedOrigins: sc.AllowedOrigins, DeniedOrigins: sc.DeniedOrigins, DefaultAction: sc.DefaultAction}
+}
+
 // runBrowserScript opens the session, runs the script and closes the
 // session. It returns the output and the first failure.
-func runBrowserScript(ctx context.Context, en *engine.Engine, p airlock.Principal, sc browserScript) (*browserRunOutput, error) {
+func runBrowserScript(ctx context.Context, en *engine.Engine, p airlock.Principal, sc browserScript, outDir string) (*browserRunOutput, error) {
+	var actions []engine.BrowserAction
+	for i, raw := range sc.Actions {
+		a, err := browser.ParseAction(raw)
+		if err != nil {
+			return &browserRunOutput{Results: []browserStepResult{}}, usageErrorf("script: actions[%d]: %v", i, err)
+		}
+		actions = append(actions, a)
+	}
+	var ops []engine.BrowserOp
+	for i, raw := range sc.Ops {
+		op, err := browser.ParseOp(raw)
+		if err != nil {
+			return &browserRunOutput{Results: []browserStepResult{}}, usageErrorf("script: ops[%d]: %v", i, err)
+		}
+		ops = append(ops, op)
+	}
 	profile := sc.Profile
 	if profile == "" {
 		profile = sc.Session
 	}
-	info, err := en.BrowserOpen(ctx, p, engine.BrowserOpenRequest{Profile: profile})
+	info, err := en.BrowserOpen(ctx, p, engine.BrowserOpenRequest{Profile: profile, Policy: scriptPolicy(sc)})
 	if err != nil {
 		return &browserRunOutput{Results: []browserStepResult{}}, err
 	}
@@ -203,7 +230,11 @@ func runBrowserScript(ctx context.Context, en *engine.Engine, p airlock.Principa
 		}
 	}
 	if first == nil {
-		note(runOps(ctx, en, p, info, sc, out))
+		if len(actions) > 0 {
+			note(runActions(ctx, en, p, info, actions, sc.StopOnError, outDir, out))
+		} else {
+			note(runOps(ctx, en, p, info, ops, sc.StopOnError, outDir, out))
+		}
 	}
 	res, err := en.BrowserDo(ctx, p, info.ID, engine.BrowserOp{Kind: browser.KindGetState})
 	if err == nil && res.State != nil {
@@ -219,21 +250,52 @@ func runBrowserScript(ctx context.Context, en *engine.Engine, p airlock.Principa
 	return out, first
 }
 
+// runActions runs an interact sequence and copies its screenshots from the
+// session's files directory to outDir.
+func runActions(ctx context.Context, en *engine.Engine, p airlock.Principal, info engine.BrowserSessionInfo, actions []engine.BrowserAction, stopOnError bool, outDir string, out *browserRunOutput) error {
+	res, err := en.BrowserInteract(ctx, p, info.ID, actions, stopOnError)
+	out.Results, out.Aborted, out.AbortReason = res.Results, res.Aborted, res.AbortReason
+	if err != nil {
+		return err
+	}
+	for i := range res.Results {
+		r := &res.Results[i]
+		if r.File == "" {
+			continue
+		}
+		dest := filepath.Join(outDir, r.File)
+		if err := copyFile(filepath.Join(info.FilesDir, r.File), dest); err != nil {
+			return airlock.Errorf(airlock.CodeInternal, "screenshot", "screenshot: %v", err)
+		}
+		r.File = dest
+	}
+	return res.FirstError()
+}
+
+func copyFile(src, dest string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dest, data, 0o644)
+}
+
 // runOps runs an ops script: every op in order; a failed navigation aborts
 // the rest, other failures stop it only with stop_on_error.
-func runOps(ctx context.Context, en *engine.Engine, p airlock.Principal, info engine.BrowserSessionInfo, sc browserScript, out *browserRunOutput) error {
+func runOps(ctx context.Context, en *engine.Engine, p airlock.Principal, info engine.BrowserSessionInfo, ops []engine.BrowserOp, stopOnError bool, outDir string, out *browserRunOutput) error {
 	var first error
-	for i, raw := range sc.Ops {
-		op, err := browser.ParseOp(raw)
-		if err != nil {
-			return usageErrorf("script: ops[%d]: %v", i, err)
-		}
+	steps := []browserStepResult{}
+	defer func() { out.Results = steps }()
+	for i, op := range ops {
 		step := browserStepResult{Index: i, Kind: op.Kind}
 		res, err := en.BrowserDo(ctx, p, info.ID, op)
 		if err == nil {
 			step.OK = true
-			if res.Screenshot != nil && info.FilesDir != "" {
-				step.File, err = saveScreenshot(info.FilesDir, i, res.Screenshot)
+			if res.Screenshot != nil {
+				step.File, err = saveScreenshot(outDir, i, res.Screenshot)
 				if err == nil {
 					res.Screenshot.Data = nil
 				}
@@ -248,8 +310,8 @@ func runOps(ctx context.Context, en *engine.Engine, p airlock.Principal, info en
 				first = err
 			}
 		}
-		out.Results = append(out.Results, step)
-		if err != nil && (op.Kind == browser.KindNavigate || sc.StopOnError) {
+		steps = append(steps, step)
+		if err != nil && (op.Kind == browser.KindNavigate || stopOnError) {
 			out.Aborted = true
 			out.AbortReason = fmt.Sprintf("ops[%d] %s failed: %s", i, op.Kind, airlock.ReasonOf(err))
 			break
@@ -266,10 +328,10 @@ func saveScreenshot(dir string, i int, s *browser.Screenshot) (string, error) {
 		ext = "jpg"
 	}
 	name := filepath.Join(dir, fmt.Sprintf("screenshot-%d.%s", i, ext))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", airlock.Errorf(airlock.CodeInternal, "screenshot", "screenshot: %v", err)
 	}
-	if err := os.WriteFile(name, data, 0o600); err != nil {
+	if err := os.WriteFile(name, data, 0o644); err != nil {
 		return "", airlock.Errorf(airlock.CodeInternal, "screenshot", "screenshot: %v", err)
 	}
 	return name, nil
