@@ -197,6 +197,9 @@ func (s *Session) Download(ctx context.Context, rawURL, destPath string) (int64,
 		}
 		switch ev.State {
 		case cdpbrowser.DownloadProgressStateCompleted:
+			if err := os.MkdirAll(filepath.Dir(dest), 0o700); err != nil {
+				return 0, airlock.Errorf(airlock.CodeInternal, "files_dir", "browser: download: %v", err)
+			}
 			if err := os.Rename(filepath.Join(tmp, guid), dest); err != nil {
 				return 0, airlock.Errorf(airlock.CodeInternal, "files_dir", "browser: download: %v", err)
 			}

@@ -53,7 +53,8 @@ const (
 // own fields (opSpecs) and ParseOp refuses the others.
 //
 //	navigate    url (required), wait_until_loaded (default true)
-//	snapshot    -
+//	snapshot    interactive_only, max_depth, max_chars (default 12000),
+//	            offset (continue the last snapshot of the page)
 //	read        mode: main_content (default), article, raw
 //	click       ref
 //	fill        ref, text ("" clears the field)
@@ -88,6 +89,10 @@ type Op struct {
 	Selector        string `json:"selector,omitempty"`
 	Role            string `json:"role,omitempty"`
 	TimeoutMS       int    `json:"timeout_ms,omitempty"`
+	InteractiveOnly bool   `json:"interactive_only,omitempty"`
+	MaxDepth        int    `json:"max_depth,omitempty"`
+	MaxChars        int    `json:"max_chars,omitempty"`
+	Offset          int    `json:"offset,omitempty"`
 }
 
 // opSpec is what one kind accepts: its fields, and those that must be
@@ -100,7 +105,7 @@ type opSpec struct {
 // opSpecs is the registry of kinds; its size must be OpCount.
 var opSpecs = map[string]opSpec{
 	KindNavigate:   {fields: []string{"url", "wait_until_loaded"}, required: []string{"url"}},
-	KindSnapshot:   {},
+	KindSnapshot:   {fields: []string{"interactive_only", "max_depth", "max_chars", "offset"}},
 	KindRead:       {fields: []string{"mode"}},
 	KindClick:      {fields: []string{"ref"}, required: []string{"ref"}},
 	KindFill:       {fields: []string{"ref", "text"}, required: []string{"ref"}},
@@ -184,7 +189,8 @@ func (op Op) setFields() []string {
 		{"ref", op.Ref != ""}, {"text", op.Text != ""}, {"key", op.Key != ""}, {"value", op.Value != ""},
 		{"path", op.Path != ""}, {"dest_path", op.DestPath != ""}, {"format", op.Format != ""},
 		{"full_page", op.FullPage}, {"selector", op.Selector != ""}, {"role", op.Role != ""},
-		{"timeout_ms", op.TimeoutMS != 0},
+		{"timeout_ms", op.TimeoutMS != 0}, {"interactive_only", op.InteractiveOnly}, {"max_depth", op.MaxDepth != 0},
+		{"max_chars", op.MaxChars != 0}, {"offset", op.Offset != 0},
 	} {
 		if f.set {
 			fs = append(fs, f.name)
@@ -227,6 +233,10 @@ func (op Op) check(present []string) error {
 		case "", "png", "jpeg":
 		default:
 			return opErr("screenshot format %q: want png or jpeg", op.Format)
+		}
+	case KindSnapshot:
+		if op.MaxChars < 0 || op.MaxChars > MaxSnapshotChars || op.MaxDepth < 0 || op.Offset < 0 {
+			return opErr("snapshot: max_chars 0 to %d, max_depth and offset not negative", MaxSnapshotChars)
 		}
 	case KindWaitFor:
 		if (op.Selector == "") == (op.Role == "") {
@@ -276,7 +286,7 @@ func (s *Session) Do(ctx context.Context, op Op) (Result, error) {
 		err = s.Navigate(ctx, op.URL, op.WaitUntilLoaded == nil || *op.WaitUntilLoaded)
 	case KindSnapshot:
 		var snap Snapshot
-		snap, err = s.Snapshot(ctx)
+		snap, err = s.Snapshot(ctx, SnapshotOptions{InteractiveOnly: op.InteractiveOnly, MaxDepth: op.MaxDepth, MaxChars: op.MaxChars, Offset: op.Offset})
 		r.Snapshot = &snap
 	case KindClick:
 		err = s.Click(ctx, op.Ref)

@@ -91,6 +91,7 @@ type Session struct {
 	b       *instance
 	refs    *refTable // refs of the current document
 	lastRef int       // the last ref number minted; never reused
+	last    *lastOutline // the last snapshot's whole outline, for paging
 
 	console *consoleRing // the page's console messages; has its own lock
 	netlog  *netRing     // the requests layer 1 saw; has its own lock

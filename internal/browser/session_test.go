@@ -51,7 +51,7 @@ func (p *testProxy) decisionKeys() []string {
 	return append([]string(nil), p.keys...)
 }
 
-func startProxy(t *testing.T) *testProxy {
+func startProxy(t testing.TB) *testProxy {
 	t.Helper()
 	tp := &testProxy{}
 	d := &egress.Dialer{
@@ -294,7 +294,7 @@ func refOf(t *testing.T, snap Snapshot, prefix string) string {
 
 func snapshot(t *testing.T, s *Session) Snapshot {
 	t.Helper()
-	snap, err := s.Snapshot(testCtx(t))
+	snap, err := s.Snapshot(testCtx(t), SnapshotOptions{})
 	if err != nil {
 		t.Fatalf("Snapshot: %v", err)
 	}

@@ -24,6 +24,7 @@ type refEntry struct {
 	loader  cdp.LoaderID // the main frame's document when the ref was minted
 	role    string
 	name    string
+	nth     int // 1 for the first element with this role and name in the outline, 2 for the next, ...
 }
 
 // refTable holds the refs of the current document. A new table replaces it
@@ -51,20 +52,71 @@ var transparentRoles = map[string]bool{
 	"none": true, "generic": true, "InlineTextBox": true, "LineBreak": true, "RootWebArea": true, "LabelText": true,
 }
 
+// DefaultSnapshotChars is the character budget of one snapshot page.
+const DefaultSnapshotChars = 12000
+
+// MaxSnapshotChars caps max_chars.
+const MaxSnapshotChars = 200000
+
+// SnapshotOptions shape a snapshot.
+type SnapshotOptions struct {
+	// InteractiveOnly prints only elements with an interactive role
+	// (buttons, links, fields, ...), one per line, unindented.
+	InteractiveOnly bool
+	// MaxDepth stops the outline below this depth (0: no limit).
+	MaxDepth int
+	// MaxChars is the budget of this page of the outline (0:
+	// DefaultSnapshotChars). A longer outline ends with a truncation
+	// marker that names the offset to continue from.
+	MaxChars int
+	// Offset continues the last snapshot of the same document from this
+	// character (0: take a new snapshot). An offset into a document that
+	// has since navigated, or with other options, is refused (stale
+	// snapshot).
+	Offset int
+}
+
 // Snapshot is a compact outline of the page's accessibility tree.
 type Snapshot struct {
 	// Text has one line per printed node, in document order, indented two
 	// spaces per level: `- role "name" @eN`, with value="…" for fields and
-	// [checked] / [disabled] states.
+	// [checked] / [disabled] states. Iframes' documents are nested under
+	// their iframe line; shadow DOM is part of the tree.
 	Text string `json:"text"`
-	// Refs is the number of refs minted by this snapshot.
+	// Refs is the number of refs the whole outline names.
 	Refs int `json:"refs"`
+	// TotalChars is the length of the whole outline; Truncated and
+	// NextOffset say there is more and where it continues.
+	TotalChars int  `json:"total_chars"`
+	Truncated  bool `json:"truncated,omitempty"`
+	NextOffset int  `json:"next_offset,omitempty"`
 }
 
-// Snapshot reads the main frame's accessibility tree
-// (Accessibility.getFullAXTree) and mints refs for interactive and named
-// elements. Refs of earlier snapshots of the same document stay valid.
-func (s *Session) Snapshot(ctx context.Context) (Snapshot, error) {
+// lastOutline is the full outline of the last snapshot, for paging.
+type lastOutline struct {
+	loader cdp.LoaderID
+	opts   SnapshotOptions // with Offset and MaxChars zeroed
+	text   string
+	refs   int
+}
+
+// Snapshot reads the current tab's accessibility tree
+// (Accessibility.getFullAXTree for the main frame and each of its
+// iframes' documents) and mints refs for interactive and named elements.
+// Refs of earlier snapshots of the same document stay valid; a ref number
+// is never reused.
+//
+// Errors: invalid (browser_op for bad options; stale_snapshot for an
+// Offset that does not continue the last snapshot), timeout, unavailable
+// (browser_crashed).
+func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (Snapshot, error) {
+	if o.MaxChars < 0 || o.MaxChars > MaxSnapshotChars || o.MaxDepth < 0 || o.Offset < 0 {
+		return Snapshot{}, opErr("snapshot: max_chars 0 to %d, max_depth and offset not negative", MaxSnapshotChars)
+	}
+	budget := o.MaxChars
+	if budget == 0 {
+		budget = DefaultSnapshotChars
+	}
 	b, err := s.begin()
 	if err != nil {
 		return Snapshot{}, err
@@ -74,13 +126,53 @@ func (s *Session) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, cdpErr(ctx, b, "snapshot", err)
 	}
+	key := SnapshotOptions{InteractiveOnly: o.InteractiveOnly, MaxDepth: o.MaxDepth}
+	var full lastOutline
+	if o.Offset > 0 {
+		if s.last == nil || s.last.loader != loader || s.last.opts != key || o.Offset >= len(s.last.text) {
+			return Snapshot{}, airlock.Errorf(airlock.CodeInvalid, "stale_snapshot",
+				"browser: snapshot offset %d does not continue the last snapshot of this page: take a new one (offset 0)", o.Offset)
+		}
+		full = *s.last
+	} else {
+		full, err = s.outline(ctx, b, loader, key)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		s.last = &full
+	}
+	return pageOf(full, o.Offset, budget), nil
+}
+
+// markerReserve is kept free in a page's budget for the truncation marker.
+const markerReserve = 100
+
+// pageOf cuts one page of the outline, at a line boundary.
+func pageOf(full lastOutline, offset, budget int) Snapshot {
+	snap := Snapshot{Refs: full.refs, TotalChars: len(full.text)}
+	rest := full.text[offset:]
+	if len(rest) <= budget {
+		snap.Text = rest
+		return snap
+	}
+	budget = max(budget-markerReserve, 1) // the marker fits in the budget
+	cutAt := strings.LastIndexByte(rest[:budget], '\n') + 1
+	if cutAt == 0 { // one line longer than the budget: cut inside it
+		cutAt = budget
+		for cutAt > 0 && !utf8RuneStart(rest[cutAt]) {
+			cutAt--
+		}
+	}
+	snap.Truncated, snap.NextOffset = true, offset+cutAt
+	snap.Text = rest[:cutAt] + fmt.Sprintf("[truncated: %d more characters; snapshot with offset %d continues]\n", len(rest)-cutAt, snap.NextOffset)
+	return snap
+}
+
+// outline builds the whole outline of the current document, minting refs.
+func (s *Session) outline(ctx context.Context, b *instance, loader cdp.LoaderID, o SnapshotOptions) (lastOutline, error) {
 	res, err := cdp.Call(ctx, b.target, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
 	if err != nil {
-		return Snapshot{}, cdpErr(ctx, b, "snapshot", err)
-	}
-	nodes := make(map[accessibility.NodeID]*accessibility.Node, len(res.Nodes))
-	for _, n := range res.Nodes {
-		nodes[n.NodeID] = n
+		return lastOutline{}, cdpErr(ctx, b, "snapshot", err)
 	}
 	// A table of another document is dead: start a new one.
 	for _, e := range s.refs.byRef {
@@ -89,35 +181,91 @@ func (s *Session) Snapshot(ctx context.Context) (Snapshot, error) {
 		}
 		break
 	}
-	w := &outline{s: s, nodes: nodes, loader: loader}
-	if len(res.Nodes) > 0 {
-		w.walk(res.Nodes[0], 0, "")
+	w := &outline{s: s, ctx: ctx, b: b, loader: loader, opts: o, seen: map[string]int{}}
+	w.frames = childFrames(ctx, b)
+	w.tree(res.Nodes, 0)
+	return lastOutline{loader: loader, opts: o, text: w.sb.String(), refs: w.minted}, nil
+}
+
+// childFrames maps each iframe element (by backend node id) of the tab to
+// the frame it holds, for the frames in the tab's own process. Frames of
+// other sites live in their own processes (site isolation) and are shown
+// as their iframe line only.
+func childFrames(ctx context.Context, b *instance) map[cdp.BackendNodeID]cdp.FrameID {
+	out := map[cdp.BackendNodeID]cdp.FrameID{}
+	ft, err := cdp.Call(ctx, b.target, page.GetFrameTree, cdp.Empty{})
+	if err != nil || ft.FrameTree == nil {
+		return out
 	}
-	return Snapshot{Text: w.sb.String(), Refs: w.minted}, nil
+	var walk func(t *page.FrameTree)
+	walk = func(t *page.FrameTree) {
+		for _, c := range t.ChildFrames {
+			if c.Frame == nil {
+				continue
+			}
+			if own, err := cdp.Call(ctx, b.target, dom.GetFrameOwner, dom.GetFrameOwnerParams{FrameID: c.Frame.ID}); err == nil {
+				out[own.BackendNodeID] = c.Frame.ID
+			}
+			walk(c)
+		}
+	}
+	walk(ft.FrameTree)
+	return out
 }
 
 type outline struct {
 	s      *Session
-	nodes  map[accessibility.NodeID]*accessibility.Node
+	ctx    context.Context
+	b      *instance
 	loader cdp.LoaderID
+	opts   SnapshotOptions
+	frames map[cdp.BackendNodeID]cdp.FrameID
+	nodes  map[accessibility.NodeID]*accessibility.Node
 	sb     strings.Builder
 	minted int
+	seen   map[string]int // role+name → elements seen, for duplicates' index
+	depthF int            // frames nested, to stop runaway recursion
+}
+
+// maxFrameDepth bounds nested iframes in an outline.
+const maxFrameDepth = 8
+
+// tree prints one document's AX nodes (the first is its root) at depth.
+func (w *outline) tree(nodes []*accessibility.Node, depth int) {
+	if len(nodes) == 0 {
+		return
+	}
+	saved := w.nodes
+	w.nodes = make(map[accessibility.NodeID]*accessibility.Node, len(nodes))
+	for _, n := range nodes {
+		w.nodes[n.NodeID] = n
+	}
+	w.walk(nodes[0], depth, "")
+	w.nodes = saved
 }
 
 func (w *outline) walk(n *accessibility.Node, depth int, parentName string) {
+	if w.opts.MaxDepth > 0 && depth >= w.opts.MaxDepth && !w.opts.InteractiveOnly {
+		return
+	}
 	role, name := axString(n.Role), axString(n.Name)
 	printed := false
 	switch {
 	case n.Ignored, transparentRoles[role] && name == "", role == "InlineTextBox":
 	case role == "StaticText":
-		if name != "" && name != parentName {
+		if name != "" && name != parentName && !w.opts.InteractiveOnly {
 			fmt.Fprintf(&w.sb, "%s- text %s\n", strings.Repeat("  ", depth), strconv.Quote(name))
 		}
 		return
 	case role == "RootWebArea":
+	case w.opts.InteractiveOnly && !interactiveRoles[role]:
 	default:
 		printed = true
-		w.line(n, role, name, depth)
+		d := depth
+		if w.opts.InteractiveOnly {
+			d = 0
+		}
+		w.line(n, role, name, d)
 	}
 	if printed && (role == "textbox" || role == "searchbox") {
 		return // the field's text is its value="…"
@@ -125,6 +273,14 @@ func (w *outline) walk(n *accessibility.Node, depth int, parentName string) {
 	next, pname := depth, parentName
 	if printed {
 		next, pname = depth+1, name
+	}
+	if f, ok := w.frames[n.BackendDOMNodeID]; ok && n.BackendDOMNodeID != 0 && w.depthF < maxFrameDepth {
+		if res, err := cdp.Call(w.ctx, w.b.target, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{FrameID: f}); err == nil {
+			w.depthF++
+			w.tree(res.Nodes, next)
+			w.depthF--
+		}
+		return
 	}
 	for _, id := range n.ChildIDs {
 		if c := w.nodes[id]; c != nil {
@@ -155,9 +311,11 @@ func (w *outline) line(n *accessibility.Node, role, name string, depth int) {
 		}
 	}
 	if n.BackendDOMNodeID != 0 && (interactiveRoles[role] || name != "") {
+		k := role + "\x00" + name
+		w.seen[k]++
 		w.s.lastRef++
 		ref := "@e" + strconv.Itoa(w.s.lastRef)
-		w.s.refs.byRef[ref] = refEntry{backend: n.BackendDOMNodeID, loader: w.loader, role: role, name: name}
+		w.s.refs.byRef[ref] = refEntry{backend: n.BackendDOMNodeID, loader: w.loader, role: role, name: name, nth: w.seen[k]}
 		w.minted++
 		sb.WriteByte(' ')
 		sb.WriteString(ref)

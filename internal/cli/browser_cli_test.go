@@ -134,7 +134,7 @@ type actionsOutput struct {
 func TestBrowserRunTodoMVC(t *testing.T) {
 	requireChromium(t)
 	var served atomic.Int64
-	fs := http.FileServer(http.Dir("testdata/todomvc"))
+	fs := http.FileServer(http.Dir("../browser/testdata/todomvc"))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		served.Add(1)
 		fs.ServeHTTP(w, r)

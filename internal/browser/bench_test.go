@@ -1,0 +1,152 @@
+package browser
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// benchSession opens a session for a benchmark.
+func benchSession(b *testing.B) *Session {
+	b.Helper()
+	if err := checkExec(DefaultExecPath); err != nil {
+		b.Fatalf("benchmarks need Chromium: %v", err)
+	}
+	p := startProxy(b)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	s, err := Open(ctx, Options{ProxyAddr: p.addr, ProxyUser: proxyUser, ProxyPass: proxyPass, ProfileDir: b.TempDir(),
+		FilesDir: b.TempDir(), Policy: Policy{DefaultAction: ActionAllow}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close(context.Background()) })
+	return s
+}
+
+// todoMVC serves the TodoMVC app and opens it with three todos added.
+func todoMVC(b *testing.B, s *Session) {
+	b.Helper()
+	srv := httptest.NewServer(http.FileServer(http.Dir("testdata/todomvc")))
+	b.Cleanup(srv.Close)
+	ctx := context.Background()
+	if err := s.Navigate(ctx, srv.URL+"/index.html", true); err != nil {
+		b.Fatal(err)
+	}
+	res, err := s.Interact(ctx, []Action{
+		{Action: ActFill, Selector: "#new-todo", Text: "buy milk"}, {Action: ActPress, Selector: "#new-todo", Key: "Enter"},
+		{Action: ActFill, Selector: "#new-todo", Text: "write the note"}, {Action: ActPress, Selector: "#new-todo", Key: "Enter"},
+		{Action: ActFill, Selector: "#new-todo", Text: "ship it"}, {Action: ActPress, Selector: "#new-todo", Key: "Enter"},
+	}, true)
+	if err != nil || res.FirstError() != nil {
+		b.Fatalf("add todos: %v %v", err, res.FirstError())
+	}
+}
+
+func snapshotBench(b *testing.B, s *Session, o SnapshotOptions) {
+	ctx := context.Background()
+	var snap Snapshot
+	var err error
+	for b.Loop() {
+		if snap, err = s.Snapshot(ctx, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(snap.Text)), "chars")
+	b.ReportMetric(float64(snap.TotalChars), "total_chars")
+	b.ReportMetric(float64(snap.Refs), "refs")
+	b.ReportMetric(float64(strings.Count(snap.Text, "\n")), "lines")
+}
+
+// BenchmarkSnapshotTodoMVC: the Playwright MCP anchor is 1,854 characters
+// (40 refs, 11 interactive) for this page with three todos.
+func BenchmarkSnapshotTodoMVC(b *testing.B) {
+	s := benchSession(b)
+	todoMVC(b, s)
+	b.Run("full", func(b *testing.B) { snapshotBench(b, s, SnapshotOptions{}) })
+	b.Run("interactive", func(b *testing.B) { snapshotBench(b, s, SnapshotOptions{InteractiveOnly: true}) })
+}
+
+// BenchmarkSnapshotWikipedia: the Playwright MCP anchor is 214,911
+// characters, untruncated, for this page. The corpus is
+// $AIRLOCK_EXTRACT_CORPUS or ../shared/corpus/readability.
+func BenchmarkSnapshotWikipedia(b *testing.B) {
+	dir := os.Getenv("AIRLOCK_EXTRACT_CORPUS")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "corpus", "readability")
+	}
+	src, err := os.ReadFile(filepath.Join(dir, "wikipedia", "source.html"))
+	if err != nil {
+		b.Skipf("no corpus: %v", err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write(src)
+	}))
+	b.Cleanup(srv.Close)
+	s := benchSession(b)
+	if err := s.Navigate(context.Background(), srv.URL+"/", true); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("page", func(b *testing.B) { snapshotBench(b, s, SnapshotOptions{}) })
+	b.Run("whole", func(b *testing.B) { snapshotBench(b, s, SnapshotOptions{MaxChars: MaxSnapshotChars}) })
+	b.Run("interactive", func(b *testing.B) { snapshotBench(b, s, SnapshotOptions{InteractiveOnly: true}) })
+}
+
+// BenchmarkOps measures navigate, click and fill on a small local page.
+func BenchmarkOps(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<title>Ops</title><input aria-label="Name"><button onclick="this.textContent='pressed'">Press</button>`))
+	}))
+	b.Cleanup(srv.Close)
+	s := benchSession(b)
+	ctx := context.Background()
+	b.Run("navigate", func(b *testing.B) {
+		for b.Loop() {
+			if err := s.Navigate(ctx, srv.URL+"/", true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	if err := s.Navigate(ctx, srv.URL+"/", true); err != nil {
+		b.Fatal(err)
+	}
+	snap, err := s.Snapshot(ctx, SnapshotOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ref := func(prefix string) string {
+		for line := range strings.SplitSeq(snap.Text, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), prefix) {
+				return refRE.FindString(line)
+			}
+		}
+		b.Fatalf("no %s in %s", prefix, snap.Text)
+		return ""
+	}
+	button, field := ref(`- button "Press"`), ref(`- textbox "Name"`)
+	b.Run("click", func(b *testing.B) {
+		for b.Loop() {
+			if err := s.Click(ctx, button); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("fill", func(b *testing.B) {
+		for b.Loop() {
+			if err := s.Fill(ctx, field, "some text"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("snapshot", func(b *testing.B) { snapshotBench(b, s, SnapshotOptions{}) })
+}
