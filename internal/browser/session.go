@@ -89,8 +89,8 @@ type Session struct {
 	mu      sync.Mutex // serialises operations and guards the fields below
 	closed  bool
 	b       *instance
-	refs    *refTable // refs of the current document
-	lastRef int       // the last ref number minted; never reused
+	refs    *refTable    // refs of the current document
+	lastRef int          // the last ref number minted; never reused
 	last    *lastOutline // the last snapshot's whole outline, for paging
 
 	console *consoleRing // the page's console messages; has its own lock
