@@ -568,6 +568,14 @@ type (
 	BrowserInteractResult = browser.InteractResult
 )
 
+// ParseBrowserOp decodes one op strictly (browser.ParseOp). Errors:
+// invalid (browser_op).
+func ParseBrowserOp(data []byte) (BrowserOp, error) { return browser.ParseOp(data) }
+
+// ParseBrowserAction decodes one interact step strictly. Errors: invalid
+// (browser_action).
+func ParseBrowserAction(data []byte) (BrowserAction, error) { return browser.ParseAction(data) }
+
 // BrowserInteract runs an interact sequence in a session as one gated,
 // audited call (capability browser), within a budget that scales with the
 // number of steps (browser.InteractBudget) instead of the op timeout. The

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/engine"
 )
 
 type openAPIDoc struct {
@@ -262,6 +263,47 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"UnrevokeRequest":    unrevokeRequest{},
 		"RevocationResponse": revocationResponse{},
 		"Health":             healthResponse{},
+		// The browser's types (the engine's aliases; the nested result
+		// types are reached through their fields).
+		"BrowserPolicy":           engine.BrowserPolicy{},
+		"BrowserOpenRequest":      engine.BrowserOpenRequest{},
+		"BrowserSession":          engine.BrowserSessionInfo{},
+		"BrowserSessionsResponse": browserSessionsResponse{},
+		"BrowserOp":               engine.BrowserOp{},
+		"BrowserResult":           engine.BrowserResult{},
+		"BrowserAction":           engine.BrowserAction{},
+		"InteractRequest":         interactRequest{},
+		"InteractResult":          engine.BrowserInteractResult{},
+		"ApprovalRequest":         approvalRequest{},
+		"BrowserEvent":            engine.BrowserEvent{},
+	}
+	result := reflect.TypeOf(engine.BrowserResult{})
+	field := func(t reflect.Type, name string) reflect.Type {
+		f, ok := t.FieldByName(name)
+		if !ok {
+			panic(name)
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+			ft = ft.Elem()
+		}
+		return ft
+	}
+	rtypes := map[string]reflect.Type{
+		"BrowserState":   field(result, "State"),
+		"Snapshot":       field(result, "Snapshot"),
+		"Screenshot":     field(result, "Screenshot"),
+		"ConsoleLog":     field(result, "Console"),
+		"ConsoleMessage": field(field(result, "Console"), "Messages"),
+		"NetworkLog":     field(result, "Network"),
+		"NetworkEntry":   field(field(result, "Network"), "Entries"),
+		"Tab":            field(result, "Tabs"),
+		"ReadResult":     field(result, "Read"),
+		"Download":       field(result, "Download"),
+		"ActionResult":   field(reflect.TypeOf(engine.BrowserInteractResult{}), "Results"),
+	}
+	for name, rt := range rtypes {
+		types[name] = reflect.New(rt).Elem().Interface()
 	}
 	// Schemas of JSON written by the renderers (extract) or composed of
 	// others, checked by the round-trip tests instead.
