@@ -506,6 +506,14 @@ func (e *Engine) Profile(tenant string) string {
 	return ""
 }
 
+// Grants reports whether the principal's profile grants capability c (a
+// surface uses it to offer only the tools a principal can use; the gate
+// still decides every call).
+func (e *Engine) Grants(p airlock.Principal, c airlock.Capability) bool {
+	t := e.gate.Tenant(p.Tenant)
+	return t != nil && t.Profile.Has(c)
+}
+
 func errShuttingDown() *airlock.Error {
 	return airlock.Errorf(airlock.CodeUnavailable, "shutting_down", "engine is shutting down")
 }

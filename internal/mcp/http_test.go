@@ -70,7 +70,7 @@ func TestHTTP(t *testing.T) {
 
 	cs := httpClient(t, srv, localToken)
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 3 {
+	if err != nil || len(tools.Tools) != 15 {
 		t.Fatalf("ListTools: %v %v", tools, err)
 	}
 	if out := mustOK(t, call(t, cs, ToolFetch, map[string]any{"url": site.URL + "/a", "max_length": 50})); !strings.Contains(out, "start_index=50 to continue>") {

@@ -192,10 +192,19 @@ func TestListTools(t *testing.T) {
 		ToolCrawl:  {"seed", "urls", "max_pages", "depth", "format"},
 	}
 	wantRequired := map[string][]string{ToolFetch: {"url"}, ToolSearch: {"query"}, ToolCrawl: nil}
-	if len(res.Tools) != len(want) {
-		t.Errorf("%d tools, want %d", len(res.Tools), len(want))
-	}
+	var browse []*sdkmcp.Tool
+	browserTools := 0
 	for _, tool := range res.Tools {
+		if strings.HasPrefix(tool.Name, "browser_") {
+			browserTools++ // checked by TestBrowserTools
+			continue
+		}
+		browse = append(browse, tool)
+	}
+	if len(browse) != len(want) || browserTools != 12 {
+		t.Errorf("%d browse tools, want %d; %d browser tools, want 12", len(browse), len(want), browserTools)
+	}
+	for _, tool := range browse {
 		props, ok := want[tool.Name]
 		if !ok {
 			t.Errorf("unexpected tool %q", tool.Name)
@@ -544,8 +553,9 @@ func TestServeStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The default principal (posix) gets the browser tools too.
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 3 {
+	if err != nil || len(tools.Tools) != 15 {
 		t.Fatalf("ListTools: %v %v", tools, err)
 	}
 	if out := mustOK(t, call(t, cs, ToolFetch, map[string]any{"url": srv.URL + "/b"})); !strings.Contains(out, "# Page /b") {

@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -47,6 +48,9 @@ type Options struct {
 	// Logger receives internal errors with their detail (their public
 	// message is generic) and the SDK's own log; nil discards.
 	Logger *slog.Logger
+	// NoBrowser leaves out the browser_* tools (ServeStdio sets it when the
+	// principal's profile does not grant the browser).
+	NoBrowser bool
 }
 
 func (o Options) logger() *slog.Logger {
@@ -62,9 +66,15 @@ type state struct {
 	en        *engine.Engine
 	principal func(context.Context) airlock.Principal
 	logger    *slog.Logger
+
+	mu       sync.Mutex
+	browsers map[string]string // principal + MCP session → browser session id
 }
 
 type stateKey struct{}
+
+// sessionKey carries the MCP session id in a request's context.
+type sessionKey struct{}
 
 // toolsets add groups of tools to a server; the browse tools are the first.
 // A later group (the browser's) appends itself from an init function.
@@ -79,16 +89,23 @@ func NewServer(en *engine.Engine, principal func(context.Context) airlock.Princi
 	if version == "" {
 		version = "dev"
 	}
-	st := &state{en: en, principal: principal, logger: opts.logger()}
+	st := &state{en: en, principal: principal, logger: opts.logger(), browsers: map[string]string{}}
 	s := sdkmcp.NewServer(&sdkmcp.Implementation{Name: ServerName, Title: "Airlock", Version: version},
 		&sdkmcp.ServerOptions{Instructions: instructions, Logger: sdkLogger(st.logger), Capabilities: &sdkmcp.ServerCapabilities{}})
 	s.AddReceivingMiddleware(func(next sdkmcp.MethodHandler) sdkmcp.MethodHandler {
 		return func(ctx context.Context, method string, req sdkmcp.Request) (sdkmcp.Result, error) {
-			return next(context.WithValue(ctx, stateKey{}, st), method, req)
+			ctx = context.WithValue(ctx, stateKey{}, st)
+			if req != nil && req.GetSession() != nil {
+				ctx = context.WithValue(ctx, sessionKey{}, req.GetSession().ID())
+			}
+			return next(ctx, method, req)
 		}
 	})
 	for _, add := range toolsets {
 		add(s)
+	}
+	if !opts.NoBrowser {
+		addBrowserTools(s)
 	}
 	return s
 }
@@ -201,6 +218,9 @@ func toolError(logger *slog.Logger, err error) *sdkmcp.CallToolResult {
 // or the client goes away (in reaches EOF). It returns nil in both cases,
 // and the error of the connection otherwise. It does not close en.
 func ServeStdio(ctx context.Context, en *engine.Engine, p airlock.Principal, in io.Reader, out io.Writer, opts Options) error {
+	if !en.Grants(p, airlock.CapabilityBrowser) {
+		opts.NoBrowser = true
+	}
 	s := NewServer(en, func(context.Context) airlock.Principal { return p }, opts)
 	ss, err := s.Connect(ctx, &sdkmcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}, nil)
 	if err != nil {

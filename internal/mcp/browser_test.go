@@ -1,0 +1,108 @@
+package mcp
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/engine"
+)
+
+// TestBrowserTools drives the browser tools as an agent would: navigate,
+// snapshot, fill and click by ref, read, screenshot as an image, an
+// interact sequence, a refused navigation, close. A principal without the
+// browser gets no browser tools.
+func TestBrowserTools(t *testing.T) {
+	if _, err := os.Stat("/usr/lib/chromium/chromium"); err != nil {
+		t.Fatalf("needs Debian's Chromium (apt-get install chromium): %v", err)
+	}
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<!doctype html><title>Agent page</title><h1>Agent page</h1>
+<input aria-label="Name" id="name"><button onclick="document.getElementById('out').textContent = 'Hello ' + document.getElementById('name').value">Greet</button>
+<p id="out"></p>`)
+	}))
+	t.Cleanup(page.Close)
+	cfg := loopback
+	cfg.Browser = engine.BrowserConfig{Policy: engine.BrowserPolicy{AllowedOrigins: []string{page.URL}}}
+	en := newEngine(t, cfg)
+	cs := inMemory(t, en)
+
+	out := mustOK(t, call(t, cs, ToolBrowserNavigate, map[string]any{"url": page.URL + "/"}))
+	if !strings.Contains(out, "Title: Agent page") {
+		t.Fatalf("navigate: %s", out)
+	}
+	snap := mustOK(t, call(t, cs, ToolBrowserSnapshot, map[string]any{}))
+	ref := func(prefix string) string {
+		for line := range strings.SplitSeq(snap, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), prefix) {
+				return regexp.MustCompile(`@e\d+`).FindString(line)
+			}
+		}
+		t.Fatalf("no %s in\n%s", prefix, snap)
+		return ""
+	}
+	mustOK(t, call(t, cs, ToolBrowserFill, map[string]any{"ref": ref(`- textbox "Name"`), "text": "agent"}))
+	mustOK(t, call(t, cs, ToolBrowserClick, map[string]any{"ref": ref(`- button "Greet"`)}))
+	if snap2 := mustOK(t, call(t, cs, ToolBrowserSnapshot, map[string]any{})); !strings.Contains(snap2, "Hello agent") {
+		t.Errorf("after fill and click:\n%s", snap2)
+	}
+	if read := mustOK(t, call(t, cs, ToolBrowserRead, map[string]any{})); !strings.Contains(read, "Agent page") {
+		t.Errorf("read:\n%s", read)
+	}
+	shot := call(t, cs, ToolBrowserScreenshot, map[string]any{})
+	if shot.IsError || len(shot.Content) != 1 {
+		t.Fatalf("screenshot: %+v", shot)
+	}
+	img, ok := shot.Content[0].(*sdkmcp.ImageContent)
+	if !ok || img.MIMEType != "image/png" || len(img.Data) < 8 || string(img.Data[1:4]) != "PNG" {
+		t.Fatalf("screenshot content %T", shot.Content[0])
+	}
+	out = mustOK(t, call(t, cs, ToolBrowserInteract, map[string]any{"actions": []map[string]any{
+		{"action": "fill", "selector": "#name", "text": "steps"},
+		{"action": "click", "selector": "button"},
+		{"action": "extract_text", "selector": "#out"},
+	}}))
+	if !strings.Contains(out, `"text": "Hello steps"`) {
+		t.Errorf("interact:\n%s", out)
+	}
+	// A stale ref is an error, never a click on something else.
+	mustOK(t, call(t, cs, ToolBrowserNavigate, map[string]any{"url": page.URL + "/again"}))
+	if res := call(t, cs, ToolBrowserClick, map[string]any{"ref": ref(`- button "Greet"`)}); !res.IsError || !strings.Contains(text(res), "stale_ref") {
+		t.Errorf("stale ref: %s", text(res))
+	}
+	// Off the origin policy: a tool error with the code and reason.
+	if res := call(t, cs, ToolBrowserNavigate, map[string]any{"url": "http://127.0.0.1:1/"}); !res.IsError || !strings.Contains(text(res), "denied (default_deny)") {
+		t.Errorf("off-policy navigate: %s", text(res))
+	}
+	mustOK(t, call(t, cs, ToolBrowserClose, map[string]any{}))
+	if n := len(en.BrowserSessions(en.Principal())); n != 0 {
+		t.Errorf("%d sessions after browser_close", n)
+	}
+
+	// A principal whose profile lacks the browser sees only the web tools.
+	cfg2 := loopback
+	cfg2.Tenants = map[string]engine.TenantConfig{"local": {Profile: "network"}}
+	en2 := newEngine(t, cfg2)
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	go func() {
+		ServeStdio(testCtx(t), en2, en2.Principal(), sr, sw, Options{})
+		sw.Close()
+	}()
+	cs2, err := newClient().Connect(testCtx(t), &sdkmcp.IOTransport{Reader: cr, Writer: cw}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs2.Close()
+	tools, err := cs2.ListTools(testCtx(t), nil)
+	if err != nil || len(tools.Tools) != 3 {
+		t.Fatalf("network principal: %d tools, %v", len(tools.Tools), err)
+	}
+}
