@@ -185,7 +185,9 @@ func TestBrowserProfilePersistsAndWipes(t *testing.T) {
 		if c != nil {
 			v = c.Value
 		}
-		w.Write([]byte(`<!doctype html><title>c</title><p>cookie=` + v + `</p>`))
+		w.Write([]byte(`<!doctype html><title>c</title><p>cookie=` + v + `</p><p id="ls"></p>
+<script>if (location.pathname === "/set") localStorage.setItem("k", "stored");
+document.getElementById("ls").textContent = "ls=" + (localStorage.getItem("k") || "none");</script>`))
 	}))
 	t.Cleanup(page.Close)
 
@@ -206,16 +208,16 @@ func TestBrowserProfilePersistsAndWipes(t *testing.T) {
 		}
 		return res.Snapshot.Text
 	}
-	if got := run("/set"); !strings.Contains(got, "cookie=none") {
+	if got := run("/set"); !strings.Contains(got, "cookie=none") || !strings.Contains(got, "ls=stored") {
 		t.Fatalf("first visit: %q", got)
 	}
-	if got := run("/wipe"); !strings.Contains(got, "cookie=airlock") {
-		t.Fatalf("the cookie did not survive closing the session: %q", got)
+	if got := run("/wipe"); !strings.Contains(got, "cookie=airlock") || !strings.Contains(got, "ls=stored") {
+		t.Fatalf("the cookie and localStorage did not survive closing the session: %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "browser", "profiles", "local", "keep")); !os.IsNotExist(err) {
 		t.Fatalf("wipe left the profile: %v", err)
 	}
-	if got := run("/"); !strings.Contains(got, "cookie=none") {
+	if got := run("/"); !strings.Contains(got, "cookie=none") || !strings.Contains(got, "ls=none") {
 		t.Fatalf("after wipe: %q", got)
 	}
 }

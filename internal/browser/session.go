@@ -510,3 +510,15 @@ func (s *Session) GetState(ctx context.Context) (State, error) {
 	defer s.mu.Unlock()
 	return currentState(ctx, b, "get_state")
 }
+
+// KillForTest kills the browser process without Close, as a crash would.
+// Tests of callers use it; the session notices through Crashed.
+func (s *Session) KillForTest() error {
+	s.mu.Lock()
+	b := s.b
+	s.mu.Unlock()
+	if b == nil || b.browser == nil || b.browser.Process() == nil {
+		return errClosed()
+	}
+	return b.browser.Process().Kill()
+}
