@@ -79,7 +79,7 @@ func (c BrowserConfig) validate() error {
 		return configErr("browser: timeouts must not be negative")
 	}
 	if err := c.Policy.Validate(); err != nil {
-		return configErr("browser.policy: %v", err)
+		return configErr("browser.policy.%s", strings.TrimPrefix(err.Error(), "browser policy: "))
 	}
 	return nil
 }

@@ -1,42 +1,65 @@
 // Package browser drives a real headless Chromium over the Chrome DevTools
 // Protocol (chromedp, pipe transport, no debugging port) behind a narrow,
-// typed surface: a Session navigates, reports its URL and title, takes
-// accessibility snapshots that name elements by refs (@e1, @e2, ...) and
-// clicks and fills those refs with synthetic input events. No method
+// typed surface: a Session navigates, takes accessibility snapshots that
+// name elements by refs (@e1, @e2, ...), acts on those refs with synthetic
+// input events, runs interact sequences that name elements by CSS
+// selector, and reads pages through the Browse extractor. No method
 // evaluates caller-supplied JavaScript.
-//
-// Every byte the browser sends goes to one forward proxy (egress.Proxy),
-// authenticated with per-session Basic credentials answered through CDP
-// Fetch.authRequired; Chromium resolves no name itself
-// (--host-resolver-rules) and bypasses the proxy for nothing, loopback
-// included. On top of that (layer 1), every request of the page target is
-// paused by CDP Fetch interception and put to Options.Decide; a refused
-// request fails with BlockedByClient and is reported to Options.OnDenied.
 //
 //	s, err := browser.Open(ctx, browser.Options{
 //		ProxyAddr: "127.0.0.1:8118", ProxyUser: "sess-1", ProxyPass: secret,
-//		ProfileDir: dir, Decide: decide, // func(url string) error
+//		ProfileDir: dir, FilesDir: files, Decide: decide, // func(url string) error
+//		Policy: browser.Policy{AllowedOrigins: []string{"https://example.org"}},
 //	})
 //	if err != nil { ... }
 //	defer s.Close(ctx)
 //	err = s.Navigate(ctx, "https://example.org/", true)
-//	snap, err := s.Snapshot(ctx)
+//	snap, err := s.Snapshot(ctx, browser.SnapshotOptions{})
 //	err = s.Click(ctx, "@e3")
 //
-// Ops. The locked union of 18 op kinds (OpCount) is Op, a tagged JSON
-// union {"kind":"navigate","url":"…"} decoded strictly by ParseOp and run
-// by Session.Do. Implemented today: `navigate`, `snapshot`, `click`,
-// `fill`, `press`, `select`, `screenshot`, `get_state`, `wait_for`,
-// `console`, `back` and `forward`. The other six kinds of the union
-// parse and validate, and Do answers them with unavailable
-// (op_not_implemented). No op evaluates caller-supplied JavaScript; the one
-// script this package runs is the fixed selectScript of select (CDP has no
-// command that chooses an <option>), run in an isolated world with the
-// option value as a JSON argument.
+// Network. Every byte the browser sends goes to one forward proxy
+// (egress.Proxy), authenticated with per-session Basic credentials
+// answered through CDP Fetch.authRequired; Chromium resolves no name itself
+// (--host-resolver-rules), bypasses the proxy for nothing, loopback
+// included, and has QUIC, non-proxied WebRTC UDP and background networking
+// off. The policy is enforced at two layers:
 //
-// Coverage of layer 1 today: the page target (its main frame, same-process
-// iframes, fetch/XHR and subresources). Out-of-process iframes, workers,
-// service workers and popups are separate CDP targets that this package
-// does not attach to yet; their traffic is still forced through the proxy
-// (layer 2).
+//   - Layer 1: Fetch interception enabled on the browser target itself, so
+//     it pauses the requests of every target the browser has or will have:
+//     pages, iframes in or out of process, popups, dedicated and shared
+//     workers, service workers. Each request and each redirect hop (at most
+//     MaxRedirects per chain) is checked: the scheme (only http and https
+//     load), Options.Decide (the egress floor and the tenant's policy), then
+//     the origin Policy (allowed_origins, denied_origins, default_action
+//     deny / allow / ask). A refused request fails with BlockedByClient and
+//     is reported as an EventPolicyDenied. Under ask it waits for Approve or
+//     Deny (EventApprovalRequired); silence denies after the ask timeout.
+//     Interception is installed before the first target runs; if it cannot
+//     be, Open fails and the browser is stopped.
+//   - Layer 2: the egress proxy, which also sees what CDP cannot pause
+//     (WebSocket handshakes, Chromium's own background traffic), pins DNS,
+//     and asks Session.Admit (the same origin Policy on host and port) as
+//     its egress.ProxyClient.Admit.
+//
+// Ops. The locked union of 18 op kinds (OpCount) is Op, a tagged JSON union
+// {"kind":"navigate","url":"…"} decoded strictly by ParseOp and run by
+// Session.Do: `navigate`, `snapshot`, `read`, `click`, `fill`, `press`,
+// `select`, `upload`, `download`, `screenshot`, `get_state`, `wait_for`,
+// `network_log`, `console`, `new_tab`, `close_tab`, `back` and `forward`.
+// Interact sequences (Action, tagged by "action") run through
+// Session.Interact. The scripts this package runs in pages are its own
+// fixed functions (select's selectScript, extract_text's textScript), in an
+// isolated world, with arguments passed as JSON values.
+//
+// Snapshots come from Accessibility.getFullAXTree of the main frame and of
+// each same-process iframe (a cross-site iframe, in its own process, shows
+// as its iframe line), shadow DOM included. A ref maps to a backend node of
+// one document (the main frame's loader id); a ref number is never reused,
+// refs die when the main frame navigates, and a dead or unknown ref is a
+// stale_ref error. Snapshots are cut at a character budget
+// (DefaultSnapshotChars) with a marker naming the offset to page on.
+//
+// Files. Upload reads and download and interact screenshots write only
+// under Options.FilesDir: "..", absolute paths outside it and symlinks
+// that lead out are refused before any browser call.
 package browser

@@ -36,9 +36,9 @@ const MaxRedirects = 10
 // URL) and at layer 2 (the egress proxy, on host and port: there a scheme
 // cannot be told apart, so a deny on any scheme of a host:port wins).
 type Policy struct {
-	AllowedOrigins []string `json:"allowed_origins,omitempty"`
-	DeniedOrigins  []string `json:"denied_origins,omitempty"`
-	DefaultAction  string   `json:"default_action,omitempty"`
+	AllowedOrigins []string `koanf:"allowed_origins" json:"allowed_origins,omitempty"`
+	DeniedOrigins  []string `koanf:"denied_origins" json:"denied_origins,omitempty"`
+	DefaultAction  string   `koanf:"default_action" json:"default_action,omitempty"`
 }
 
 // origin is one compiled list entry.

@@ -200,6 +200,8 @@ func TestConfigCheckCatchesEngineErrors(t *testing.T) {
 		{"egress:\n  tls_profile: bogus\n", "unknown TLS profile"},
 		{"browse:\n  provider: nosuch\n", "nosuch"},
 		{"egress:\n  bogus: 1\n", "'egress' has unknown keys: bogus"},
+		{"browser:\n  policy:\n    default_action: maybe\n", "default_action"},
+		{"browser:\n  policy:\n    allowed_origins: [\"ftp://x.test\"]\n", "allowed_origins: \"ftp://x.test\""},
 	} {
 		f := filepath.Join(dir, fmt.Sprintf("c%d.yaml", len(tc.want)))
 		if err := os.WriteFile(f, []byte(tc.yaml), 0o600); err != nil {
