@@ -141,19 +141,7 @@ func (s *server) browserEvents(w http.ResponseWriter, r *http.Request, c caller)
 	if s.opts.Streams != nil {
 		streams = s.opts.Streams.Done()
 	}
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	send := func(b []byte) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
-		if _, err := w.Write(b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
+	send := s.startSSE(w)
 	if !send([]byte(": events of browser session " + r.PathValue("id") + "\n\n")) {
 		return nil
 	}

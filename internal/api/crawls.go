@@ -182,25 +182,13 @@ func (s *server) crawlEvents(w http.ResponseWriter, r *http.Request, c caller) e
 		stop := context.AfterFunc(s.opts.Streams, cancel)
 		defer stop()
 	}
-	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 	events, err := s.en.WatchCrawlJob(ctx, c.principal, r.PathValue("id"), after)
 	if err != nil {
 		return err
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
-	w.WriteHeader(http.StatusOK)
 	// From here on errors cannot be sent: a failed write ends the stream.
-	send := func(b []byte) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
-		if _, err := w.Write(b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
+	send := s.startSSE(w)
 	if !send([]byte(": stream of crawl job " + r.PathValue("id") + "\n\n")) {
 		return nil
 	}
@@ -227,6 +215,25 @@ func (s *server) crawlEvents(w http.ResponseWriter, r *http.Request, c caller) e
 		case <-ctx.Done():
 			return nil
 		}
+	}
+}
+
+// startSSE begins an event stream: its headers and status. The send it
+// returns writes one chunk and flushes it, moving the write deadline on;
+// it reports false once the client is gone.
+func (s *server) startSSE(w http.ResponseWriter) func([]byte) bool {
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	return func(b []byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
 	}
 }
 

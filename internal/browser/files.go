@@ -103,15 +103,11 @@ func (s *Session) Upload(ctx context.Context, ref, path string) error {
 	if fi, err := os.Stat(full); err != nil || !fi.Mode().IsRegular() {
 		return airlock.Errorf(airlock.CodeInvalid, "no_file", "browser: upload: %q is not a file in the session's files directory", path)
 	}
-	b, err := s.begin()
+	b, e, err := s.beginRef(ctx, ref)
 	if err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	e, err := s.resolve(ctx, b, ref)
-	if err != nil {
-		return err
-	}
 	if _, err := cdp.Call(ctx, b.target, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: []string{full}, BackendNodeID: e.backend}); err != nil {
 		if msg := err.Error(); strings.Contains(msg, "Node is not a file input") {
 			return airlock.Errorf(airlock.CodeInvalid, "not_file_input", "browser: upload %s: a %s is not a file input", ref, e.role)

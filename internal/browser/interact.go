@@ -1,11 +1,9 @@
 package browser
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -113,25 +111,10 @@ func actErr(format string, args ...any) error {
 // action, only its fields, required ones non-empty, values in range.
 // Errors: invalid (browser_action).
 func ParseAction(data []byte) (Action, error) {
-	var raw map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&raw); err != nil || raw == nil {
-		return Action{}, actErr("not a JSON object: %v", errOrNull(err))
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Action{}, actErr("trailing data after the action object")
-	}
 	var a Action
-	dec = json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
+	present, err := decodeStrict(data, &a, "action")
+	if err != nil {
 		return Action{}, actErr("%v", err)
-	}
-	present := make([]string, 0, len(raw))
-	for k := range raw {
-		if k != "action" {
-			present = append(present, k)
-		}
 	}
 	return a, a.check(present)
 }

@@ -137,33 +137,44 @@ func opErr(format string, args ...any) error {
 // that kind's fields, of the right types, its required fields non-empty
 // and nothing after it. Errors: invalid (browser_op).
 func ParseOp(data []byte) (Op, error) {
-	var raw map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&raw); err != nil || raw == nil {
-		return Op{}, opErr("not a JSON object: %v", errOrNull(err))
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Op{}, opErr("trailing data after the op object")
-	}
 	var op Op
-	dec = json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&op); err != nil {
+	present, err := decodeStrict(data, &op, "kind")
+	if err != nil {
 		return Op{}, opErr("%v", err)
-	}
-	if _, ok := raw["kind"]; !ok {
-		return Op{}, opErr(`no "kind"`)
-	}
-	present := make([]string, 0, len(raw))
-	for k := range raw {
-		if k != "kind" {
-			present = append(present, k)
-		}
 	}
 	if err := op.check(present); err != nil {
 		return Op{}, err
 	}
 	return op, nil
+}
+
+// decodeStrict decodes one JSON object into v (a tagged union's flat
+// struct): no unknown fields, nothing after the object, and the tag
+// present. It returns the names of the other fields the object has.
+func decodeStrict(data []byte, v any, tag string) ([]string, error) {
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&raw); err != nil || raw == nil {
+		return nil, fmt.Errorf("not a JSON object: %v", errOrNull(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("trailing data after the object")
+	}
+	dec = json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return nil, err
+	}
+	if _, ok := raw[tag]; !ok {
+		return nil, fmt.Errorf("no %q", tag)
+	}
+	present := make([]string, 0, len(raw))
+	for k := range raw {
+		if k != tag {
+			present = append(present, k)
+		}
+	}
+	return present, nil
 }
 
 func errOrNull(err error) any {

@@ -369,6 +369,22 @@ func (s *Session) resolve(ctx context.Context, b *instance, ref string) (refEntr
 	return e, nil
 }
 
+// beginRef locks the session for one operation on ref's element and
+// resolves it. On success the caller must call s.mu.Unlock; on error the
+// session is already unlocked.
+func (s *Session) beginRef(ctx context.Context, ref string) (*instance, refEntry, error) {
+	b, err := s.begin()
+	if err != nil {
+		return nil, refEntry{}, err
+	}
+	e, err := s.resolve(ctx, b, ref)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, refEntry{}, err
+	}
+	return b, e, nil
+}
+
 // nodeErr maps a DOM call's failure on a ref's node.
 func nodeErr(ctx context.Context, b *instance, ref, op string, err error) error {
 	var ce *cdproto.Error
@@ -389,15 +405,11 @@ func nodeErr(ctx context.Context, b *instance, ref, op string, err error) error 
 // Errors: invalid (stale_ref, not_visible), timeout, unavailable
 // (browser_crashed).
 func (s *Session) Click(ctx context.Context, ref string) error {
-	b, err := s.begin()
+	b, e, err := s.beginRef(ctx, ref)
 	if err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	e, err := s.resolve(ctx, b, ref)
-	if err != nil {
-		return err
-	}
 	return clickNode(ctx, b, e.backend, ref, 1)
 }
 
@@ -444,15 +456,11 @@ func clickNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what
 // Errors: invalid (stale_ref, not_fillable, not_visible), timeout,
 // unavailable (browser_crashed).
 func (s *Session) Fill(ctx context.Context, ref, text string) error {
-	b, err := s.begin()
+	b, e, err := s.beginRef(ctx, ref)
 	if err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	e, err := s.resolve(ctx, b, ref)
-	if err != nil {
-		return err
-	}
 	if !fillableRoles[e.role] {
 		return airlock.Errorf(airlock.CodeInvalid, "not_fillable", "browser: fill %s: a %s is not a text field", ref, e.role)
 	}
