@@ -390,3 +390,53 @@ func TestUploadDownloadReadNetworkLogTabs(t *testing.T) {
 		t.Errorf("network log lacks the upload POST: %+v", log.Entries)
 	}
 }
+
+// interact: failures are recorded and the sequence goes on, unless
+// stop_on_error; wait_for_hidden waits for an overlay to go; a failed goto
+// aborts the rest; dblclick fires dblclick listeners.
+func TestInteractSemantics(t *testing.T) {
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		html(w, `<title>Steps</title><div id="overlay" style="position:fixed;inset:0">busy</div>
+<button id="b" ondblclick="document.getElementById('out').textContent='double'" onclick="document.getElementById('out').textContent='single'">B</button>
+<p id="out">none</p>
+<script>setTimeout(() => document.getElementById("overlay").remove(), 300);</script>`)
+	})
+	s, _ := open(t, nil)
+	ctx := testCtx(t)
+	res, err := s.Interact(ctx, []Action{
+		{Action: ActGoto, URL: site.URL + "/"},
+		{Action: ActClick, Selector: "#missing", TimeoutMS: 200},
+		{Action: ActDblclick, Selector: "#b", WaitForHidden: "#overlay", WaitForHiddenMS: 5000},
+		{Action: ActExtractText, Selector: "#out"},
+		{Action: ActWaitForSelector, Selector: "#overlay", State: "detached"},
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Results) != 5 || res.Aborted || res.Results[1].OK || !res.Results[2].OK || *res.Results[3].Text != "double" || !res.Results[4].OK {
+		t.Fatalf("results: %+v", res)
+	}
+	if airlock.ReasonOf(res.Results[1].Err) != "wait_for_timeout" {
+		t.Errorf("missing selector: %v", res.Results[1].Err)
+	}
+	res, _ = s.Interact(ctx, []Action{
+		{Action: ActClick, Selector: "#missing", TimeoutMS: 200},
+		{Action: ActExtractText, Selector: "#out"},
+	}, true)
+	if !res.Aborted || res.AbortReason != "stop_on_error" || len(res.Results) != 1 {
+		t.Fatalf("stop_on_error: %+v", res)
+	}
+	res, _ = s.Interact(ctx, []Action{
+		{Action: ActGoto, URL: "http://127.0.0.1:1/"},
+		{Action: ActExtractText},
+	}, false)
+	if !res.Aborted || res.AbortReason != "goto_failed" || len(res.Results) != 1 {
+		t.Fatalf("goto failure: %+v", res)
+	}
+	_, err = s.Interact(ctx, []Action{{Action: "eval"}}, false)
+	wantCode(t, err, airlock.CodeInvalid, "browser_action")
+	// Strict parsing names the stray field.
+	if _, err := ParseAction([]byte(`{"action":"click","selector":"a","url":"x"}`)); err == nil || !strings.Contains(err.Error(), `"url"`) {
+		t.Errorf("ParseAction with a stray field: %v", err)
+	}
+}

@@ -43,6 +43,7 @@ const (
 	MaxActions             = 200     // steps of one sequence
 	MaxInteractBudget      = 15 * time.Minute
 	defaultWaitHiddenMS    = 5000
+	stepMargin             = 5 * time.Second
 )
 
 // Action is one interact step, tagged by "action":
@@ -226,6 +227,7 @@ func (r InteractResult) FirstError() error {
 func InteractBudget(actions []Action) time.Duration {
 	d := 10 * time.Second
 	for _, a := range actions {
+		d += stepMargin
 		t := DefaultActionTimeoutMS
 		if a.TimeoutMS > t {
 			t = a.TimeoutMS
@@ -288,7 +290,9 @@ func (s *Session) runAction(ctx context.Context, i int, a Action) ActionResult {
 	if a.TimeoutMS > 0 {
 		timeout = time.Duration(a.TimeoutMS) * time.Millisecond
 	}
-	actx, cancel := context.WithTimeout(ctx, timeout+time.Duration(a.MS+a.WaitForHiddenMS)*time.Millisecond)
+	// A margin past the step's own waits, so that they end with their own
+	// error (wait_for_timeout) rather than the context's.
+	actx, cancel := context.WithTimeout(ctx, timeout+time.Duration(a.MS+a.WaitForHiddenMS)*time.Millisecond+stepMargin)
 	defer cancel()
 	err := s.doAction(actx, a, timeout, &r)
 	if err != nil {
