@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -438,5 +439,38 @@ func TestInteractSemantics(t *testing.T) {
 	// Strict parsing names the stray field.
 	if _, err := ParseAction([]byte(`{"action":"click","selector":"a","url":"x"}`)); err == nil || !strings.Contains(err.Error(), `"url"`) {
 		t.Errorf("ParseAction with a stray field: %v", err)
+	}
+}
+
+// A redirect chain longer than MaxRedirects is cut at layer 1.
+func TestRedirectCap(t *testing.T) {
+	var hops atomic.Int64
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		hops.Add(1)
+		var n int
+		fmt.Sscanf(r.URL.Path, "/r/%d", &n)
+		http.Redirect(w, r, fmt.Sprintf("/r/%d", n+1), http.StatusFound)
+	})
+	events := make(chan Event, 64)
+	s, _ := open(t, func(o *Options) {
+		o.OnEvent = func(ev Event) {
+			if ev.Type == EventPolicyDenied {
+				events <- ev
+			}
+		}
+	})
+	ctx := testCtx(t)
+	err := s.Navigate(ctx, site.URL+"/r/0", true)
+	wantCode(t, err, airlock.CodeDenied, "blocked")
+	select {
+	case ev := <-events:
+		if ev.Reason != "redirect_limit" || !strings.HasSuffix(ev.URL, fmt.Sprintf("/r/%d", MaxRedirects+1)) {
+			t.Errorf("denial %+v", ev)
+		}
+	case <-ctx.Done():
+		t.Fatal("no redirect_limit denial")
+	}
+	if n := hops.Load(); n != MaxRedirects+1 {
+		t.Errorf("the server saw %d requests, want %d (the first and %d redirects)", n, MaxRedirects+1, MaxRedirects)
 	}
 }
