@@ -118,6 +118,11 @@ func run(ctx context.Context, e *env, args []string, subcommands []func(*env) *c
 		err = &airlock.Error{Code: airlock.CodeInvalid, Reason: airlock.ReasonUsage, Err: err}
 	}
 	e.reportError(args, err)
+	// A guest run by `airlock run` passes its own exit code on.
+	var st interface{ ExitStatus() int }
+	if errors.As(err, &st) {
+		return st.ExitStatus()
+	}
 	return airlock.ExitCode(err)
 }
 

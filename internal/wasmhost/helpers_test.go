@@ -1,0 +1,193 @@
+package wasmhost_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/engine"
+	"github.com/airlockhq/airlock/internal/leakcheck"
+	"github.com/airlockhq/airlock/internal/wasmhost"
+)
+
+// shared across the package's tests: built guests and the compilation
+// cache, so that each guest is built and compiled once.
+var (
+	buildDir string
+	cacheDir string
+	builds   sync.Map // guest path → *build
+)
+
+type build struct {
+	once sync.Once
+	wasm []byte
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		var err error
+		if buildDir, err = os.MkdirTemp("", "wasmhost-guests-"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(buildDir)
+		cacheDir = filepath.Join(buildDir, "cache")
+		return leakcheck.Main(m, "wasmhost", leakcheck.Options{IdleHTTP: true})
+	}()
+	os.Exit(code)
+}
+
+func moduleRoot(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+// guestWasm builds the guest package at pkg (relative to the module root)
+// for wasip1 once per test binary.
+func guestWasm(t testing.TB, pkg string) []byte {
+	t.Helper()
+	v, _ := builds.LoadOrStore(pkg, &build{})
+	b := v.(*build)
+	b.once.Do(func() {
+		out := filepath.Join(buildDir, strings.ReplaceAll(pkg, "/", "_")+".wasm")
+		cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
+		cmd.Dir = moduleRoot(t)
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
+			return
+		}
+		b.wasm, b.err = os.ReadFile(out)
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.wasm
+}
+
+func testGuest(t testing.TB, name string) []byte {
+	return guestWasm(t, "internal/wasmhost/testdata/guests/"+name)
+}
+
+// summariseWasm is the page summariser example: it imports browse_fetch
+// only, so it links under network and posix.
+func summariseWasm(t testing.TB) []byte { return guestWasm(t, "examples/guests/summarise") }
+
+// allCaps lets a custom profile link the probe guest.
+var allCaps = []string{"tcp", "udp", "tls", "secrets", "http", "browse", "routes", "parallel"}
+
+func newEngine(t testing.TB, cfg engine.Config, opts ...engine.Option) *engine.Engine {
+	t.Helper()
+	cfg.InMemory = true
+	if _, ok := cfg.Tenants[airlock.LocalTenant]; !ok && cfg.DefaultTenant == "" {
+		for name := range cfg.Tenants {
+			cfg.DefaultTenant = name
+			break
+		}
+	}
+	e, err := engine.New(cfg, opts...)
+	if err != nil {
+		t.Fatalf("engine.New: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.Close(ctx); err != nil {
+			t.Errorf("engine Close: %v", err)
+		}
+	})
+	return e
+}
+
+func newHost(t testing.TB, b wasmhost.Broker) *wasmhost.Host {
+	t.Helper()
+	h, err := wasmhost.New(context.Background(), wasmhost.Config{Broker: b, CacheDir: cacheDir})
+	if err != nil {
+		t.Fatalf("wasmhost.New: %v", err)
+	}
+	t.Cleanup(func() { h.Close(context.Background()) })
+	return h
+}
+
+// tenants builds a config with one tenant per profile name given, each
+// with the floor lifted for 127.0.0.1 (the test servers) only.
+func tenants(profiles ...string) engine.Config {
+	cfg := engine.Config{Tenants: map[string]engine.TenantConfig{}}
+	for _, p := range profiles {
+		cfg.Tenants[p] = engine.TenantConfig{Profile: p, Exceptions: []string{"127.0.0.1"}}
+	}
+	return cfg
+}
+
+type runOut struct {
+	res    *wasmhost.Result
+	stdout string
+	stderr string
+	err    error
+}
+
+// run loads wasm for tenant and runs it once.
+func run(t testing.TB, h *wasmhost.Host, tenant string, wasm []byte, args ...string) runOut {
+	t.Helper()
+	ctx := context.Background()
+	g, err := h.Load(ctx, airlock.Principal{Tenant: tenant, Instance: "g1"}, "guest.wasm", wasm)
+	if err != nil {
+		return runOut{err: err}
+	}
+	defer g.Close(ctx)
+	var stdout, stderr bytes.Buffer
+	res, err := g.Run(ctx, wasmhost.RunOptions{Args: args, Stdout: &stdout, Stderr: &stderr})
+	return runOut{res: res, stdout: stdout.String(), stderr: stderr.String(), err: err}
+}
+
+// probeLine is one line of the probe guest's output.
+type probeLine struct {
+	OK    json.RawMessage `json:"ok"`
+	Error *airlock.Error  `json:"error"`
+}
+
+// probe runs the probe guest (posix tenant "posix") and decodes its lines.
+func probe(t testing.TB, h *wasmhost.Host, tenant string, args ...string) []probeLine {
+	t.Helper()
+	o := run(t, h, tenant, testGuest(t, "probe"), args...)
+	if o.err != nil {
+		t.Fatalf("probe %v: %v", args, o.err)
+	}
+	if o.res.ExitCode != 0 {
+		t.Fatalf("probe %v exited %d: %s", args, o.res.ExitCode, o.stderr)
+	}
+	var lines []probeLine
+	dec := json.NewDecoder(strings.NewReader(o.stdout))
+	for dec.More() {
+		var l probeLine
+		if err := dec.Decode(&l); err != nil {
+			t.Fatalf("probe %v output %q: %v", args, o.stdout, err)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+func wantCode(t testing.TB, err error, code airlock.Code, reason string) {
+	t.Helper()
+	if got := airlock.CodeOf(err); got != code {
+		t.Fatalf("error %v: code %q, want %q", err, got, code)
+	}
+	if reason != "" && airlock.ReasonOf(err) != reason {
+		t.Fatalf("error %v: reason %q, want %q", err, airlock.ReasonOf(err), reason)
+	}
+}

@@ -1,0 +1,360 @@
+package wasmhost
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/engine"
+)
+
+// Reasons of the errors this package produces.
+const (
+	ReasonCPUDeadline = "cpu_deadline" // the guest passed its wall-clock deadline and was stopped
+	ReasonMemoryLimit = "memory_limit" // the guest asked for more linear memory than its profile allows
+	ReasonTrap        = "trap"         // the guest trapped (unreachable, out-of-bounds access, ...)
+	ReasonModule      = "module"       // the bytes are not a valid module, or it does not instantiate
+	ReasonNoStart     = "no_start"     // the module exports no _start: not a command module
+)
+
+// Defaults of one invocation's standard streams.
+const (
+	DefaultMaxStdout = 8 << 20 // bytes of guest stdout kept; the rest is dropped
+	DefaultMaxStderr = 1 << 20 // bytes of guest stderr kept
+	// MaxModuleBytes bounds a module given to Load.
+	MaxModuleBytes = 256 << 20
+)
+
+// Broker is what the imports call: the engine's gated methods, and the
+// guest profile of a tenant. *engine.Engine satisfies it.
+type Broker interface {
+	GuestProfile(tenant string) (engine.GuestProfile, error)
+	Fetch(ctx context.Context, p airlock.Principal, req airlock.FetchRequest) (*airlock.Page, error)
+	FetchMany(ctx context.Context, p airlock.Principal, urls []string, opts airlock.FetchRequest) ([]airlock.FetchResult, string, error)
+	HTTP(ctx context.Context, p airlock.Principal, req airlock.HTTPRequest) (*airlock.HTTPResponse, error)
+	Exchange(ctx context.Context, p airlock.Principal, req airlock.ExchangeRequest) (*airlock.ExchangeResponse, error)
+	Sign(ctx context.Context, p airlock.Principal, name string, data []byte) ([]byte, string, error)
+	Route(ctx context.Context, p airlock.Principal, req airlock.RouteRequest) (*airlock.HTTPResponse, error)
+}
+
+var _ Broker = (*engine.Engine)(nil)
+
+// Config configures a Host.
+type Config struct {
+	// Broker fulfils the imports (required).
+	Broker Broker
+	// CacheDir holds the compilation cache shared by every runtime of the
+	// host (and by other processes using the same directory). "" keeps the
+	// cache in memory for the life of the Host.
+	CacheDir string
+	// Logger gets one record per guest run that fails. nil discards.
+	Logger *slog.Logger
+}
+
+// Host compiles and runs guests. Create it with New and Close it when done;
+// its methods are safe for concurrent use.
+type Host struct {
+	broker Broker
+	cache  wazero.CompilationCache
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	runtimes map[string]*runtime // by grant set
+	closed   bool
+}
+
+// runtime is one wazero runtime with WASI and exactly the airlock functions
+// of one grant set.
+type runtime struct {
+	rt wazero.Runtime
+}
+
+// New builds a Host. The compilation cache directory is created if needed.
+func New(ctx context.Context, cfg Config) (*Host, error) {
+	if cfg.Broker == nil {
+		return nil, airlock.Errorf(airlock.CodeInvalid, "config", "wasmhost: no broker")
+	}
+	h := &Host{broker: cfg.Broker, logger: cfg.Logger, runtimes: map[string]*runtime{}}
+	if h.logger == nil {
+		h.logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.CacheDir == "" {
+		h.cache = wazero.NewCompilationCache()
+	} else {
+		if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
+			return nil, airlock.Errorf(airlock.CodeUnavailable, "cache", "wasmhost: compilation cache: %v", err)
+		}
+		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		if err != nil {
+			return nil, airlock.Errorf(airlock.CodeUnavailable, "cache", "wasmhost: compilation cache: %v", err)
+		}
+		h.cache = c
+	}
+	return h, nil
+}
+
+// Close closes every runtime (and so every guest loaded from them) and the
+// compilation cache.
+func (h *Host) Close(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil
+	}
+	h.closed = true
+	var errs []error
+	for _, r := range h.runtimes {
+		errs = append(errs, r.rt.Close(ctx))
+	}
+	errs = append(errs, h.cache.Close(ctx))
+	return errors.Join(errs...)
+}
+
+// runtimeFor returns the runtime of p's grant set, creating it once.
+func (h *Host) runtimeFor(ctx context.Context, p engine.GuestProfile) (*runtime, error) {
+	key := grantKey(p)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, airlock.Errorf(airlock.CodeUnavailable, "closed", "wasmhost: host is closed")
+	}
+	if r := h.runtimes[key]; r != nil {
+		return r, nil
+	}
+	// The memory cap is enforced per instance by the allocator (memory.go),
+	// so runtimes are shared by profiles that differ only in limits.
+	rc := wazero.NewRuntimeConfig().WithCompilationCache(h.cache).WithCloseOnContextDone(true)
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, airlock.Errorf(airlock.CodeInternal, "", "wasmhost: instantiate WASI: %v", err)
+	}
+	if err := h.instantiateAirlock(ctx, rt, p); err != nil {
+		rt.Close(ctx)
+		return nil, err
+	}
+	r := &runtime{rt: rt}
+	h.runtimes[key] = r
+	return r, nil
+}
+
+// Guest is a compiled module bound to a principal and its profile. Run it
+// as many times as needed, concurrently: each run is a fresh instance.
+type Guest struct {
+	h         *Host
+	p         airlock.Principal
+	profile   engine.GuestProfile
+	compiled  wazero.CompiledModule
+	name      string
+	hasStart  bool
+	closeOnce sync.Once
+}
+
+// Load compiles wasm for principal p. Before anything is compiled or
+// instantiated, the module's imports are compared with p's profile: an ungranted airlock
+// import is a denied error (reason capability) whose message names it,
+// e.g. "airlock.browse_fetch is not granted by profile compute". name is
+// the program name the guest sees as argv[0].
+func (h *Host) Load(ctx context.Context, p airlock.Principal, name string, wasm []byte) (*Guest, error) {
+	if len(wasm) > MaxModuleBytes {
+		return nil, airlock.Errorf(airlock.CodeTooLarge, ReasonModule, "wasmhost: module of %d bytes; at most %d", len(wasm), MaxModuleBytes)
+	}
+	prof, err := h.broker.GuestProfile(p.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	// The grant is checked twice: on the import section before any code is
+	// compiled, and on what the compiler decoded.
+	if err := checkImportSection(wasm, prof); err != nil {
+		return nil, err
+	}
+	r, err := h.runtimeFor(ctx, prof)
+	if err != nil {
+		return nil, err
+	}
+	cm, err := r.rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonModule, "wasmhost: compile: %v", err)
+	}
+	if err := checkImports(cm.ImportedFunctions(), prof); err != nil {
+		cm.Close(ctx)
+		return nil, err
+	}
+	if len(cm.ImportedMemories()) > 0 {
+		cm.Close(ctx)
+		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonModule, "wasmhost: the module imports a memory; it must define its own")
+	}
+	for _, m := range cm.ExportedMemories() {
+		if int64(m.Min())*pageSize > prof.Memory {
+			cm.Close(ctx)
+			return nil, airlock.Errorf(airlock.CodeTooLarge, ReasonMemoryLimit, "wasmhost: the module starts with %d bytes of memory; profile %s allows %d",
+				int64(m.Min())*pageSize, prof.Name, prof.Memory)
+		}
+	}
+	_, hasStart := cm.ExportedFunctions()["_start"]
+	if name == "" {
+		name = "guest.wasm"
+	}
+	return &Guest{h: h, p: p, profile: prof, compiled: cm, name: name, hasStart: hasStart}, nil
+}
+
+// Profile returns the profile the guest was loaded under.
+func (g *Guest) Profile() engine.GuestProfile { return g.profile }
+
+// Principal returns the principal the guest runs for.
+func (g *Guest) Principal() airlock.Principal { return g.p }
+
+// Close releases the compiled module.
+func (g *Guest) Close(ctx context.Context) error {
+	var err error
+	g.closeOnce.Do(func() { err = g.compiled.Close(ctx) })
+	return err
+}
+
+// RunOptions are one invocation's arguments and streams.
+type RunOptions struct {
+	// Args are passed as argv[1:]; argv[0] is the guest's name. The guest
+	// gets no environment variables and no preopened directories.
+	Args []string
+	// Stdin is the guest's standard input; nil is empty.
+	Stdin io.Reader
+	// Stdout and Stderr receive the guest's output up to MaxStdout and
+	// MaxStderr bytes (0: the defaults); the rest is dropped and flagged in
+	// the Result. nil discards.
+	Stdout, Stderr       io.Writer
+	MaxStdout, MaxStderr int64
+}
+
+// Result is the outcome of a run that ended by itself.
+type Result struct {
+	ExitCode        uint32
+	Calls           int // host calls the guest made
+	StdoutTruncated bool
+	StderrTruncated bool
+	Elapsed         time.Duration
+}
+
+// Run instantiates a fresh instance and runs its _start under the
+// profile's memory cap and deadline. A guest that exits, with any code, is
+// a Result and a nil error. Errors: timeout/cpu_deadline when the deadline
+// stopped it, too_large/memory_limit when it asked for memory past the
+// cap, timeout/canceled when ctx ended first, upstream/trap when it
+// trapped, invalid/module when it does not instantiate.
+func (g *Guest) Run(ctx context.Context, o RunOptions) (*Result, error) {
+	if !g.hasStart {
+		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonNoStart, "wasmhost: %s exports no _start (not a WASI command module)", g.name)
+	}
+	start := time.Now()
+	stdout := &cappedWriter{w: o.Stdout, n: orDefault(o.MaxStdout, DefaultMaxStdout)}
+	stderr := &cappedWriter{w: o.Stderr, n: orDefault(o.MaxStderr, DefaultMaxStderr)}
+	stdin := o.Stdin
+	if stdin == nil {
+		stdin = eofReader{}
+	}
+	mem := &cappedAllocator{limit: uint64(g.profile.Memory)}
+	inv := &invocation{h: g.h, p: g.p}
+	dctx, cancel := context.WithTimeout(ctx, g.profile.Deadline)
+	defer cancel()
+	rctx := experimental.WithMemoryAllocator(context.WithValue(dctx, invocationKey{}, inv), mem)
+
+	mc := wazero.NewModuleConfig().
+		WithName(""). // anonymous: instances of one module may run at once
+		WithArgs(append([]string{g.name}, o.Args...)...).
+		WithStdin(stdin).WithStdout(stdout).WithStderr(stderr).
+		WithSysWalltime().WithSysNanotime().WithSysNanosleep().
+		WithRandSource(rand.Reader).
+		WithStartFunctions() // _start is called below, once the instance exists
+	mod, err := g.h.runtimeOf(g).InstantiateModule(rctx, g.compiled, mc)
+	if err != nil {
+		return nil, g.classify(ctx, dctx, mem, err)
+	}
+	defer mod.Close(context.WithoutCancel(ctx))
+	if mem.exceeded {
+		return nil, g.memErr(mem)
+	}
+	_, err = mod.ExportedFunction("_start").Call(rctx)
+	res := &Result{Calls: inv.calls, StdoutTruncated: stdout.truncated, StderrTruncated: stderr.truncated, Elapsed: time.Since(start)}
+	var exit *sys.ExitError
+	switch {
+	case err == nil:
+		return res, nil
+	case mem.exceeded:
+		return nil, g.memErr(mem)
+	case errors.As(err, &exit) && exit.ExitCode() != sys.ExitCodeDeadlineExceeded && exit.ExitCode() != sys.ExitCodeContextCanceled:
+		res.ExitCode = exit.ExitCode()
+		return res, nil
+	}
+	return nil, g.classify(ctx, dctx, mem, err)
+}
+
+func (h *Host) runtimeOf(g *Guest) wazero.Runtime {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.runtimes[grantKey(g.profile)].rt
+}
+
+func (g *Guest) memErr(mem *cappedAllocator) error {
+	return airlock.Errorf(airlock.CodeTooLarge, ReasonMemoryLimit, "wasmhost: %s asked for %d bytes of memory; profile %s allows %d",
+		g.name, mem.requested, g.profile.Name, g.profile.Memory)
+}
+
+// classify turns a failed instantiation or call into the vocabulary.
+func (g *Guest) classify(ctx, dctx context.Context, mem *cappedAllocator, err error) error {
+	switch {
+	case mem.exceeded:
+		return g.memErr(mem)
+	case ctx.Err() != nil:
+		return airlock.Errorf(airlock.CodeTimeout, airlock.ReasonOf(ctx.Err()), "wasmhost: %s stopped: %w", g.name, ctx.Err())
+	case dctx.Err() != nil:
+		return airlock.Errorf(airlock.CodeTimeout, ReasonCPUDeadline, "wasmhost: %s stopped at its deadline of %s (profile %s)", g.name, g.profile.Deadline, g.profile.Name)
+	}
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		return airlock.Errorf(airlock.CodeUpstream, ReasonTrap, "wasmhost: %s exited with code %d during instantiation", g.name, exit.ExitCode())
+	}
+	return airlock.Errorf(airlock.CodeUpstream, ReasonTrap, "wasmhost: %s: %v", g.name, err)
+}
+
+func orDefault(v, d int64) int64 {
+	if v > 0 {
+		return v
+	}
+	return d
+}
+
+// cappedWriter passes at most n bytes to w and drops the rest, so that a
+// chatty guest neither fails nor fills the host's memory.
+type cappedWriter struct {
+	w         io.Writer
+	n         int64
+	truncated bool
+	err       error
+}
+
+func (c *cappedWriter) Write(p []byte) (int, error) {
+	keep := p
+	if int64(len(keep)) > c.n {
+		keep = keep[:c.n]
+		c.truncated = true
+	}
+	c.n -= int64(len(keep))
+	if c.w != nil && len(keep) > 0 && c.err == nil {
+		_, c.err = c.w.Write(keep)
+	}
+	return len(p), nil
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
