@@ -52,6 +52,9 @@ type Config struct {
 	Browser BrowserConfig `koanf:"browser" json:"browser"`
 	// Serve configures `airlock serve` (the engine itself does not read it).
 	Serve ServeConfig `koanf:"serve" json:"serve"`
+	// State moves the shared parts (rate limits, revocations, DNS pins)
+	// to Redis, so that replicas act as one (fleet.go).
+	State StateConfig `koanf:"state" json:"state"`
 }
 
 // Defaults of `airlock serve`.

@@ -39,6 +39,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/browse"
+	"github.com/airlockhq/airlock/internal/fleet"
 	"github.com/airlockhq/airlock/internal/gate"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -65,23 +66,28 @@ func WithGetenv(f func(string) string) Option { return func(o *options) { o.gete
 // Engine is a running Airlock engine. Its methods are safe for concurrent
 // use. Close it to drain calls and flush the audit log.
 type Engine struct {
-	cfg      Config
-	st       *store.SQLite
-	gate     *gate.Gate
-	audit    *gate.Auditor
-	revs     *gate.RevocationSet
-	registry *prometheus.Registry
-	routes   map[string]*route
-	browse   *browse.Dispatcher
-	tokens   map[string]string // config token hash → tenant
-	logger   *slog.Logger
-	closing  atomic.Bool
-	closeMu  sync.Mutex
-	closed   bool
-	stopBg   chan struct{}
-	bgDone   chan struct{}
-	jobs     *jobTable       // crawl jobs (jobs.go)
-	browser  *browserManager // browser sessions (browser.go)
+	cfg       Config
+	st        *store.SQLite
+	gate      *gate.Gate
+	audit     *gate.Auditor
+	revs      *gate.RevocationSet
+	registry  *prometheus.Registry
+	routes    map[string]*route
+	browse    *browse.Dispatcher
+	tokens    map[string]string // config token hash → tenant
+	logger    *slog.Logger
+	closing   atomic.Bool
+	closeMu   sync.Mutex
+	closed    bool
+	stopBg    chan struct{}
+	bgDone    chan struct{}
+	jobs      *jobTable       // crawl jobs (jobs.go)
+	browser   *browserManager // browser sessions (browser.go)
+	fleet     *fleet.Fleet    // shared state on Redis, or nil (fleet.go)
+	stopWatch context.CancelFunc
+	// state.fallback_local: fallbacks so far, and when one was last audited
+	fallbacks         atomic.Int64
+	lastFallbackAudit atomic.Int64
 }
 
 type route struct {
@@ -174,8 +180,24 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		}
 		proxies[name] = p
 	}
+	fl, err := openFleet(cfg.State, o.logger)
+	if err != nil {
+		return nil, err
+	}
+	e.fleet = fl
+	// Pins: with egress.pin_dns, trust-on-first-use for DefaultPinTTL.
+	// A fleet pins every answer for the DNS cache's bound even without
+	// it, so that a name resolves the same on every replica, as it does
+	// within one process through the cache.
 	var pins egress.PinStore
-	if cfg.Egress.PinDNS {
+	var pinTTL time.Duration
+	switch {
+	case fl != nil:
+		pins = fl.Pins()
+		if !cfg.Egress.PinDNS {
+			pinTTL = FleetPinTTL
+		}
+	case cfg.Egress.PinDNS:
 		pins = &egress.MemoryPins{}
 	}
 	profile, err := egress.ParseTLSProfile(cfg.Egress.TLSProfile)
@@ -200,7 +222,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		if err != nil {
 			return nil, configErr("tenant %q: %v", name, err)
 		}
-		d := &egress.Dialer{Policy: chk, Resolver: resolver, Pins: pins, Proxies: proxies,
+		d := &egress.Dialer{Policy: chk, Resolver: resolver, Pins: pins, PinTTL: pinTTL, Proxies: proxies,
 			Logger: o.logger.With(slog.String("tenant", name))}
 		t := &gate.Tenant{
 			Name: name, Profile: prof, Dialer: d,
@@ -255,7 +277,15 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 	// The poller may call onChange from its goroutine before the gate
 	// exists: hand the gate over through an atomic pointer.
 	var gp atomic.Pointer[gate.Gate]
-	e.revs, err = gate.NewRevocationSet(context.Background(), e.st, DefaultRevocationPoll, o.logger, func() {
+	var revStore store.Revocations = e.st
+	limiter := o.limiter
+	if fl != nil {
+		revStore = fl.Revocations()
+		if limiter == nil {
+			limiter = e.fleetLimiter(fl)
+		}
+	}
+	e.revs, err = gate.NewRevocationSet(context.Background(), revStore, DefaultRevocationPoll, o.logger, func() {
 		if g := gp.Load(); g != nil {
 			g.RevocationsChanged()
 		}
@@ -263,9 +293,17 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 	if err != nil {
 		e.audit.Close(context.Background())
 		e.st.Close()
+		e.closeFleet()
 		return nil, airlock.Errorf(airlock.CodeUnavailable, "store", "load revocations: %v", err)
 	}
-	g := gate.New(gate.Config{Tenants: tenants, Limiter: o.limiter, Revocations: e.revs, Auditor: e.audit, Logger: o.logger,
+	if err := e.watchFleet(); err != nil {
+		e.revs.Close()
+		e.audit.Close(context.Background())
+		e.st.Close()
+		e.closeFleet()
+		return nil, err
+	}
+	g := gate.New(gate.Config{Tenants: tenants, Limiter: limiter, Revocations: e.revs, Auditor: e.audit, Logger: o.logger,
 		Connect: gate.Limit{Rate: float64(cfg.Limits.ConnectAttempts) / cfg.Limits.ConnectWindow.Seconds(), Burst: cfg.Limits.ConnectAttempts}})
 	gp.Store(g)
 	e.gate = g
@@ -293,6 +331,9 @@ func validate(cfg Config, getenv func(string) string) error {
 		return configErr("egress.tls_profile: %v", err)
 	}
 	if err := cfg.Browser.validate(); err != nil {
+		return err
+	}
+	if err := cfg.State.validate(); err != nil {
 		return err
 	}
 	if _, err := buildDispatcher(cfg.Browse, getenv, nil); err != nil {
@@ -1011,5 +1052,6 @@ func (e *Engine) Close(ctx context.Context) error {
 		e.gate.Tenant(name).Client.CloseIdleConnections()
 	}
 	errS := e.st.Close()
+	e.closeFleet()
 	return errors.Join(errA, errS)
 }

@@ -36,7 +36,7 @@ const (
 
 func newServeCmd(e *env) *cobra.Command {
 	var pf policyFlags
-	var listen string
+	var listen, redisURL string
 	cmd := &cobra.Command{
 		Use:   "serve [--listen 127.0.0.1:8080]",
 		Short: "Run the HTTP API, MCP over HTTP (/mcp) and the metrics",
@@ -52,10 +52,11 @@ SIGINT or SIGTERM stops accepting, lets calls in flight finish (up to
 serve.drain_timeout), and flushes the audit log.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.serve(cmd.Context(), &pf, listen, cmd.Flags().Changed("listen"))
+			return e.serve(cmd.Context(), &pf, listen, cmd.Flags().Changed("listen"), redisURL)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", engine.DefaultListen, "address to listen on, host:port with an IP literal (serve.listen)")
+	cmd.Flags().StringVar(&redisURL, "redis", "", "share rate limits, revocations and DNS pins with other replicas through this Redis: redis://host:port/db (state.redis_url)")
 	pf.register(cmd)
 	return cmd
 }
@@ -80,13 +81,16 @@ func checkListen(addr string) (netip.AddrPort, error) {
 	return ap, nil
 }
 
-func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenSet bool) error {
+func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenSet bool, redisURL string) error {
 	cfg, _, err := loadConfig(e.configPath, e.environ)
 	if err != nil {
 		return err
 	}
 	if e.dataDir != "" {
 		cfg.DataDir = e.dataDir
+	}
+	if redisURL != "" {
+		cfg.State.RedisURL = redisURL
 	}
 	dev := len(cfg.Tenants) == 0
 	if err := pf.applyTo(&cfg); err != nil {
@@ -154,11 +158,11 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 		MaxBody:       maxBody,
 		Logger:        logger,
 		Version:       version,
-		Ready: func(context.Context) error {
+		Ready: func(ctx context.Context) error {
 			if stopping.Load() {
 				return airlock.Errorf(airlock.CodeUnavailable, "shutting_down", "shutting down")
 			}
-			return nil
+			return en.Ready(ctx)
 		},
 		Streams: streams,
 	})

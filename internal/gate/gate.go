@@ -25,6 +25,9 @@ const (
 	ReasonCapability    = "capability"
 	ReasonUnknownTenant = "unknown_tenant"
 	ReasonBadPrincipal  = "principal"
+	// ReasonRevocationsStale: the shared revocation set could not be
+	// refreshed in time (see RevocationSet.SetMaxStale).
+	ReasonRevocationsStale = "revocations_stale"
 )
 
 // Outcomes of an audit record.
@@ -184,6 +187,9 @@ func (g *Gate) Begin(ctx context.Context, p airlock.Principal, capability airloc
 		return nil, c.refuse(airlock.CodeDenied, ReasonUnknownTenant, "unknown tenant "+fmt.Sprintf("%q", p.Tenant), nil)
 	}
 	c.Tenant = t
+	if g.revs != nil && g.revs.Stale() {
+		return nil, c.refuse(airlock.CodeUnavailable, ReasonRevocationsStale, "the revocation set cannot be refreshed from the shared store", nil)
+	}
 	if g.revs != nil && g.revs.Revoked(p) {
 		return nil, c.refuse(airlock.CodeRevoked, ReasonRevoked, p.String()+" is revoked", &RevokedError{Principal: p})
 	}

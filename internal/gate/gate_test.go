@@ -468,3 +468,50 @@ func TestRevokeWhenReloadFails(t *testing.T) {
 		t.Errorf("List() = %v, want just acme/x", got)
 	}
 }
+
+// TestStaleRevocationsFailClosed: a set that cannot be refreshed from its
+// shared store for longer than its bound refuses every call as
+// unavailable, and recovers when the store answers again.
+func TestStaleRevocationsFailClosed(t *testing.T) {
+	st, err := store.OpenMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	fr := &flakyReads{Revocations: st}
+	revs, err := NewRevocationSet(context.Background(), fr, 10*time.Millisecond, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer revs.Close()
+	revs.SetMaxStale(100 * time.Millisecond)
+	a := NewAuditor(AuditorConfig{Sink: &memSink{}, Interval: time.Hour})
+	defer a.Close(context.Background())
+	g := New(Config{Tenants: map[string]*Tenant{"acme": {Name: "acme", Profile: BuiltinProfiles()[ProfilePosix]}}, Revocations: revs, Auditor: a})
+	p := airlock.Principal{Tenant: "acme"}
+	call, err := g.Begin(context.Background(), p, airlock.CapabilityHTTP, "http", "x")
+	if err != nil {
+		t.Fatalf("healthy: %v", err)
+	}
+	call.End(nil, 0, 0)
+	fr.fail.Store(true)
+	time.Sleep(200 * time.Millisecond)
+	if !revs.Stale() {
+		t.Fatal("not stale after the bound")
+	}
+	_, err = g.Begin(context.Background(), p, airlock.CapabilityHTTP, "http", "x")
+	if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != ReasonRevocationsStale {
+		t.Fatalf("stale: %v, want unavailable/%s", err, ReasonRevocationsStale)
+	}
+	fr.fail.Store(false)
+	deadline := time.Now().Add(5 * time.Second)
+	for revs.Stale() {
+		if time.Now().After(deadline) {
+			t.Fatal("still stale after the store came back")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := g.Begin(context.Background(), p, airlock.CapabilityHTTP, "http", "x"); err != nil {
+		t.Fatalf("recovered: %v", err)
+	}
+}

@@ -24,9 +24,13 @@ type RevocationSet struct {
 
 	set     atomic.Pointer[map[string]store.Revocation]
 	version atomic.Uint64
-	mu      sync.Mutex // serialises refreshes
-	stop    chan struct{}
-	done    chan struct{}
+	lastOK  atomic.Int64 // unix nanoseconds of the last successful refresh
+	// maxStale, when positive, is how old the last successful refresh may
+	// be before the set is Stale (a shared store that cannot be reached).
+	maxStale atomic.Int64
+	mu       sync.Mutex // serialises refreshes
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 // NewRevocationSet loads the current set and starts polling every poll
@@ -44,6 +48,24 @@ func NewRevocationSet(ctx context.Context, st store.Revocations, poll time.Durat
 	go r.loop()
 	return r, nil
 }
+
+// SetMaxStale makes the set Stale once no refresh has succeeded for d
+// (0: never). A set shared through a store that can fail (Redis) uses it,
+// so that a revocation made elsewhere while this process cannot see it
+// does not leave a revoked principal working: the gate refuses every call
+// while the set is stale.
+func (r *RevocationSet) SetMaxStale(d time.Duration) { r.maxStale.Store(int64(d)) }
+
+// Stale reports whether the set may be missing revocations: see
+// SetMaxStale.
+func (r *RevocationSet) Stale() bool {
+	d := r.maxStale.Load()
+	return d > 0 && time.Since(time.Unix(0, r.lastOK.Load())) > time.Duration(d)
+}
+
+// Refresh reads the store now (a change notification arrived) instead of
+// at the next poll.
+func (r *RevocationSet) Refresh(ctx context.Context) error { return r.refresh(ctx, false) }
 
 // Revoked reports whether p's tenant or p itself is revoked.
 func (r *RevocationSet) Revoked(p airlock.Principal) bool {
@@ -122,6 +144,7 @@ func (r *RevocationSet) refresh(ctx context.Context, force bool) error {
 		return err
 	}
 	if !force && v == r.version.Load() {
+		r.lastOK.Store(time.Now().UnixNano())
 		return nil
 	}
 	list, err := r.st.ListRevocations(ctx)
@@ -134,6 +157,7 @@ func (r *RevocationSet) refresh(ctx context.Context, force bool) error {
 	}
 	r.set.Store(&m)
 	r.version.Store(v)
+	r.lastOK.Store(time.Now().UnixNano())
 	if r.onChange != nil {
 		r.onChange()
 	}

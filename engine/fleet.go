@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/fleet"
+	"github.com/airlockhq/airlock/internal/gate"
+)
+
+// DefaultFleetMaxStale is how long a replica keeps serving on the last
+// revocation set it read from Redis: past it, every call is refused as
+// unavailable until Redis answers again.
+const DefaultFleetMaxStale = time.Second
+
+// FleetPinTTL is how long a fleet pins a DNS answer when egress.pin_dns
+// is off: the bound of the resolver's cache, so that every replica uses
+// the answer one process would.
+const FleetPinTTL = egress.MaxCacheTTL
+
+// StateConfig moves the shared parts of the engine to Redis (or Valkey),
+// so that replicas behind a load balancer act as one: a tenant's rate
+// limit is global, a revocation on one replica stops the tenant
+// everywhere, and every replica pins the same DNS answer for a name. The
+// default (no redis_url) keeps them in the process and its SQLite.
+type StateConfig struct {
+	// RedisURL is redis://[user:password@]host:port/db (rediss:// for
+	// TLS). Also --redis on serve.
+	RedisURL string `koanf:"redis_url" json:"redis_url"`
+	// FallbackLocal keeps a replica serving while Redis fails, on limits
+	// of its own and on the last revocation set it read, instead of
+	// refusing every call as unavailable (the default). Every fallback is
+	// logged and recorded in the audit log (broker fleet, reason
+	// redis_fallback, at most once per FallbackAuditEvery). A revocation
+	// made on another replica meanwhile reaches this one only when Redis
+	// is back.
+	FallbackLocal bool `koanf:"fallback_local" json:"fallback_local"`
+}
+
+// MarshalJSON hides the password of the Redis URL (config check prints
+// the configuration).
+func (c StateConfig) MarshalJSON() ([]byte, error) {
+	type plain StateConfig
+	p := plain(c)
+	if u, err := url.Parse(c.RedisURL); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "redacted")
+			p.RedisURL = u.String()
+		}
+	}
+	return json.Marshal(p)
+}
+
+func (c StateConfig) validate() error {
+	if c.RedisURL == "" {
+		if c.FallbackLocal {
+			return configErr("state.fallback_local needs state.redis_url")
+		}
+		return nil
+	}
+	u, err := url.Parse(c.RedisURL)
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+		return configErr("state.redis_url: want redis://host:port/db or rediss://...")
+	}
+	return nil
+}
+
+// openFleet connects to the configured Redis, or returns nil.
+func openFleet(c StateConfig, logger *slog.Logger) (*fleet.Fleet, error) {
+	if c.RedisURL == "" {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*fleet.DialTimeout)
+	defer cancel()
+	return fleet.Open(ctx, c.RedisURL, logger)
+}
+
+// watchFleet makes revocations announced by any replica apply here at
+// once (pub/sub), and bounds how stale the set may get when Redis cannot
+// be read.
+func (e *Engine) watchFleet() error {
+	if e.fleet == nil {
+		return nil
+	}
+	if !e.cfg.State.FallbackLocal {
+		e.revs.SetMaxStale(DefaultFleetMaxStale)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.stopWatch = cancel
+	err := e.fleet.Revocations().Watch(ctx, func() {
+		rctx, c := context.WithTimeout(ctx, fleet.IOTimeout)
+		defer c()
+		if err := e.revs.Refresh(rctx); err != nil && ctx.Err() == nil {
+			if e.cfg.State.FallbackLocal {
+				e.noteFallback("revocations", err)
+			}
+			e.logger.Warn("revocation refresh after a change notice failed", slog.String("error", err.Error()))
+		}
+	}, e.logger)
+	if err != nil {
+		cancel()
+		return err
+	}
+	return nil
+}
+
+func (e *Engine) closeFleet() {
+	if e.stopWatch != nil {
+		e.stopWatch()
+	}
+	if e.fleet != nil {
+		e.fleet.Close()
+	}
+}
+
+// FallbackAuditEvery bounds the audit records of state.fallback_local.
+const FallbackAuditEvery = 10 * time.Second
+
+// fleetLimiter is the Redis limiter, with the local fallback when
+// configured.
+func (e *Engine) fleetLimiter(f *fleet.Fleet) gate.RateLimiter {
+	if !e.cfg.State.FallbackLocal {
+		return f.Limiter()
+	}
+	return &fallbackLimiter{shared: f.Limiter(), local: &gate.MemoryLimiter{}, note: e.noteFallback}
+}
+
+// fallbackLimiter asks Redis and, when Redis fails, the process's own
+// limiter (state.fallback_local), noting each fallback.
+type fallbackLimiter struct {
+	shared gate.RateLimiter
+	local  *gate.MemoryLimiter
+	note   func(what string, err error)
+}
+
+func (l *fallbackLimiter) Allow(ctx context.Context, key string, limit gate.Limit) (bool, time.Duration, error) {
+	ok, retry, err := l.shared.Allow(ctx, key, limit)
+	if err == nil {
+		return ok, retry, nil
+	}
+	l.note("rate limit "+key, err)
+	return l.local.Allow(ctx, key, limit)
+}
+
+// noteFallback logs a fallback to local state and records it in the audit
+// log, at most once per FallbackAuditEvery.
+func (e *Engine) noteFallback(what string, err error) {
+	n := e.fallbacks.Add(1)
+	e.logger.Warn("shared state (Redis) unavailable: falling back to local state (state.fallback_local)",
+		slog.String("what", what), slog.Int64("fallbacks", n), slog.String("error", err.Error()))
+	now := time.Now()
+	last := e.lastFallbackAudit.Load()
+	if now.UnixNano()-last < int64(FallbackAuditEvery) || !e.lastFallbackAudit.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	if e.gate == nil {
+		return
+	}
+	e.audit.Record(gate.Record{ID: e.gate.NewID(), Time: now, Tenant: e.cfg.DefaultTenant, Broker: "fleet",
+		Outcome: gate.OutcomeError, Code: string(airlock.CodeUnavailable), Reason: "redis_fallback", Target: e.fleet.String(),
+		Detail: fmt.Sprintf("%s: %v (%d fallbacks so far)", what, err, n)})
+}
+
+// Ready reports whether the engine can take calls: with shared state,
+// whether Redis answers and the revocation set is fresh.
+func (e *Engine) Ready(ctx context.Context) error {
+	if e.fleet == nil {
+		return nil
+	}
+	if err := e.fleet.Ping(ctx); err != nil {
+		return err
+	}
+	if e.revs.Stale() {
+		return airlock.Errorf(airlock.CodeUnavailable, gate.ReasonRevocationsStale, "the revocation set cannot be refreshed from Redis")
+	}
+	return nil
+}

@@ -1,0 +1,276 @@
+package engine_test
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/engine"
+	"github.com/airlockhq/airlock/internal/fleet/fleettest"
+)
+
+// replicas builds n engines sharing one real Redis, each with its own
+// in-memory store, as n `airlock serve` processes would.
+func replicas(t *testing.T, n int, tweak func(i int, c *engine.Config)) []*engine.Engine {
+	t.Helper()
+	srv := fleettest.Start(t)
+	out := make([]*engine.Engine, n)
+	for i := range n {
+		cfg := engine.Config{
+			State: engine.StateConfig{RedisURL: srv.URL(0)}, DefaultTenant: "acme",
+			Tenants: map[string]engine.TenantConfig{
+				"acme": {Profile: "posix", Exceptions: []string{"127.0.0.1", "127.0.0.3"}},
+			},
+		}
+		if tweak != nil {
+			tweak(i, &cfg)
+		}
+		out[i] = newEngine(t, cfg)
+	}
+	return out
+}
+
+func okServer(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// A tenant's rate limit holds across three replicas.
+func TestFleetGlobalRateLimit(t *testing.T) {
+	es := replicas(t, 3, func(_ int, c *engine.Config) {
+		tc := c.Tenants["acme"]
+		tc.Rate, tc.Burst = 0.001, 5
+		c.Tenants["acme"] = tc
+	})
+	srv := okServer(t)
+	p := airlock.Principal{Tenant: "acme"}
+	var ok, limited int
+	for i := range 12 {
+		_, err := es[i%3].HTTP(testCtx(t), p, airlock.HTTPRequest{URL: srv.URL})
+		switch airlock.CodeOf(err) {
+		case "":
+			ok++
+		case airlock.CodeRateLimited:
+			limited++
+		default:
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if ok != 5 || limited != 7 {
+		t.Fatalf("%d allowed, %d limited across the fleet; want the burst of 5 allowed", ok, limited)
+	}
+}
+
+// A revocation made on replica A stops the tenant on B and C at once,
+// including a crawl running on B; the propagation delay is logged.
+func TestFleetRevocationPropagates(t *testing.T) {
+	es := replicas(t, 3, nil)
+	var pages atomic.Int64
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pages.Add(1)
+		time.Sleep(20 * time.Millisecond)
+		n := pages.Load()
+		w.Header().Set("Content-Type", "text/html")
+		var b strings.Builder
+		b.WriteString("<title>p</title>")
+		for i := range 5 {
+			b.WriteString(`<a href="/p` + itoa(n*10+int64(i)) + `">x</a>`)
+		}
+		w.Write([]byte(b.String()))
+	}))
+	t.Cleanup(site.Close)
+	p := airlock.Principal{Tenant: "acme"}
+	ctx := testCtx(t)
+
+	// A crawl on B that would take far longer than the test.
+	crawlDone := make(chan *airlock.CrawlSummary, 1)
+	go func() {
+		sum, _ := es[1].Crawl(ctx, p, airlock.CrawlRequest{Seed: site.URL + "/", MaxPages: 5000, Depth: 50, Concurrency: 2}, func(*airlock.Page) error { return nil }, nil)
+		crawlDone <- sum
+	}()
+	for pages.Load() < 3 {
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	var delays []time.Duration
+	for round := range 5 {
+		start := time.Now()
+		if err := es[0].Revoke(ctx, "acme", "fleet test"); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es[1:] {
+			for {
+				_, _, err := e.Sign(ctx, p, "none", []byte("x"))
+				if airlock.CodeOf(err) == airlock.CodeRevoked {
+					break
+				}
+				if time.Since(start) > 5*time.Second {
+					t.Fatalf("round %d: not revoked on a replica after 5 s: %v", round, err)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		delays = append(delays, time.Since(start))
+		if round == 0 {
+			select {
+			case sum := <-crawlDone:
+				if sum == nil || sum.Stopped != "revoked" {
+					t.Fatalf("the crawl on B: %+v, want stopped: revoked", sum)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the crawl on B did not stop")
+			}
+		}
+		if err := es[2].Unrevoke(ctx, "acme"); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, _, err := es[0].Sign(ctx, p, "none", []byte("x")); airlock.CodeOf(err) != airlock.CodeRevoked {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
+	t.Logf("revoke on A → refused on B and C: p50 %v, max %v (target < 100 ms)", delays[len(delays)/2], delays[len(delays)-1])
+	if delays[len(delays)/2] > 100*time.Millisecond {
+		t.Errorf("median propagation %v over 100 ms", delays[len(delays)/2])
+	}
+}
+
+func itoa(n int64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+// A name pinned by replica A cannot resolve to another address on B
+// within the pin window: B refuses it as DNS rebinding and never dials the
+// second answer.
+func TestFleetPinsStopRebinding(t *testing.T) {
+	// The same port on a second loopback address: what the second answer
+	// would reach.
+	first := okServer(t)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(first.URL, "http://"))
+	var hits3 atomic.Int64
+	ln, err := net.Listen("tcp", "127.0.0.3:"+port)
+	if err != nil {
+		t.Fatalf("listen on 127.0.0.3:%s: %v", port, err)
+	}
+	second := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits3.Add(1) })}}
+	second.Start()
+	t.Cleanup(second.Close)
+	// DNS that answers differently on the two replicas, as a rebinding
+	// server answers differently over time.
+	es := replicas(t, 2, func(i int, c *engine.Config) {
+		addr := "127.0.0.1"
+		if i == 1 {
+			addr = "127.0.0.3"
+		}
+		c.Egress.Resolve = map[string][]string{"rebind.test": {addr}}
+	})
+	p := airlock.Principal{Tenant: "acme"}
+	url := "http://rebind.test:" + port + "/"
+	if _, err := es[0].HTTP(testCtx(t), p, airlock.HTTPRequest{URL: url}); err != nil {
+		t.Fatalf("replica A: %v", err)
+	}
+	_, err = es[1].HTTP(testCtx(t), p, airlock.HTTPRequest{URL: url})
+	if airlock.ReasonOf(err) != "dns_rebinding" {
+		t.Fatalf("replica B: %v, want dns_rebinding", err)
+	}
+	if n := hits3.Load(); n != 0 {
+		t.Fatalf("the second answer was dialled %d times", n)
+	}
+}
+
+// With Redis gone, replicas refuse (unavailable) rather than serve with
+// stale revocations or no rate limit, and /readyz says why.
+func TestFleetRedisDownFailsClosed(t *testing.T) {
+	srv := fleettest.Start(t)
+	e := newEngine(t, engine.Config{State: engine.StateConfig{RedisURL: srv.URL(0)}, DefaultTenant: "acme",
+		Tenants: map[string]engine.TenantConfig{"acme": {Profile: "posix", Exceptions: []string{"127.0.0.1"}, Rate: 100, Burst: 100}}})
+	site := okServer(t)
+	p := airlock.Principal{Tenant: "acme"}
+	ctx := testCtx(t)
+	if _, err := e.HTTP(ctx, p, airlock.HTTPRequest{URL: site.URL}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	_, err := e.HTTP(ctx, p, airlock.HTTPRequest{URL: site.URL})
+	if airlock.CodeOf(err) != airlock.CodeUnavailable {
+		t.Fatalf("Redis down: %v, want unavailable", err)
+	}
+	time.Sleep(engine.DefaultFleetMaxStale + 300*time.Millisecond)
+	_, _, err = e.Sign(ctx, p, "none", nil)
+	if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != "revocations_stale" {
+		t.Fatalf("stale revocations: %v", err)
+	}
+	if err := e.Ready(ctx); airlock.CodeOf(err) != airlock.CodeUnavailable {
+		t.Fatalf("Ready with Redis down: %v", err)
+	}
+}
+
+// state.fallback_local: with Redis gone, a replica goes on with limits of
+// its own and its last revocation set, and audits that it does.
+func TestFleetFallbackLocal(t *testing.T) {
+	srv := fleettest.Start(t)
+	e := newEngine(t, engine.Config{State: engine.StateConfig{RedisURL: srv.URL(0), FallbackLocal: true}, DefaultTenant: "acme",
+		Tenants: map[string]engine.TenantConfig{"acme": {Profile: "posix", Exceptions: []string{"127.0.0.1"}, Rate: 0.001, Burst: 2}}})
+	site := okServer(t)
+	p := airlock.Principal{Tenant: "acme"}
+	ctx := testCtx(t)
+	if _, err := e.HTTP(ctx, p, airlock.HTTPRequest{URL: site.URL}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	time.Sleep(engine.DefaultFleetMaxStale + 300*time.Millisecond)
+	// The local limiter has its own, fresh bucket of 2.
+	var ok, limited int
+	for range 4 {
+		_, err := e.HTTP(ctx, p, airlock.HTTPRequest{URL: site.URL})
+		switch airlock.CodeOf(err) {
+		case "":
+			ok++
+		case airlock.CodeRateLimited:
+			limited++
+		default:
+			t.Fatalf("with fallback: %v", err)
+		}
+	}
+	if ok != 2 || limited != 2 {
+		t.Fatalf("local fallback: %d allowed, %d limited", ok, limited)
+	}
+	if err := e.FlushAudit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := e.AuditQuery(ctx, airlock.AuditQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fallback bool
+	for _, r := range recs {
+		if r.Broker == "fleet" && r.Reason == "redis_fallback" {
+			fallback = true
+		}
+	}
+	if !fallback {
+		t.Fatalf("no redis_fallback audit record in %+v", recs)
+	}
+}

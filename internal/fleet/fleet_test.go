@@ -1,0 +1,246 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/netip"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/internal/fleet/fleettest"
+	"github.com/airlockhq/airlock/internal/gate"
+	"github.com/airlockhq/airlock/internal/leakcheck"
+	"github.com/airlockhq/airlock/internal/store"
+	"github.com/airlockhq/airlock/internal/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	code := leakcheck.Main(m, "fleet", leakcheck.Options{})
+	fleettest.StopShared()
+	os.Exit(code)
+}
+
+
+// open connects to the shared server under a prefix of this test's own.
+func open(t *testing.T) *Fleet {
+	t.Helper()
+	srv := fleettest.Shared(t)
+	f, err := Open(t.Context(), srv.URL(0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f.WithPrefix("airlock-test:" + strings.ReplaceAll(t.Name(), "/", ".") + ":" + time.Now().Format("150405.000000000") + ":")
+}
+
+func TestRevocationsConformance(t *testing.T) {
+	storetest.RunRevocations(t, func(t *testing.T) store.Revocations {
+		// Handles of one subtest share the prefix: one store.
+		f := open(t)
+		if p, ok := subtestPrefix.Load(t.Name()); ok {
+			return f.WithPrefix(p.(string)).Revocations()
+		}
+		subtestPrefix.Store(t.Name(), f.prefix)
+		return f.Revocations()
+	})
+}
+
+var subtestPrefix sync.Map
+
+func TestOpenErrors(t *testing.T) {
+	_, err := Open(t.Context(), "http://nope", nil)
+	if airlock.CodeOf(err) != airlock.CodeInvalid {
+		t.Errorf("bad URL: %v", err)
+	}
+	_, err = Open(t.Context(), "redis://127.0.0.1:1/0", nil)
+	if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != "redis" {
+		t.Errorf("nothing listening: %v", err)
+	}
+}
+
+// The limiter has the local limiter's semantics, and two clients (two
+// replicas) share one bucket.
+func TestLimiter(t *testing.T) {
+	a := open(t)
+	b, err := Open(t.Context(), fleettest.Shared(t).URL(0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b = b.WithPrefix(a.prefix)
+	la, lb := a.Limiter(), b.Limiter()
+	ctx := t.Context()
+	lim := gate.Limit{Rate: 1, Burst: 3}
+	for i := range 3 {
+		l := la
+		if i%2 == 1 {
+			l = lb
+		}
+		if ok, _, err := l.Allow(ctx, "k", lim); !ok || err != nil {
+			t.Fatalf("token %d: %v %v", i, ok, err)
+		}
+	}
+	ok, retry, err := lb.Allow(ctx, "k", lim)
+	if ok || err != nil || retry <= 0 || retry > time.Second {
+		t.Fatalf("over the burst on the other replica: ok %v retry %v err %v", ok, retry, err)
+	}
+	// A refusal consumes nothing: after the retry-after, one token.
+	time.Sleep(retry + 20*time.Millisecond)
+	if ok, _, _ := la.Allow(ctx, "k", lim); !ok {
+		t.Fatal("no token after retry-after")
+	}
+	// Keys are independent; no rate means no limit.
+	if ok, _, _ := la.Allow(ctx, "other", lim); !ok {
+		t.Fatal("another key was limited")
+	}
+	for range 100 {
+		if ok, _, _ := la.Allow(ctx, "free", gate.Limit{}); !ok {
+			t.Fatal("a zero limit limited")
+		}
+	}
+	// A fractional rate (one per 100 s) with burst 1.
+	slow := gate.Limit{Rate: 0.01, Burst: 1}
+	la.Allow(ctx, "slow", slow)
+	if ok, retry, _ := la.Allow(ctx, "slow", slow); ok || retry < 90*time.Second {
+		t.Fatalf("slow limit: ok %v retry %v", ok, retry)
+	}
+}
+
+// Concurrent callers on two clients get exactly the burst.
+func TestLimiterConcurrent(t *testing.T) {
+	a := open(t)
+	b, err := Open(t.Context(), fleettest.Shared(t).URL(0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b = b.WithPrefix(a.prefix)
+	lim := gate.Limit{Rate: 0.001, Burst: 20}
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 60 {
+		l := a.Limiter()
+		if i%2 == 1 {
+			l = b.Limiter()
+		}
+		wg.Go(func() {
+			if ok, _, err := l.Allow(t.Context(), "c", lim); ok && err == nil {
+				allowed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := allowed.Load(); n != 20 {
+		t.Fatalf("%d allowed across two replicas, want the burst of 20", n)
+	}
+}
+
+func TestPins(t *testing.T) {
+	f := open(t)
+	p := f.Pins()
+	ctx := t.Context()
+	public := []netip.Addr{netip.MustParseAddr("93.184.215.14")}
+	private := []netip.Addr{netip.MustParseAddr("10.0.0.1")}
+	got, err := p.Pin(ctx, "Rebind.test", public, time.Minute)
+	if err != nil || len(got) != 1 || got[0] != public[0] {
+		t.Fatalf("first pin: %v %v", got, err)
+	}
+	// Another replica's later answer does not replace it.
+	other := f.WithPrefix(f.prefix).Pins()
+	got, err = other.Pin(ctx, "rebind.test", private, time.Minute)
+	if err != nil || len(got) != 1 || got[0] != public[0] {
+		t.Fatalf("second answer: %v %v, want the pinned %v", got, err, public)
+	}
+	// An expired pin is replaced.
+	p.Pin(ctx, "short.test", public, time.Second)
+	time.Sleep(1100 * time.Millisecond)
+	if got, _ := p.Pin(ctx, "short.test", private, time.Minute); got[0] != private[0] {
+		t.Fatalf("after expiry: %v", got)
+	}
+	// Several addresses round-trip, in order.
+	many := []netip.Addr{netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("93.184.215.15")}
+	got, _ = p.Pin(ctx, "many.test", many, time.Minute)
+	want := []string{"2001:db8::1", "93.184.215.15"}
+	var gs []string
+	for _, a := range got {
+		gs = append(gs, a.String())
+	}
+	sort.Strings(gs)
+	if strings.Join(gs, ",") != strings.Join(want, ",") {
+		t.Fatalf("many: %v", gs)
+	}
+}
+
+// A change announced by one replica reaches another's watcher; the delay
+// is logged (the target: under 100 ms on loopback).
+func TestWatchPropagation(t *testing.T) {
+	a := open(t)
+	b, err := Open(t.Context(), fleettest.Shared(t).URL(0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b = b.WithPrefix(a.prefix)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	changed := make(chan time.Time, 16)
+	if err := b.Revocations().Watch(ctx, func() { changed <- time.Now() }, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	<-changed // the call after subscribing
+	var delays []time.Duration
+	for i := range 20 {
+		start := time.Now()
+		subject := "acme"
+		if i%2 == 1 {
+			if err := a.Revocations().Unrevoke(ctx, subject); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := a.Revocations().Revoke(ctx, subject, "test"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case at := <-changed:
+			delays = append(delays, at.Sub(start))
+		case <-time.After(5 * time.Second):
+			t.Fatal("no change notification")
+		}
+	}
+	sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
+	t.Logf("revocation propagation over pub/sub: p50 %v, max %v", delays[len(delays)/2], delays[len(delays)-1])
+	cancel()
+	time.Sleep(50 * time.Millisecond)
+}
+
+// With Redis gone, every operation fails as unavailable: nothing is
+// allowed by default.
+func TestRedisDownFailsClosed(t *testing.T) {
+	srv := fleettest.Start(t)
+	f, err := Open(t.Context(), srv.URL(0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	srv.Stop()
+	ctx := t.Context()
+	ok, _, err := f.Limiter().Allow(ctx, "k", gate.Limit{Rate: 1, Burst: 1})
+	if ok || airlock.CodeOf(err) != airlock.CodeUnavailable {
+		t.Errorf("limiter: %v %v", ok, err)
+	}
+	if _, err := f.Revocations().RevocationVersion(ctx); airlock.CodeOf(err) != airlock.CodeUnavailable {
+		t.Errorf("revocations: %v", err)
+	}
+	if _, err := f.Pins().Pin(ctx, "x.test", []netip.Addr{netip.MustParseAddr("93.184.215.14")}, time.Minute); airlock.CodeOf(err) != airlock.CodeUnavailable {
+		t.Errorf("pins: %v", err)
+	}
+	if err := f.Ping(ctx); !errors.Is(err, err) || airlock.CodeOf(err) != airlock.CodeUnavailable {
+		t.Errorf("ping: %v", err)
+	}
+}
