@@ -66,25 +66,28 @@ func WithGetenv(f func(string) string) Option { return func(o *options) { o.gete
 // Engine is a running Airlock engine. Its methods are safe for concurrent
 // use. Close it to drain calls and flush the audit log.
 type Engine struct {
-	cfg       Config
-	st        *store.SQLite
-	gate      *gate.Gate
-	audit     *gate.Auditor
-	revs      *gate.RevocationSet
-	registry  *prometheus.Registry
-	routes    map[string]*route
-	browse    *browse.Dispatcher
-	tokens    map[string]string // config token hash → tenant
-	logger    *slog.Logger
-	closing   atomic.Bool
-	closeMu   sync.Mutex
-	closed    bool
-	stopBg    chan struct{}
-	bgDone    chan struct{}
-	jobs      *jobTable       // crawl jobs (jobs.go)
-	browser   *browserManager // browser sessions (browser.go)
-	fleet     *fleet.Fleet    // shared state on Redis, or nil (fleet.go)
-	stopWatch context.CancelFunc
+	cfg            Config
+	st             *store.SQLite
+	gate           *gate.Gate
+	audit          *gate.Auditor
+	revs           *gate.RevocationSet
+	registry       *prometheus.Registry
+	routes         map[string]*route
+	browse         *browse.Dispatcher
+	tokens         map[string]string // config token hash → tenant
+	logger         *slog.Logger
+	closing        atomic.Bool
+	closeMu        sync.Mutex
+	closed         bool
+	stopBg         chan struct{}
+	bgDone         chan struct{}
+	jobs           *jobTable       // crawl jobs (jobs.go)
+	browser        *browserManager // browser sessions (browser.go)
+	fleet          *fleet.Fleet    // shared state on Redis, or nil (fleet.go)
+	stopWatch      context.CancelFunc
+	fleetBg        sync.WaitGroup
+	auditStream    *fleet.AuditStream
+	streamFailures atomic.Int64
 	// state.fallback_local: fallbacks so far, and when one was last audited
 	fallbacks         atomic.Int64
 	lastFallbackAudit atomic.Int64
@@ -273,7 +276,12 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, airlock.Errorf(airlock.CodeUnavailable, "store", "open the store in %s: %v", cfg.DataDir, err)
 	}
-	e.audit = gate.NewAuditor(gate.AuditorConfig{Sink: e.st, Interval: cfg.Audit.BatchInterval, Queue: cfg.Audit.QueueSize, Logger: o.logger, Registry: e.registry})
+	var sink store.AuditLog = e.st
+	if fl != nil {
+		e.auditStream = fl.AuditStream("r-" + randomHex(8))
+		sink = &fleetAuditSink{AuditLog: e.st, stream: e.auditStream, e: e}
+	}
+	e.audit = gate.NewAuditor(gate.AuditorConfig{Sink: sink, Interval: cfg.Audit.BatchInterval, Queue: cfg.Audit.QueueSize, Logger: o.logger, Registry: e.registry})
 	// The poller may call onChange from its goroutine before the gate
 	// exists: hand the gate over through an atomic pointer.
 	var gp atomic.Pointer[gate.Gate]
@@ -1045,6 +1053,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	close(e.stopBg)
 	<-e.bgDone
 	e.revs.Close()
+	e.stopFleet()
 	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultDrainTimeout)
 	defer cancel()
 	errA := e.audit.Close(flushCtx)

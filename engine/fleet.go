@@ -12,6 +12,7 @@ import (
 	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/fleet"
 	"github.com/airlockhq/airlock/internal/gate"
+	"github.com/airlockhq/airlock/internal/store"
 )
 
 // DefaultFleetMaxStale is how long a replica keeps serving on the last
@@ -82,8 +83,8 @@ func openFleet(c StateConfig, logger *slog.Logger) (*fleet.Fleet, error) {
 }
 
 // watchFleet makes revocations announced by any replica apply here at
-// once (pub/sub), and bounds how stale the set may get when Redis cannot
-// be read.
+// once (pub/sub), bounds how stale the set may get when Redis cannot be
+// read, and follows the other replicas' audit records.
 func (e *Engine) watchFleet() error {
 	if e.fleet == nil {
 		return nil
@@ -93,6 +94,17 @@ func (e *Engine) watchFleet() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.stopWatch = cancel
+	e.fleetBg.Go(func() {
+		e.auditStream.Follow(ctx, func(recs []gate.Record) error {
+			if err := e.st.AppendAudit(ctx, recs); err != nil {
+				return err
+			}
+			for _, r := range recs {
+				e.audit.Observe(r)
+			}
+			return nil
+		}, e.logger)
+	})
 	err := e.fleet.Revocations().Watch(ctx, func() {
 		rctx, c := context.WithTimeout(ctx, fleet.IOTimeout)
 		defer c()
@@ -110,13 +122,42 @@ func (e *Engine) watchFleet() error {
 	return nil
 }
 
-func (e *Engine) closeFleet() {
+// stopFleet stops following the fleet (the revocation channel, the audit
+// stream) and waits for it, before the store closes.
+func (e *Engine) stopFleet() {
 	if e.stopWatch != nil {
 		e.stopWatch()
 	}
+	e.fleetBg.Wait()
+}
+
+// closeFleet stops following the fleet and closes the Redis client.
+func (e *Engine) closeFleet() {
+	e.stopFleet()
 	if e.fleet != nil {
 		e.fleet.Close()
 	}
+}
+
+// fleetAuditSink stores records in the replica's own store and appends
+// them to the fleet's audit stream. A stream failure loses nothing: the
+// records are in this replica's store, which its own queries see.
+type fleetAuditSink struct {
+	store.AuditLog
+	stream *fleet.AuditStream
+	e      *Engine
+}
+
+func (s *fleetAuditSink) AppendAudit(ctx context.Context, recs []store.AuditRecord) error {
+	if err := s.AuditLog.AppendAudit(ctx, recs); err != nil {
+		return err
+	}
+	if err := s.stream.Publish(ctx, recs); err != nil {
+		n := s.e.streamFailures.Add(1)
+		s.e.logger.Warn("audit stream: publishing failed; the records are in this replica's store only",
+			slog.Int("records", len(recs)), slog.Int64("failures", n), slog.String("error", err.Error()))
+	}
+	return nil
 }
 
 // FallbackAuditEvery bounds the audit records of state.fallback_local.

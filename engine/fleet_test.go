@@ -274,3 +274,42 @@ func TestFleetFallbackLocal(t *testing.T) {
 		t.Fatalf("no redis_fallback audit record in %+v", recs)
 	}
 }
+
+// The audit trail is the fleet's: a decision made on one replica is in
+// the audit query, the stats and the deny ring of every other.
+func TestFleetAuditTrail(t *testing.T) {
+	es := replicas(t, 3, nil)
+	p := airlock.Principal{Tenant: "acme", Instance: "agent-7"}
+	ctx := testCtx(t)
+	_, err := es[0].HTTP(ctx, p, airlock.HTTPRequest{URL: "http://169.254.169.254/latest/meta-data/"})
+	if airlock.CodeOf(err) != airlock.CodeDenied {
+		t.Fatalf("metadata: %v", err)
+	}
+	id := airlock.Public(err, "").DecisionID
+	if err := es[0].FlushAudit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range es[1:] {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			recs, err := e.AuditQuery(ctx, airlock.AuditQuery{Principal: "acme/agent-7", Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) == 1 && recs[0].ID == id && recs[0].Outcome == "deny" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d: audit query %+v, want decision %s", i+1, recs, id)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if ring := e.RecentDenials("acme/agent-7", 1); len(ring) != 1 || ring[0].ID != id {
+			t.Errorf("replica %d: deny ring %+v", i+1, ring)
+		}
+		stats, err := e.AuditStats(ctx, time.Now().Add(-time.Hour), "acme")
+		if err != nil || len(stats) == 0 {
+			t.Errorf("replica %d: stats %+v %v", i+1, stats, err)
+		}
+	}
+}

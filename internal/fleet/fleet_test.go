@@ -27,7 +27,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-
 // open connects to the shared server under a prefix of this test's own.
 func open(t *testing.T) *Fleet {
 	t.Helper()

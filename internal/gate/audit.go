@@ -114,6 +114,46 @@ func NewAuditor(cfg AuditorConfig) *Auditor {
 	return a
 }
 
+// Observe adds a decision made by another replica of a fleet to the
+// counters and the deny rings, so that they cover the fleet. It neither
+// persists the record (the caller stores it) nor counts it in this
+// process's metrics (each replica exports its own).
+func (a *Auditor) Observe(r Record) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	k := statKey{r.Broker, r.Outcome, r.Reason}
+	se := a.counters[k]
+	if se == nil {
+		se = &statEntry{calls: a.calls.WithLabelValues(r.Broker, r.Outcome, r.Reason), duration: a.duration.WithLabelValues(r.Broker)}
+		a.counters[k] = se
+	}
+	se.n++
+	if r.Outcome != "allow" {
+		a.addDenialLocked(r)
+	}
+}
+
+// addDenialLocked puts a refusal in the engine-wide ring and its
+// principal's. a.mu is held.
+func (a *Auditor) addDenialLocked(r Record) {
+	rr := r
+	rr.Target, rr.Detail = cut(r.Target, RingStringCap), cut(r.Detail, RingStringCap)
+	a.ring.add(rr)
+	p := principalKey(r.Tenant, r.Instance)
+	pr := a.rings[p]
+	if pr == nil {
+		if len(a.rings) >= maxRingPrincipals {
+			for k := range a.rings { // drop an arbitrary one; the engine-wide ring keeps everything
+				delete(a.rings, k)
+				break
+			}
+		}
+		pr = newRing(DefaultRingSize)
+		a.rings[p] = pr
+	}
+	pr.add(rr)
+}
+
 // Record audits one decision.
 func (a *Auditor) Record(r Record) {
 	r.Target = cut(r.Target, PersistStringCap)
@@ -134,22 +174,7 @@ func (a *Auditor) Record(r Record) {
 	}
 	calls, duration, in, out := se.calls, se.duration, se.in, se.out
 	if r.Outcome != "allow" {
-		rr := r
-		rr.Target, rr.Detail = cut(r.Target, RingStringCap), cut(r.Detail, RingStringCap)
-		a.ring.add(rr)
-		p := principalKey(r.Tenant, r.Instance)
-		pr := a.rings[p]
-		if pr == nil {
-			if len(a.rings) >= maxRingPrincipals {
-				for k := range a.rings { // drop an arbitrary one; the engine-wide ring keeps everything
-					delete(a.rings, k)
-					break
-				}
-			}
-			pr = newRing(DefaultRingSize)
-			a.rings[p] = pr
-		}
-		pr.add(rr)
+		a.addDenialLocked(r)
 	}
 	a.mu.Unlock()
 	calls.Inc()
