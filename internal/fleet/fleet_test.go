@@ -243,3 +243,41 @@ func TestRedisDownFailsClosed(t *testing.T) {
 		t.Errorf("ping: %v", err)
 	}
 }
+
+// BenchmarkLimiter: the gate's rate check on Redis (loopback) against the
+// process's own limiter.
+func BenchmarkLimiter(b *testing.B) {
+	srv := fleettest.Start(b)
+	f, err := Open(context.Background(), srv.URL(0), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	lim := gate.Limit{Rate: 1e9, Burst: 1 << 30}
+	ctx := context.Background()
+	b.Run("redis", func(b *testing.B) {
+		l := f.Limiter()
+		for b.Loop() {
+			if ok, _, err := l.Allow(ctx, "bench", lim); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("local", func(b *testing.B) {
+		var l gate.MemoryLimiter
+		for b.Loop() {
+			if ok, _, err := l.Allow(ctx, "bench", lim); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("pin", func(b *testing.B) {
+		p := f.Pins()
+		addrs := []netip.Addr{netip.MustParseAddr("93.184.215.14")}
+		for b.Loop() {
+			if _, err := p.Pin(ctx, "bench.test", addrs, time.Minute); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
