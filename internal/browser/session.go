@@ -191,7 +191,10 @@ func (s *Session) flags() []chromedp.ExecAllocatorOption {
 		chromedp.Flag("no-first-run", true),
 		// chromedp's list plus the back/forward cache: a page restored
 		// from it fires no load lifecycle, and back and forward wait for one.
-		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,BackForwardCache"),
+		// Background services that only make requests the proxy refuses.
+		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,BackForwardCache,"+
+			"AutofillServerCommunication,OptimizationHints,MediaRouter,DialMediaRouteProvider"),
+		chromedp.Flag("disable-client-side-phishing-detection", true),
 	)
 }
 
