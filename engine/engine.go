@@ -320,6 +320,12 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 
 	bi := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "airlock_build_info", Help: "Build information; always 1."}, []string{"version", "goversion"})
 	bi.WithLabelValues(Version, runtime.Version()).Set(1)
+	if fl != nil {
+		// A fresh registry: registering cannot collide.
+		if err := fl.Register(e.registry); err != nil {
+			o.logger.Error("redis metrics not registered", slog.String("error", err.Error()))
+		}
+	}
 	e.registry.MustRegister(bi, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "airlock_broker_calls_in_flight", Help: "Broker calls in progress."}, func() float64 { return float64(g.Active()) }))
 	e.startJobs()

@@ -313,3 +313,18 @@ func TestFleetAuditTrail(t *testing.T) {
 		}
 	}
 }
+
+// The Redis metrics are exported with the engine's.
+func TestFleetMetrics(t *testing.T) {
+	es := replicas(t, 1, nil)
+	srv := okServer(t)
+	if _, err := es[0].HTTP(testCtx(t), airlock.Principal{Tenant: "acme"}, airlock.HTTPRequest{URL: srv.URL}); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	es[0].Metrics().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	if !strings.Contains(body, "airlock_redis_command_duration_seconds_count") {
+		t.Fatalf("no Redis latency metric in\n%.2000s", body)
+	}
+}
