@@ -338,6 +338,7 @@ func (e *Engine) BrowserOpen(ctx context.Context, p airlock.Principal, req Brows
 	if err != nil {
 		return BrowserSessionInfo{}, call.End(err, 0, 0)
 	}
+	e.claimBrowser(call.Ctx, bs.id)
 	return bs.info(), call.End(nil, 0, 0)
 }
 
@@ -519,6 +520,11 @@ func (m *browserManager) session(p airlock.Principal, id string) (*browserSessio
 	bs := m.sessions[id]
 	m.mu.Unlock()
 	if bs == nil || bs.s == nil || bs.pooled || bs.principal.Tenant != p.Tenant {
+		if bs == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			return nil, m.e.browserElsewhere(ctx, id)
+		}
 		return nil, airlock.Errorf(airlock.CodeNotFound, "no_session", "browser: no session %q", id)
 	}
 	return bs, nil
@@ -669,6 +675,9 @@ func (e *Engine) BrowserClose(ctx context.Context, p airlock.Principal, id strin
 
 func (m *browserManager) closeSession(ctx context.Context, bs *browserSession, wipe bool) error {
 	m.forget(bs)
+	if !bs.pooled {
+		m.e.releaseBrowser(ctx, bs.id)
+	}
 	err := bs.s.Close(ctx)
 	bs.subMu.Lock()
 	for ch := range bs.subs {

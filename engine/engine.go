@@ -87,6 +87,7 @@ type Engine struct {
 	stopWatch      context.CancelFunc
 	fleetBg        sync.WaitGroup
 	auditStream    *fleet.AuditStream
+	replica        string // this replica's name in the fleet
 	streamFailures atomic.Int64
 	// state.fallback_local: fallbacks so far, and when one was last audited
 	fallbacks         atomic.Int64
@@ -188,6 +189,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		return nil, err
 	}
 	e.fleet = fl
+	e.replica = replicaName(cfg.State)
 	// Pins: with egress.pin_dns, trust-on-first-use for DefaultPinTTL.
 	// A fleet pins every answer for the DNS cache's bound even without
 	// it, so that a name resolves the same on every replica, as it does
@@ -278,7 +280,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 	}
 	var sink store.AuditLog = e.st
 	if fl != nil {
-		e.auditStream = fl.AuditStream("r-" + randomHex(8))
+		e.auditStream = fl.AuditStream(e.replica)
 		sink = &fleetAuditSink{AuditLog: e.st, stream: e.auditStream, e: e}
 	}
 	e.audit = gate.NewAuditor(gate.AuditorConfig{Sink: sink, Interval: cfg.Audit.BatchInterval, Queue: cfg.Audit.QueueSize, Logger: o.logger, Registry: e.registry})

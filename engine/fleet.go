@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/airlockhq/airlock"
@@ -42,6 +43,10 @@ type StateConfig struct {
 	// made on another replica meanwhile reaches this one only when Redis
 	// is back.
 	FallbackLocal bool `koanf:"fallback_local" json:"fallback_local"`
+	// Replica names this replica to the others (in errors that send a
+	// browser session's calls to its owner); default: the host name and a
+	// random suffix.
+	Replica string `koanf:"replica" json:"replica"`
 }
 
 // MarshalJSON hides the password of the Redis URL (config check prints
@@ -70,6 +75,52 @@ func (c StateConfig) validate() error {
 		return configErr("state.redis_url: want redis://host:port/db or rediss://...")
 	}
 	return nil
+}
+
+// replicaName is state.replica, or the host name with a random suffix.
+func replicaName(c StateConfig) string {
+	if c.Replica != "" {
+		return c.Replica
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "replica"
+	}
+	return h + "-" + randomHex(3)
+}
+
+// claimBrowser records this replica as the owner of a browser session.
+func (e *Engine) claimBrowser(ctx context.Context, id string) {
+	if e.fleet == nil {
+		return
+	}
+	if err := e.fleet.Owners("browser").Claim(ctx, id, e.replica); err != nil {
+		e.logger.Warn("browser session owner not recorded", slog.String("session", id), slog.String("error", err.Error()))
+	}
+}
+
+// releaseBrowser forgets a closed session's owner.
+func (e *Engine) releaseBrowser(ctx context.Context, id string) {
+	if e.fleet == nil {
+		return
+	}
+	if err := e.fleet.Owners("browser").Release(ctx, id); err != nil {
+		e.logger.Warn("browser session owner not released", slog.String("session", id), slog.String("error", err.Error()))
+	}
+}
+
+// browserElsewhere is the error for a session this replica does not have:
+// with a fleet, the replica that owns it is named (unavailable,
+// session_elsewhere: retry on that replica); otherwise, or when no owner
+// is recorded, no_session.
+func (e *Engine) browserElsewhere(ctx context.Context, id string) error {
+	if e.fleet != nil {
+		if owner, err := e.fleet.Owners("browser").Owner(ctx, id); err == nil && owner != "" && owner != e.replica {
+			return airlock.Errorf(airlock.CodeUnavailable, "session_elsewhere",
+				"browser: session %s is on replica %s (its Chromium runs there): send its calls to that replica", id, owner)
+		}
+	}
+	return airlock.Errorf(airlock.CodeNotFound, "no_session", "browser: no session %q", id)
 }
 
 // openFleet connects to the configured Redis, or returns nil.

@@ -328,3 +328,28 @@ func TestFleetMetrics(t *testing.T) {
 		t.Fatalf("no Redis latency metric in\n%.2000s", body)
 	}
 }
+
+// A browser session lives on the replica that runs its Chromium; another
+// replica refuses its calls naming the owner.
+func TestFleetBrowserSessionOwner(t *testing.T) {
+	es := replicas(t, 2, func(i int, c *engine.Config) {
+		c.State.Replica = []string{"replica-a", "replica-b"}[i]
+	})
+	p := airlock.Principal{Tenant: "acme"}
+	ctx := testCtx(t)
+	info, err := es[0].BrowserOpen(ctx, p, engine.BrowserOpenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = es[1].BrowserDo(ctx, p, info.ID, engine.BrowserOp{Kind: "get_state"})
+	if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != "session_elsewhere" || !strings.Contains(err.Error(), "replica-a") {
+		t.Fatalf("on the other replica: %v", err)
+	}
+	if err := es[0].BrowserClose(ctx, p, info.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	_, err = es[1].BrowserDo(ctx, p, info.ID, engine.BrowserOp{Kind: "get_state"})
+	if airlock.ReasonOf(err) != "no_session" {
+		t.Fatalf("after close: %v", err)
+	}
+}
