@@ -106,6 +106,23 @@ func (p *policyFlags) applyTo(cfg *engine.Config) error {
 	if len(p.allow)+len(p.deny)+len(p.except) == 0 {
 		return nil
 	}
+	tenant, tc, err := defaultTenant(cfg)
+	if err != nil {
+		return err
+	}
+	tc.Allow = append(tc.Allow, p.allow...)
+	tc.Deny = append(tc.Deny, p.deny...)
+	tc.Exceptions = append(tc.Exceptions, p.except...)
+	cfg.Tenants[tenant] = tc
+	return nil
+}
+
+// defaultTenant returns the configuration's default tenant (the one CLI
+// verbs act as) and its entry, which a flag may then change; with no
+// tenant configured it is a new entry for "local". cfg.Tenants is made
+// non-nil. A default tenant missing from configured tenants is a usage
+// error.
+func defaultTenant(cfg *engine.Config) (string, engine.TenantConfig, error) {
 	tenant := cfg.DefaultTenant
 	if tenant == "" {
 		tenant = airlock.LocalTenant
@@ -115,11 +132,7 @@ func (p *policyFlags) applyTo(cfg *engine.Config) error {
 	}
 	tc, ok := cfg.Tenants[tenant]
 	if !ok && len(cfg.Tenants) > 0 {
-		return usageErrorf("default tenant %q is not configured", tenant)
+		return "", tc, usageErrorf("default tenant %q is not configured", tenant)
 	}
-	tc.Allow = append(tc.Allow, p.allow...)
-	tc.Deny = append(tc.Deny, p.deny...)
-	tc.Exceptions = append(tc.Exceptions, p.except...)
-	cfg.Tenants[tenant] = tc
-	return nil
+	return tenant, tc, nil
 }

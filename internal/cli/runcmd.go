@@ -83,16 +83,9 @@ func (e *env) loadGuest(ctx context.Context, pf *policyFlags, profile, path, ins
 	if err != nil {
 		return nil, err
 	}
-	tenant := cfg.DefaultTenant
-	if tenant == "" {
-		tenant = airlock.LocalTenant
-	}
-	if cfg.Tenants == nil {
-		cfg.Tenants = map[string]engine.TenantConfig{}
-	}
-	tc, ok := cfg.Tenants[tenant]
-	if !ok && len(cfg.Tenants) > 0 {
-		return nil, usageErrorf("default tenant %q is not configured", tenant)
+	tenant, tc, err := defaultTenant(&cfg)
+	if err != nil {
+		return nil, err
 	}
 	tc.Profile = profile
 	cfg.Tenants[tenant] = tc
