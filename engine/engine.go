@@ -87,7 +87,8 @@ type Engine struct {
 	stopWatch      context.CancelFunc
 	fleetBg        sync.WaitGroup
 	auditStream    *fleet.AuditStream
-	replica        string // this replica's name in the fleet
+	replica        string     // this replica's name in the fleet
+	jobStore       store.Jobs // crawl jobs: the store, or Redis in a fleet
 	streamFailures atomic.Int64
 	// state.fallback_local: fallbacks so far, and when one was last audited
 	fallbacks         atomic.Int64
@@ -277,6 +278,10 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 	}
 	if err != nil {
 		return nil, airlock.Errorf(airlock.CodeUnavailable, "store", "open the store in %s: %v", cfg.DataDir, err)
+	}
+	e.jobStore = e.st
+	if fl != nil {
+		e.jobStore = fl.Jobs()
 	}
 	var sink store.AuditLog = e.st
 	if fl != nil {

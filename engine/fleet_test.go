@@ -353,3 +353,49 @@ func TestFleetBrowserSessionOwner(t *testing.T) {
 		t.Fatalf("after close: %v", err)
 	}
 }
+
+// A crawl job started on one replica is visible, with its pages and its
+// event stream, from every other.
+func TestFleetCrawlJobVisible(t *testing.T) {
+	es := replicas(t, 2, nil)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<title>page</title><a href="/a">a</a><a href="/b">b</a><a href="/c">c</a>`))
+	}))
+	t.Cleanup(site.Close)
+	p := airlock.Principal{Tenant: "acme"}
+	ctx := testCtx(t)
+	job, err := es[0].StartCrawlJob(ctx, p, airlock.CrawlRequest{Seed: site.URL + "/", MaxPages: 4, Depth: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := es[1].WatchCrawlJob(ctx, p, job.ID, 0)
+	if err != nil {
+		t.Fatalf("watch on the other replica: %v", err)
+	}
+	pages := 0
+	var end *airlock.CrawlJob
+	for ev := range events {
+		switch ev.Kind {
+		case airlock.JobEventPage:
+			pages++
+		case airlock.JobEventEnd:
+			end = ev.Job
+		}
+	}
+	if end == nil || end.State != airlock.JobDone || pages != 4 {
+		t.Fatalf("on the other replica: %d pages, end %+v", pages, end)
+	}
+	got, err := es[1].CrawlJob(ctx, p, job.ID)
+	if err != nil || got.State != airlock.JobDone {
+		t.Fatalf("CrawlJob on the other replica: %+v %v", got, err)
+	}
+	list, err := es[1].CrawlJobs(ctx, p, 10)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("CrawlJobs on the other replica: %+v %v", list, err)
+	}
+	jp, err := es[1].CrawlJobPages(ctx, p, job.ID, 0, 10)
+	if err != nil || len(jp) != 4 {
+		t.Fatalf("pages on the other replica: %d %v", len(jp), err)
+	}
+}

@@ -125,14 +125,14 @@ func (e *Engine) jobLoop() {
 		mine := len(j.runs) > 0
 		j.mu.Unlock()
 		if mine {
-			if _, err := e.st.RenewJobs(ctx, j.owner, time.Now().Add(DefaultJobLease)); err != nil {
+			if _, err := e.jobStore.RenewJobs(ctx, j.owner, time.Now().Add(DefaultJobLease)); err != nil {
 				e.logger.Error("crawl jobs: renew leases", slog.String("error", err.Error()))
 			}
 		}
 		e.expireJobs(ctx)
 		if time.Since(pruned) >= jobPruneEvery {
 			pruned = time.Now()
-			if _, err := e.st.PruneJobs(ctx, pruned.Add(-DefaultJobRetention)); err != nil {
+			if _, err := e.jobStore.PruneJobs(ctx, pruned.Add(-DefaultJobRetention)); err != nil {
 				e.logger.Error("crawl jobs: retention", slog.String("error", err.Error()))
 			}
 		}
@@ -148,7 +148,7 @@ func (e *Engine) jobLoop() {
 // expireJobs marks interrupted every unfinished job whose lease passed.
 func (e *Engine) expireJobs(ctx context.Context) {
 	now := time.Now()
-	ids, err := e.st.ExpireJobs(ctx, now, airlock.JobInterrupted, now)
+	ids, err := e.jobStore.ExpireJobs(ctx, now, airlock.JobInterrupted, now)
 	if err != nil {
 		e.logger.Error("crawl jobs: expire", slog.String("error", err.Error()))
 		return
@@ -302,7 +302,7 @@ func (e *Engine) StartCrawlJob(ctx context.Context, p airlock.Principal, req air
 	now := time.Now()
 	sj := store.Job{ID: id, Tenant: p.Tenant, Owner: j.owner, State: airlock.JobQueued, Request: reqJSON, Progress: progJSON,
 		Created: now, Updated: now, Lease: now.Add(DefaultJobLease)}
-	if err := e.st.CreateJob(ctx, sj); err != nil {
+	if err := e.jobStore.CreateJob(ctx, sj); err != nil {
 		j.release(r)
 		return fail(storeErr("store the crawl job", err))
 	}
@@ -332,7 +332,7 @@ func (e *Engine) writeJob(r *jobRun, sj *store.Job) {
 	} else {
 		sj.Lease = time.Time{}
 	}
-	err := e.st.UpdateJob(ctx, *sj)
+	err := e.jobStore.UpdateJob(ctx, *sj)
 	if errors.Is(err, store.ErrConflict) {
 		r.cancel(airlock.Errorf(airlock.CodeUnavailable, "crawl_job_lost", "crawl job %s was taken over: its lease lapsed", sj.ID))
 	}
@@ -369,7 +369,7 @@ func (e *Engine) runJob(call *gate.Call, r *jobRun, sj store.Job, req airlock.Cr
 			return err
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), jobStoreTimeout)
-		err = e.st.AppendJobPage(ctx, sj.ID, seq+1, data)
+		err = e.jobStore.AppendJobPage(ctx, sj.ID, seq+1, data)
 		cancel()
 		if err != nil {
 			return storeErr("store a page of the crawl job", err)
@@ -461,7 +461,7 @@ func (e *Engine) jobFor(ctx context.Context, p airlock.Principal, id string) (st
 		return store.Job{}, err
 	}
 	for try := 0; ; try++ {
-		sj, err := e.st.GetJob(ctx, id)
+		sj, err := e.jobStore.GetJob(ctx, id)
 		if errors.Is(err, store.ErrNotFound) || err == nil && sj.Tenant != p.Tenant {
 			return store.Job{}, jobNotFound(id)
 		}
@@ -546,7 +546,7 @@ func (e *Engine) CrawlJobs(ctx context.Context, p airlock.Principal, limit int) 
 	var list []store.Job
 	for try := range 2 {
 		var err error
-		list, err = e.st.ListJobs(ctx, p.Tenant, pageLimit(limit))
+		list, err = e.jobStore.ListJobs(ctx, p.Tenant, pageLimit(limit))
 		if err != nil {
 			return nil, storeErr("list crawl jobs", err)
 		}
@@ -582,7 +582,7 @@ func (e *Engine) CrawlJobPages(ctx context.Context, p airlock.Principal, id stri
 	if _, err := e.jobFor(ctx, p, id); err != nil {
 		return nil, err
 	}
-	pages, err := e.st.JobPages(ctx, id, after, pageLimit(limit))
+	pages, err := e.jobStore.JobPages(ctx, id, after, pageLimit(limit))
 	if err != nil {
 		return nil, storeErr("read the crawl job's pages", err)
 	}
@@ -710,13 +710,13 @@ func (e *Engine) watchJob(ctx context.Context, id string, last int, r *jobRun, w
 	for {
 		// The state first: a job is finished only after its last page is
 		// stored, so the pages read next are all of them.
-		sj, err := e.st.GetJob(ctx, id)
+		sj, err := e.jobStore.GetJob(ctx, id)
 		if err != nil {
 			fail(err)
 			return
 		}
 		for {
-			pages, err := e.st.JobPages(ctx, id, last, jobReplayBatch)
+			pages, err := e.jobStore.JobPages(ctx, id, last, jobReplayBatch)
 			if err != nil {
 				fail(err)
 				return

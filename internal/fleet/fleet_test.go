@@ -281,3 +281,14 @@ func BenchmarkLimiter(b *testing.B) {
 		}
 	})
 }
+
+func TestJobsConformance(t *testing.T) {
+	storetest.RunJobs(t, func(t *testing.T) store.Jobs {
+		f := open(t)
+		if p, ok := subtestPrefix.Load(t.Name()); ok {
+			return f.WithPrefix(p.(string)).Jobs()
+		}
+		subtestPrefix.Store(t.Name(), f.prefix)
+		return f.Jobs()
+	})
+}
