@@ -195,7 +195,8 @@ func (s *Jobs) ListJobs(ctx context.Context, tenant string, limit int) ([]store.
 	if tenant == "" {
 		return nil, errJob("list jobs", fmt.Errorf("%w: no tenant", store.ErrInvalid))
 	}
-	ids, err := s.f.rdb.ZRevRangeByLex(ctx, s.tenantKey(tenant), &redis.ZRangeBy{Min: "-", Max: "+", Count: int64(store.JobLimit(limit))}).Result()
+	ids, err := s.f.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.tenantKey(tenant), Start: "+", Stop: "-", ByLex: true, Rev: true,
+		Count: int64(store.JobLimit(limit))}).Result()
 	if err != nil {
 		return nil, unavailable("list jobs", err)
 	}
@@ -317,7 +318,8 @@ func (s *Jobs) ExpireJobs(ctx context.Context, leaseBefore time.Time, state stri
 
 // PruneJobs implements store.Jobs.
 func (s *Jobs) PruneJobs(ctx context.Context, finishedBefore time.Time) (int64, error) {
-	ids, err := s.f.rdb.ZRangeByScore(ctx, s.finishedKey(), &redis.ZRangeBy{Min: "-inf", Max: "(" + strconv.FormatFloat(finishedScore(finishedBefore), 'f', 0, 64)}).Result()
+	ids, err := s.f.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: s.finishedKey(), Start: "-inf",
+		Stop: "(" + strconv.FormatFloat(finishedScore(finishedBefore), 'f', 0, 64), ByScore: true}).Result()
 	if err != nil {
 		return 0, unavailable("prune jobs", err)
 	}
