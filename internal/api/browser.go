@@ -1,11 +1,10 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
@@ -136,39 +135,19 @@ func (s *server) browserEvents(w http.ResponseWriter, r *http.Request, c caller)
 		return err
 	}
 	defer cancel()
-	ctx := r.Context()
-	var streams <-chan struct{}
+	ctx, cancelCtx := context.WithCancel(r.Context())
+	defer cancelCtx()
 	if s.opts.Streams != nil {
-		streams = s.opts.Streams.Done()
+		// The server is shutting down: end the stream.
+		stop := context.AfterFunc(s.opts.Streams, cancelCtx)
+		defer stop()
 	}
-	send := s.startSSE(w)
-	if !send([]byte(": events of browser session " + r.PathValue("id") + "\n\n")) {
-		return nil
-	}
-	heartbeat := time.NewTicker(s.heartbeat)
-	defer heartbeat.Stop()
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				return nil
-			}
-			js, err := json.Marshal(ev)
-			if err != nil {
-				s.log.Error("encode browser event", slog.String("error", err.Error()))
-				return nil
-			}
-			if !send([]byte("event: " + ev.Type + "\ndata: " + string(js) + "\n\n")) {
-				return nil
-			}
-		case <-heartbeat.C:
-			if !send([]byte(": heartbeat\n\n")) {
-				return nil
-			}
-		case <-streams:
-			return nil
-		case <-ctx.Done():
-			return nil
+	streamSSE(s, ctx, w, "events of browser session "+r.PathValue("id"), events, func(ev engine.BrowserEvent) ([]byte, bool, error) {
+		js, err := json.Marshal(ev)
+		if err != nil {
+			return nil, false, err
 		}
-	}
+		return []byte("event: " + ev.Type + "\ndata: " + string(js) + "\n\n"), false, nil
+	})
+	return nil
 }

@@ -188,9 +188,21 @@ func (s *server) crawlEvents(w http.ResponseWriter, r *http.Request, c caller) e
 		return err
 	}
 	// From here on errors cannot be sent: a failed write ends the stream.
+	streamSSE(s, ctx, w, "stream of crawl job "+r.PathValue("id"), events, func(ev airlock.CrawlJobEvent) ([]byte, bool, error) {
+		b, err := sseEvent(ev)
+		return b, ev.Kind == airlock.JobEventEnd, err
+	})
+	return nil
+}
+
+// streamSSE writes events as an event stream until the channel closes, an
+// event is the last, a write fails, or ctx ends; a comment line every
+// heartbeat keeps an idle stream open. encode formats one event and says
+// whether it ends the stream.
+func streamSSE[T any](s *server, ctx context.Context, w http.ResponseWriter, comment string, events <-chan T, encode func(T) ([]byte, bool, error)) {
 	send := s.startSSE(w)
-	if !send([]byte(": stream of crawl job " + r.PathValue("id") + "\n\n")) {
-		return nil
+	if !send([]byte(": " + comment + "\n\n")) {
+		return
 	}
 	heartbeat := time.NewTicker(s.heartbeat)
 	defer heartbeat.Stop()
@@ -198,22 +210,22 @@ func (s *server) crawlEvents(w http.ResponseWriter, r *http.Request, c caller) e
 		select {
 		case ev, ok := <-events:
 			if !ok {
-				return nil
+				return
 			}
-			b, err := sseEvent(ev)
+			b, last, err := encode(ev)
 			if err != nil {
-				s.log.Error("encode crawl job event", slog.String("error", err.Error()))
-				return nil
+				s.log.Error("encode event", slog.String("stream", comment), slog.String("error", err.Error()))
+				return
 			}
-			if !send(b) || ev.Kind == airlock.JobEventEnd {
-				return nil
+			if !send(b) || last {
+				return
 			}
 		case <-heartbeat.C:
 			if !send([]byte(": heartbeat\n\n")) {
-				return nil
+				return
 			}
 		case <-ctx.Done():
-			return nil
+			return
 		}
 	}
 }

@@ -39,6 +39,17 @@ func open(t *testing.T) *Fleet {
 	return f.WithPrefix("airlock-test:" + strings.ReplaceAll(t.Name(), "/", ".") + ":" + time.Now().Format("150405.000000000") + ":")
 }
 
+// second is another client (another replica) on a's server and prefix.
+func second(t *testing.T, a *Fleet) *Fleet {
+	t.Helper()
+	b, err := Open(t.Context(), fleettest.Shared(t).URL(0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b.WithPrefix(a.prefix)
+}
+
 func TestRevocationsConformance(t *testing.T) {
 	storetest.RunRevocations(t, func(t *testing.T) store.Revocations {
 		// Handles of one subtest share the prefix: one store.
@@ -68,12 +79,7 @@ func TestOpenErrors(t *testing.T) {
 // replicas) share one bucket.
 func TestLimiter(t *testing.T) {
 	a := open(t)
-	b, err := Open(t.Context(), fleettest.Shared(t).URL(0), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	b = b.WithPrefix(a.prefix)
+	b := second(t, a)
 	la, lb := a.Limiter(), b.Limiter()
 	ctx := t.Context()
 	lim := gate.Limit{Rate: 1, Burst: 3}
@@ -115,12 +121,7 @@ func TestLimiter(t *testing.T) {
 // Concurrent callers on two clients get exactly the burst.
 func TestLimiterConcurrent(t *testing.T) {
 	a := open(t)
-	b, err := Open(t.Context(), fleettest.Shared(t).URL(0), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	b = b.WithPrefix(a.prefix)
+	b := second(t, a)
 	lim := gate.Limit{Rate: 0.001, Burst: 20}
 	var allowed atomic.Int64
 	var wg sync.WaitGroup
@@ -181,12 +182,7 @@ func TestPins(t *testing.T) {
 // is logged (the target: under 100 ms on loopback).
 func TestWatchPropagation(t *testing.T) {
 	a := open(t)
-	b, err := Open(t.Context(), fleettest.Shared(t).URL(0), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	b = b.WithPrefix(a.prefix)
+	b := second(t, a)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	changed := make(chan time.Time, 16)
