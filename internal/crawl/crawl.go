@@ -83,9 +83,15 @@ type Config struct {
 	// TLSProfile is used when the request names none; "": "go".
 	TLSProfile string
 	// Frontier and Seen hold the crawl's state; nil: in memory, for this
-	// run only. A shared pair lets several runs work one crawl.
+	// run only.
 	Frontier Frontier
 	Seen     Seen
+	// Shared, when set, holds the state of a crawl that several runs work
+	// at once, in place of Frontier and Seen (see also WithShared). Join
+	// says that another run queues the seed or the list: this one works
+	// the frontier only.
+	Shared Shared
+	Join   bool
 	// Robots caches robots.txt verdicts across runs; nil: a cache for
 	// this run only.
 	Robots *RobotsCache
@@ -232,6 +238,15 @@ func Run(ctx context.Context, cfg Config, req airlock.CrawlRequest, emit func(*a
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Shared == nil {
+		if st, ok := ctx.Value(sharedKey{}).(sharedState); ok {
+			cfg.Shared, cfg.Join = st.s, st.join
+			r.cfg = cfg
+		}
+	}
+	if cfg.Shared != nil {
+		r.shared, r.frontier, r.seen = cfg.Shared, cfg.Shared, cfg.Shared
+	}
 	if r.frontier == nil {
 		r.frontier = NewMemoryFrontier(0)
 	}
@@ -259,6 +274,7 @@ type run struct {
 	log      *slog.Logger
 	frontier Frontier
 	seen     Seen
+	shared   Shared // nil: this run is the whole crawl
 	robots   *RobotsCache
 	scope    *scope // nil for a list
 	seedURL  *url.URL
@@ -335,7 +351,11 @@ type result struct {
 }
 
 func (r *run) run() (*airlock.CrawlSummary, error) {
-	if err := r.seedFrontier(); err != nil {
+	err := r.seedFrontier()
+	if err == nil && r.shared != nil && !r.cfg.Join {
+		err = r.shared.Seeded(r.ctx)
+	}
+	if err != nil {
 		r.stop(StoppedStore, err)
 	}
 	r.loop()
@@ -348,6 +368,9 @@ func (r *run) seedFrontier() error {
 		u, _ := url.Parse(r.opt.seed)
 		r.seedURL = u
 		r.scope = newScope(hostOf(u), r.opt.subdomains)
+		if r.cfg.Join {
+			return nil
+		}
 		if _, err := r.seen.Add(r.ctx, r.opt.seed); err != nil {
 			return err
 		}
@@ -361,6 +384,9 @@ func (r *run) seedFrontier() error {
 			}
 		}
 		return r.push(items)
+	}
+	if r.cfg.Join {
+		return nil
 	}
 	var items []Item
 	for _, raw := range r.req.URLs {
@@ -401,8 +427,14 @@ func (r *run) loop() {
 		if r.stopErr == nil && !r.limit.Load() {
 			empty, wake = r.fill(time.Now())
 		}
+		if empty && r.shared != nil {
+			// Other runs may push links: look again soon.
+			if next := time.Now().Add(sharedPoll); wake.IsZero() || next.Before(wake) {
+				wake = next
+			}
+		}
 		if r.inflight == 0 {
-			if r.stopErr != nil || r.limit.Load() || empty && r.parked == 0 {
+			if r.stopErr != nil || r.limit.Load() || empty && r.parked == 0 && r.idle() {
 				return
 			}
 			if wake.IsZero() { // cannot happen: parked work with nothing to wait for
@@ -434,8 +466,8 @@ func (r *run) loop() {
 // frontier had nothing left; wake is when a parked item's host will take a
 // request (zero: none is waiting for time).
 func (r *run) fill(now time.Time) (empty bool, wake time.Time) {
-	for r.inflight < r.opt.concurrency && r.stopErr == nil &&
-		r.okPages+r.inflightPages < r.opt.maxPages {
+	for r.inflight < r.opt.concurrency && r.stopErr == nil && !r.limit.Load() &&
+		(r.shared != nil || r.okPages+r.inflightPages < r.opt.maxPages) {
 		h, w := r.readyHost(now)
 		if h != nil {
 			if h.needsRobots(now) {
@@ -443,10 +475,14 @@ func (r *run) fill(now time.Time) (empty bool, wake time.Time) {
 				continue
 			}
 			it := h.queue[h.qhead]
+			if !r.dispatch(h, it, now) {
+				// Every page slot of the crawl is taken by other runs'
+				// fetches: one may fail and give its slot back.
+				return false, now.Add(sharedPoll)
+			}
 			h.queue[h.qhead] = Item{}
 			h.qhead++
 			r.parked--
-			r.dispatch(h, it, now)
 			continue
 		}
 		wake = w
@@ -527,13 +563,15 @@ func (r *run) park(it Item, now time.Time) {
 	}
 }
 
-// dispatch starts a worker for it, unless robots.txt refuses it.
-func (r *run) dispatch(h *host, it Item, now time.Time) {
+// dispatch starts a worker for it, unless robots.txt refuses it. It
+// returns false, leaving it to the caller, when a shared crawl has no page
+// slot free.
+func (r *run) dispatch(h *host, it Item, now time.Time) bool {
 	u, err := url.Parse(it.URL)
 	if err != nil {
 		r.skip(it.URL, ReasonInvalid, err.Error())
 		r.doneItem(it)
-		return
+		return true
 	}
 	if !h.rules.allowed(u) {
 		if it.Kind == KindPage {
@@ -544,15 +582,28 @@ func (r *run) dispatch(h *host, it Item, now time.Time) {
 			r.skip(it.URL, ReasonRobots, detail)
 		}
 		r.doneItem(it)
-		return
+		return true
 	}
 	if it.Kind == KindSitemap {
 		if r.sitemapFiles >= MaxSitemaps {
 			r.doneItem(it)
-			return
+			return true
 		}
 		r.sitemapFiles++
 	} else {
+		if r.shared != nil {
+			ok, reached, err := r.shared.Reserve(r.ctx, it, r.opt.maxPages)
+			switch {
+			case err != nil:
+				r.stopStore(err)
+				return false
+			case reached:
+				r.limit.Store(true)
+				return false
+			case !ok:
+				return false
+			}
+		}
 		r.inflightPages++
 	}
 	h.active++
@@ -568,6 +619,26 @@ func (r *run) dispatch(h *host, it Item, now time.Time) {
 		res.h, res.item = h, it
 		r.results <- res
 	}()
+	return true
+}
+
+// sharedPoll is how often a run of a shared crawl looks again at an empty
+// frontier, or for a page slot.
+const sharedPoll = 50 * time.Millisecond
+
+// idle reports that the crawl is over for every run: always for a crawl
+// of one run; for a shared crawl, when its state says so (a failure to
+// read it stops the run).
+func (r *run) idle() bool {
+	if r.shared == nil {
+		return true
+	}
+	idle, err := r.shared.Idle(r.ctx)
+	if err != nil {
+		r.stopStore(err)
+		return true
+	}
+	return idle
 }
 
 func (r *run) startRobots(h *host, now time.Time) {
@@ -616,7 +687,15 @@ func (r *run) handle(res result) {
 				r.pages++
 			}
 		}
-		if r.okPages >= r.opt.maxPages {
+		if r.shared != nil {
+			reached, err := r.shared.Settle(context.WithoutCancel(r.parent), res.item, res.ok, r.opt.maxPages)
+			if err != nil && res.storeErr == nil {
+				res.storeErr = err
+			}
+			if reached {
+				r.limit.Store(true)
+			}
+		} else if r.okPages >= r.opt.maxPages {
 			r.limit.Store(true)
 		}
 	}
@@ -963,7 +1042,8 @@ func (r *run) failure(u string, err error) result {
 // enqueue queues the new, in-scope links of a page at depth, and lists
 // the others that are new. Links that are not http(s) are dropped.
 func (r *run) enqueue(base *url.URL, links []string, depth int) error {
-	var items []Item
+	var keys []string
+	var hosts []string
 	for _, l := range links {
 		u, err := base.Parse(preEscape(l))
 		if err != nil || u.Scheme != "http" && u.Scheme != "https" {
@@ -973,13 +1053,18 @@ func (r *run) enqueue(base *url.URL, links []string, depth int) error {
 		if err != nil {
 			continue
 		}
-		added, err := r.seen.Add(r.ctx, key)
-		if err != nil {
-			return err
-		}
+		keys = append(keys, key)
+		hosts = append(hosts, hostOf(u))
+	}
+	added, err := r.addSeen(keys)
+	if err != nil {
+		return err
+	}
+	var items []Item
+	for i, key := range keys {
 		switch {
-		case !added:
-		case !r.scope.contains(hostOf(u)):
+		case !added[i]:
+		case !r.scope.contains(hosts[i]):
 			r.skip(key, ReasonOffHost, "")
 		case r.opt.depth != Unlimited && depth > r.opt.depth:
 			r.skip(key, ReasonDepth, "")
@@ -990,6 +1075,22 @@ func (r *run) enqueue(base *url.URL, links []string, depth int) error {
 		}
 	}
 	return r.push(items)
+}
+
+// addSeen adds keys to the seen set, in one call when it takes batches,
+// and reports which were new.
+func (r *run) addSeen(keys []string) ([]bool, error) {
+	if b, ok := r.seen.(SeenBatch); ok && len(keys) > 1 {
+		return b.AddAll(r.ctx, keys)
+	}
+	added := make([]bool, len(keys))
+	for i, k := range keys {
+		var err error
+		if added[i], err = r.seen.Add(r.ctx, k); err != nil {
+			return nil, err
+		}
+	}
+	return added, nil
 }
 
 // fetchSitemap reads one sitemap and queues its URLs, in a worker.

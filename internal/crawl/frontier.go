@@ -44,6 +44,63 @@ type Frontier interface {
 	Len(ctx context.Context) (int, error)
 }
 
+// Shared is the state of one crawl worked by several runs at once, in one
+// process or in many (a crawl job spread over a fleet of replicas): its
+// frontier, its seen set, and what makes the runs end and count pages
+// together. A shared frontier leases what Pop returns until Done (a run
+// that dies loses its leases after a timeout, and the items go back to the
+// frontier), so a URL is fetched once in normal operation and at least once
+// when a run dies.
+//
+// With a Shared state, Run polls the frontier while it is empty until Idle
+// (the other runs may still push links), and fetches a page only with a
+// page slot (Reserve), so that the page limit holds for all the runs
+// together.
+type Shared interface {
+	Frontier
+	Seen
+	// Seeded tells the other runs that the run that queued the seed (or
+	// the list) is done queueing it; until then the crawl is not Idle.
+	Seeded(ctx context.Context) error
+	// Idle reports that the crawl was seeded and that no item waits and
+	// none is leased by any run: the crawl is over.
+	Idle(ctx context.Context) (bool, error)
+	// Reserve takes one of the crawl's max page slots for it, a page popped
+	// by this run and about to be fetched. ok is false when every slot is
+	// taken by pages fetched or being fetched; reached then says that max
+	// pages were fetched successfully (the limit is reached); if not, the
+	// fetches in flight may yet give their slots back.
+	Reserve(ctx context.Context, it Item, max int) (ok, reached bool, err error)
+	// Settle ends the reservation of it: fetched, the page counts toward the
+	// limit (reached: the limit is now reached); otherwise the slot is
+	// free again.
+	Settle(ctx context.Context, it Item, fetched bool, max int) (reached bool, err error)
+}
+
+// SeenBatch is a Seen that adds many keys in one call (one round trip to
+// a shared store); Run uses it for the links of a page.
+type SeenBatch interface {
+	Seen
+	// AddAll adds keys and reports, for each, whether it was new; a key
+	// repeated in keys is new at most once.
+	AddAll(ctx context.Context, keys []string) ([]bool, error)
+}
+
+type sharedKey struct{}
+
+type sharedState struct {
+	s    Shared
+	join bool
+}
+
+// WithShared returns a context that makes Run, when its Config names no
+// Shared state, work s: join says that another run queues the seed (this
+// one only works the frontier). It lets a caller hand the state to a
+// provider that calls Run for it.
+func WithShared(ctx context.Context, s Shared, join bool) context.Context {
+	return context.WithValue(ctx, sharedKey{}, sharedState{s: s, join: join})
+}
+
 // Seen is the set of URLs a crawl has already met, so that each is queued
 // (or reported skipped) once. With the Frontier's waiting items it is the
 // only part of a crawl that grows with the number of URLs. Implementations

@@ -153,7 +153,23 @@ func (s *Jobs) AppendJobPage(ctx context.Context, id string, seq int, data []byt
 	if seq < 1 || len(data) == 0 {
 		return errJob("append job page", fmt.Errorf("%w: page %d of %d bytes", store.ErrInvalid, seq, len(data)))
 	}
-	return s.tx(ctx, id, func(tx *redis.Tx) error {
+	_, err := s.appendPage(ctx, id, seq, data)
+	return err
+}
+
+// AppendNextJobPage appends a page as the job's next and returns its seq:
+// for a job whose pages several replicas store at once.
+func (s *Jobs) AppendNextJobPage(ctx context.Context, id string, data []byte) (int, error) {
+	if len(data) == 0 {
+		return 0, errJob("append job page", fmt.Errorf("%w: an empty page", store.ErrInvalid))
+	}
+	return s.appendPage(ctx, id, 0, data)
+}
+
+// appendPage appends page seq, or the next page when seq is 0.
+func (s *Jobs) appendPage(ctx context.Context, id string, seq int, data []byte) (int, error) {
+	var stored int
+	err := s.tx(ctx, id, func(tx *redis.Tx) error {
 		cur, err := s.get(ctx, tx, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("append job page", id)
@@ -161,13 +177,17 @@ func (s *Jobs) AppendJobPage(ctx context.Context, id string, seq int, data []byt
 		if err != nil {
 			return err
 		}
+		next := seq
+		if next == 0 {
+			next = cur.Pages + 1
+		}
 		switch {
 		case !cur.Finished.IsZero():
 			return conflict("append job page "+id, "finished")
-		case seq != cur.Pages+1:
+		case next != cur.Pages+1:
 			return conflict("append job page "+id, "page "+strconv.Itoa(seq)+" is not next after "+strconv.Itoa(cur.Pages))
 		}
-		cur.Pages, cur.Updated = seq, time.Now()
+		cur.Pages, cur.Updated = next, time.Now()
 		raw, err := encodeJob(cur)
 		if err != nil {
 			return err
@@ -177,8 +197,12 @@ func (s *Jobs) AppendJobPage(ctx context.Context, id string, seq int, data []byt
 			p.RPush(ctx, s.pagesKey(id), data)
 			return nil
 		})
+		if err == nil {
+			stored = next
+		}
 		return err
 	})
+	return stored, err
 }
 
 // GetJob implements store.Jobs.
@@ -330,7 +354,7 @@ func (s *Jobs) PruneJobs(ctx context.Context, finishedBefore time.Time) (int64, 
 			return n, err
 		}
 		_, err = s.f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.Del(ctx, s.jobKey(id), s.pagesKey(id))
+			p.Del(ctx, append([]string{s.jobKey(id), s.pagesKey(id)}, s.f.crawlKeys(id)...)...)
 			p.ZRem(ctx, s.finishedKey(), id)
 			if j.Tenant != "" {
 				p.ZRem(ctx, s.tenantKey(j.Tenant), id)

@@ -1,0 +1,520 @@
+package fleet
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/airlockhq/airlock/internal/crawl"
+)
+
+// DefaultCrawlLease is how long a replica holds a URL it popped from a
+// shared frontier without renewing (it renews every third of it while it
+// lives): when a replica dies, the URLs it was fetching go back to the
+// frontier this long after its last renewal.
+const DefaultCrawlLease = 15 * time.Second
+
+// seenHashBytes of SHA-256 stand for a URL in a crawl's seen set: 12 bytes
+// a URL whatever its length; two distinct URLs among n collide with a
+// chance of about n²/2⁹⁷.
+const seenHashBytes = 12
+
+// Crawl is the state of one crawl job shared by the replicas that work it
+// (crawl.Shared): a FIFO list of waiting URLs, a sorted set of the URLs
+// leased by a replica (score: when the lease ends, by Redis's clock), the
+// seen set (a 12-byte hash per URL), the page slots (a sorted set of leases
+// like the frontier's) and counters. Pop, Reserve and Settle are Lua
+// scripts, atomic on the server.
+//
+// A Crawl renews the leases of the URLs it popped in the background until
+// Done or Close. Close returns the URLs still leased to the frontier; a
+// replica that dies without Close loses its leases when they lapse, and
+// its URLs are fetched again by the others: at least once, never lost.
+type Crawl struct {
+	f     *Fleet
+	id    string
+	lease time.Duration
+
+	mu     sync.Mutex
+	leased map[string]string // encoded item → lease token
+	stop   chan struct{}
+	done   chan struct{}
+	closed bool
+}
+
+// Crawl returns the shared state of crawl job id; lease <= 0 is
+// DefaultCrawlLease. Call Close when the run that uses it ends.
+func (f *Fleet) Crawl(id string, lease time.Duration) *Crawl {
+	if lease <= 0 {
+		lease = DefaultCrawlLease
+	}
+	c := &Crawl{f: f, id: id, lease: lease, leased: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go c.renewLoop()
+	return c
+}
+
+func (c *Crawl) key(part string) string { return c.f.key("crawl", c.id, part) }
+
+// crawlKeys are the keys of crawl id's state.
+func (f *Fleet) crawlKeys(id string) []string {
+	parts := []string{"queue", "leases", "seen", "slots", "stats", "seeded", "meta", "runs", "results", "stop"}
+	keys := make([]string, len(parts))
+	for i, p := range parts {
+		keys[i] = f.key("crawl", id, p)
+	}
+	return keys
+}
+
+func encodeItem(it crawl.Item) string {
+	return strconv.Itoa(it.Depth) + " " + strconv.Itoa(int(it.Kind)) + " " + it.URL
+}
+
+func decodeItem(s string) (crawl.Item, error) {
+	parts := strings.SplitN(s, " ", 3)
+	if len(parts) != 3 {
+		return crawl.Item{}, fmt.Errorf("bad frontier item %q", s)
+	}
+	d, err1 := strconv.Atoi(parts[0])
+	k, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil || k < 0 || k > 255 {
+		return crawl.Item{}, fmt.Errorf("bad frontier item %q", s)
+	}
+	return crawl.Item{URL: parts[2], Depth: d, Kind: crawl.Kind(k)}, nil
+}
+
+func newToken() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Push implements crawl.Frontier: it appends every item.
+func (c *Crawl) Push(ctx context.Context, items []crawl.Item) (int, error) {
+	if len(items) == 0 {
+		return 0, nil
+	}
+	vals := make([]any, len(items))
+	for i, it := range items {
+		vals[i] = encodeItem(it)
+	}
+	if err := c.f.rdb.RPush(ctx, c.key("queue"), vals...).Err(); err != nil {
+		return 0, unavailable("crawl frontier", err)
+	}
+	return len(items), nil
+}
+
+// redisNow is the script prelude that reads the server's clock in
+// milliseconds: leases are compared on one clock, whatever the replicas'.
+const redisNow = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) `
+
+// popScript leases the oldest lapsed lease, else the head of the queue.
+// KEYS: queue, leases. ARGV: token, lease ms. Members of leases are
+// "token item".
+var popScript = redis.NewScript(redisNow + `
+local it
+local lapsed = redis.call('ZRANGE', KEYS[2], '-inf', now, 'BYSCORE', 'LIMIT', 0, 1)
+if #lapsed > 0 then
+	redis.call('ZREM', KEYS[2], lapsed[1])
+	it = string.sub(lapsed[1], string.find(lapsed[1], ' ', 1, true) + 1)
+else
+	it = redis.call('LPOP', KEYS[1])
+	if not it then return false end
+end
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1] .. ' ' .. it)
+return it`)
+
+// Pop implements crawl.Frontier: the item is leased to this Crawl until
+// Done.
+func (c *Crawl) Pop(ctx context.Context) (crawl.Item, bool, error) {
+	token := newToken()
+	raw, err := popScript.Run(ctx, c.f.rdb, []string{c.key("queue"), c.key("leases")}, token, c.lease.Milliseconds()).Text()
+	if err == redis.Nil {
+		return crawl.Item{}, false, nil
+	}
+	if err != nil {
+		return crawl.Item{}, false, unavailable("crawl frontier", err)
+	}
+	it, err := decodeItem(raw)
+	if err != nil {
+		return crawl.Item{}, false, unavailable("crawl frontier", err)
+	}
+	c.mu.Lock()
+	c.leased[raw] = token
+	c.mu.Unlock()
+	return it, true, nil
+}
+
+// Done implements crawl.Frontier: it ends the item's lease (and its page
+// slot's, if Settle did not).
+func (c *Crawl) Done(ctx context.Context, it crawl.Item) error {
+	raw := encodeItem(it)
+	c.mu.Lock()
+	token, ok := c.leased[raw]
+	delete(c.leased, raw)
+	c.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	member := token + " " + raw
+	_, err := c.f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRem(ctx, c.key("leases"), member)
+		p.ZRem(ctx, c.key("slots"), token)
+		return nil
+	})
+	if err != nil {
+		return unavailable("crawl frontier", err)
+	}
+	return nil
+}
+
+// Len implements crawl.Frontier: the URLs waiting, leased ones not
+// included.
+func (c *Crawl) Len(ctx context.Context) (int, error) {
+	n, err := c.f.rdb.LLen(ctx, c.key("queue")).Result()
+	if err != nil {
+		return 0, unavailable("crawl frontier", err)
+	}
+	return int(n), nil
+}
+
+func seenMember(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return string(h[:seenHashBytes])
+}
+
+// Add implements crawl.Seen.
+func (c *Crawl) Add(ctx context.Context, key string) (bool, error) {
+	n, err := c.f.rdb.SAdd(ctx, c.key("seen"), seenMember(key)).Result()
+	if err != nil {
+		return false, unavailable("crawl seen set", err)
+	}
+	return n == 1, nil
+}
+
+// AddAll implements crawl.SeenBatch: one round trip for all the keys.
+func (c *Crawl) AddAll(ctx context.Context, keys []string) ([]bool, error) {
+	cmds := make([]*redis.IntCmd, len(keys))
+	_, err := c.f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.SAdd(ctx, c.key("seen"), seenMember(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, unavailable("crawl seen set", err)
+	}
+	out := make([]bool, len(keys))
+	for i, cmd := range cmds {
+		out[i] = cmd.Val() == 1
+	}
+	return out, nil
+}
+
+// Seeded implements crawl.Shared.
+func (c *Crawl) Seeded(ctx context.Context) error {
+	if err := c.f.rdb.Set(ctx, c.key("seeded"), "1", 0).Err(); err != nil {
+		return unavailable("crawl state", err)
+	}
+	return nil
+}
+
+// Idle implements crawl.Shared.
+func (c *Crawl) Idle(ctx context.Context) (bool, error) {
+	var seeded *redis.IntCmd
+	var waiting, leased *redis.IntCmd
+	_, err := c.f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		seeded = p.Exists(ctx, c.key("seeded"))
+		waiting = p.LLen(ctx, c.key("queue"))
+		leased = p.ZCard(ctx, c.key("leases"))
+		return nil
+	})
+	if err != nil {
+		return false, unavailable("crawl state", err)
+	}
+	return seeded.Val() == 1 && waiting.Val() == 0 && leased.Val() == 0, nil
+}
+
+// reserveScript takes a page slot. KEYS: slots, stats. ARGV: max, token,
+// lease ms. Returns 1 (taken), 0 (none free now), 2 (limit reached).
+var reserveScript = redis.NewScript(redisNow + `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local max = tonumber(ARGV[1])
+local ok = tonumber(redis.call('HGET', KEYS[2], 'ok') or '0')
+if ok >= max then return 2 end
+if redis.call('ZSCORE', KEYS[1], ARGV[2]) then return 1 end
+if ok + redis.call('ZCARD', KEYS[1]) >= max then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
+return 1`)
+
+// settleScript ends a page slot. KEYS: slots, stats. ARGV: fetched (1 or
+// 0), token, max. Returns 1 when the limit is reached.
+var settleScript = redis.NewScript(`
+redis.call('ZREM', KEYS[1], ARGV[2])
+redis.call('HINCRBY', KEYS[2], 'done', 1)
+if ARGV[1] == '1' then
+	local ok = redis.call('HINCRBY', KEYS[2], 'ok', 1)
+	if ok >= tonumber(ARGV[3]) then return 1 end
+else
+	redis.call('HINCRBY', KEYS[2], 'failed', 1)
+end
+return 0`)
+
+func (c *Crawl) token(it crawl.Item) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.leased[encodeItem(it)]
+	return t, ok
+}
+
+// Reserve implements crawl.Shared; the slot is leased with the item.
+func (c *Crawl) Reserve(ctx context.Context, it crawl.Item, max int) (ok, reached bool, err error) {
+	token, held := c.token(it)
+	if !held {
+		return false, false, unavailable("crawl page slots", fmt.Errorf("%s is not leased here", it.URL))
+	}
+	n, err := reserveScript.Run(ctx, c.f.rdb, []string{c.key("slots"), c.key("stats")}, max, token, c.lease.Milliseconds()).Int()
+	if err != nil {
+		return false, false, unavailable("crawl page slots", err)
+	}
+	return n == 1, n == 2, nil
+}
+
+// Settle implements crawl.Shared.
+func (c *Crawl) Settle(ctx context.Context, it crawl.Item, fetched bool, max int) (bool, error) {
+	token, _ := c.token(it)
+	f := "0"
+	if fetched {
+		f = "1"
+	}
+	n, err := settleScript.Run(ctx, c.f.rdb, []string{c.key("slots"), c.key("stats")}, f, token, max).Int()
+	if err != nil {
+		return false, unavailable("crawl page slots", err)
+	}
+	return n == 1, nil
+}
+
+// renewScript extends the leases (and page slots) this Crawl holds, unless
+// they lapsed and another replica took the URL. KEYS: leases, slots.
+// ARGV: lease ms, then pairs of token and item.
+var renewScript = redis.NewScript(redisNow + `
+local deadline = now + tonumber(ARGV[1])
+for i = 2, #ARGV, 2 do
+	redis.call('ZADD', KEYS[1], 'XX', deadline, ARGV[i] .. ' ' .. ARGV[i + 1])
+	redis.call('ZADD', KEYS[2], 'XX', deadline, ARGV[i])
+end
+return 0`)
+
+func (c *Crawl) held() []any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	args := make([]any, 0, 2*len(c.leased))
+	for raw, token := range c.leased {
+		args = append(args, token, raw)
+	}
+	return args
+}
+
+func (c *Crawl) renewLoop() {
+	defer close(c.done)
+	t := time.NewTicker(c.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		if err := c.renew(); err != nil {
+			c.f.logger.Warn("crawl leases not renewed", "crawl", c.id, "error", err.Error())
+		}
+	}
+}
+
+func (c *Crawl) renew() error {
+	held := c.held()
+	if len(held) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), IOTimeout)
+	defer cancel()
+	return renewScript.Run(ctx, c.f.rdb, []string{c.key("leases"), c.key("slots")}, append([]any{c.lease.Milliseconds()}, held...)...).Err()
+}
+
+// returnScript gives leased items back to the head of the queue, those
+// whose lease is still this replica's. KEYS: queue, leases, slots. ARGV:
+// pairs of token and item.
+var returnScript = redis.NewScript(`
+for i = 1, #ARGV, 2 do
+	if redis.call('ZREM', KEYS[2], ARGV[i] .. ' ' .. ARGV[i + 1]) == 1 then
+		redis.call('LPUSH', KEYS[1], ARGV[i + 1])
+	end
+	redis.call('ZREM', KEYS[3], ARGV[i])
+end
+return 0`)
+
+// Close stops renewing and returns the URLs still leased here to the
+// frontier, for the other replicas.
+func (c *Crawl) Close(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	close(c.stop)
+	<-c.done
+	held := c.held()
+	c.mu.Lock()
+	clear(c.leased)
+	c.mu.Unlock()
+	if len(held) == 0 {
+		return nil
+	}
+	if err := returnScript.Run(ctx, c.f.rdb, []string{c.key("queue"), c.key("leases"), c.key("slots")}, held...).Err(); err != nil {
+		return unavailable("crawl frontier", err)
+	}
+	return nil
+}
+
+// Abandon stops renewing without returning anything, as a replica that
+// dies does (tests).
+func (c *Crawl) Abandon() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		close(c.stop)
+	}
+}
+
+// CrawlStats are a shared crawl's counters, for progress.
+type CrawlStats struct {
+	Done, OK, Failed int // page fetches finished, successful, failed
+	Waiting, Leased  int // URLs in the frontier and being fetched
+}
+
+// Stats reads the crawl's counters.
+func (c *Crawl) Stats(ctx context.Context) (CrawlStats, error) {
+	var stats *redis.MapStringStringCmd
+	var waiting, leased *redis.IntCmd
+	_, err := c.f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		stats = p.HGetAll(ctx, c.key("stats"))
+		waiting = p.LLen(ctx, c.key("queue"))
+		leased = p.ZCard(ctx, c.key("leases"))
+		return nil
+	})
+	if err != nil {
+		return CrawlStats{}, unavailable("crawl state", err)
+	}
+	m := stats.Val()
+	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	return CrawlStats{Done: atoi(m["done"]), OK: atoi(m["ok"]), Failed: atoi(m["failed"]),
+		Waiting: int(waiting.Val()), Leased: int(leased.Val())}, nil
+}
+
+// SetMeta stores what the replicas that join the crawl need to know
+// (the job's principal); GetMeta reads it back.
+func (c *Crawl) SetMeta(ctx context.Context, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := c.f.rdb.Set(ctx, c.key("meta"), b, 0).Err(); err != nil {
+		return unavailable("crawl state", err)
+	}
+	return nil
+}
+
+// GetMeta reads what SetMeta stored into v.
+func (c *Crawl) GetMeta(ctx context.Context, v any) error {
+	b, err := c.f.rdb.Get(ctx, c.key("meta")).Bytes()
+	if err != nil {
+		return unavailable("crawl state", err)
+	}
+	return json.Unmarshal(b, v)
+}
+
+// Join records run as working the crawl until its heartbeat lapses (a
+// lease of its own); call it again to renew.
+func (c *Crawl) Join(ctx context.Context, run string) error {
+	ms := time.Now().Add(c.lease).UnixMilli()
+	if err := c.f.rdb.ZAdd(ctx, c.key("runs"), redis.Z{Score: float64(ms), Member: run}).Err(); err != nil {
+		return unavailable("crawl runs", err)
+	}
+	return nil
+}
+
+// Leave records a run's result and removes it from the runs; last says
+// that no other run is working the crawl (whose heartbeat has not
+// lapsed): the caller then concludes the crawl, with Results.
+func (c *Crawl) Leave(ctx context.Context, run string, result []byte) (last bool, err error) {
+	now := time.Now().UnixMilli()
+	var live *redis.IntCmd
+	_, err = c.f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.RPush(ctx, c.key("results"), result)
+		p.ZRem(ctx, c.key("runs"), run)
+		live = p.ZCount(ctx, c.key("runs"), "("+strconv.FormatInt(now, 10), "+inf")
+		return nil
+	})
+	if err != nil {
+		return false, unavailable("crawl runs", err)
+	}
+	return live.Val() == 0, nil
+}
+
+// Results are the results the runs recorded when they left.
+func (c *Crawl) Results(ctx context.Context) ([][]byte, error) {
+	vals, err := c.f.rdb.LRange(ctx, c.key("results"), 0, -1).Result()
+	if err != nil {
+		return nil, unavailable("crawl runs", err)
+	}
+	out := make([][]byte, len(vals))
+	for i, v := range vals {
+		out[i] = []byte(v)
+	}
+	return out, nil
+}
+
+// Stop asks every replica to stop the crawl with reason; Stopped reads it
+// ("" while the crawl runs).
+func (c *Crawl) Stop(ctx context.Context, reason string) error {
+	if err := c.f.rdb.Set(ctx, c.key("stop"), reason, 0).Err(); err != nil {
+		return unavailable("crawl state", err)
+	}
+	return nil
+}
+
+// Stopped reads the reason Stop gave, or "".
+func (c *Crawl) Stopped(ctx context.Context) (string, error) {
+	v, err := c.f.rdb.Get(ctx, c.key("stop")).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", unavailable("crawl state", err)
+	}
+	return v, nil
+}
+
+// Delete removes the crawl's state: its frontier, seen set and counters
+// (the job's pages are the job store's).
+func (c *Crawl) Delete(ctx context.Context) error {
+	if err := c.f.rdb.Del(ctx, c.f.crawlKeys(c.id)...).Err(); err != nil {
+		return unavailable("crawl state", err)
+	}
+	return nil
+}
+
+var _ crawl.Shared = (*Crawl)(nil)
+var _ crawl.SeenBatch = (*Crawl)(nil)

@@ -1,0 +1,320 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/internal/crawl"
+	"github.com/airlockhq/airlock/internal/crawl/crawltest"
+)
+
+func newCrawl(t *testing.T, f *Fleet, id string, lease time.Duration) *Crawl {
+	c := f.Crawl(id, lease)
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+func TestCrawlFrontierConformance(t *testing.T) {
+	f := open(t)
+	n := 0
+	crawltest.TestFrontier(t, func(t *testing.T) crawl.Frontier {
+		n++
+		return newCrawl(t, f, "c"+strconv.Itoa(n), 0)
+	})
+}
+
+func TestCrawlSeenConformance(t *testing.T) {
+	f := open(t)
+	n := 0
+	crawltest.TestSeen(t, func(t *testing.T) crawl.Seen {
+		n++
+		return newCrawl(t, f, "s"+strconv.Itoa(n), 0)
+	})
+	// The batch form agrees, a key repeated in one batch included.
+	c := newCrawl(t, f, "batch", 0)
+	if _, err := c.Add(t.Context(), "http://a.test/1"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.AddAll(t.Context(), []string{"http://a.test/1", "http://a.test/2", "http://a.test/2", "http://a.test/3"})
+	if err != nil || fmt.Sprint(got) != "[false true false true]" {
+		t.Fatalf("AddAll = %v, %v", got, err)
+	}
+}
+
+func items(n int) []crawl.Item {
+	out := make([]crawl.Item, n)
+	for i := range out {
+		out[i] = crawl.Item{URL: fmt.Sprintf("http://a.test/%d", i), Depth: i % 3}
+	}
+	return out
+}
+
+func pop(t *testing.T, c *Crawl) crawl.Item {
+	t.Helper()
+	it, ok, err := c.Pop(t.Context())
+	if err != nil || !ok {
+		t.Fatalf("Pop() = %v, %v, %v", it, ok, err)
+	}
+	return it
+}
+
+// A replica that dies keeps its URLs only until their leases lapse; a
+// replica that closes gives them back at once. Idle waits for both.
+func TestCrawlLeases(t *testing.T) {
+	f := open(t)
+	ctx := t.Context()
+	a := f.Crawl("job", 300*time.Millisecond)
+	b := newCrawl(t, f, "job", 300*time.Millisecond)
+	c := f.Crawl("job", 300*time.Millisecond)
+	if idle, err := b.Idle(ctx); err != nil || idle {
+		t.Fatalf("Idle() before Seeded = %v, %v", idle, err)
+	}
+	in := items(4)
+	if _, err := a.Push(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Seeded(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dead := []crawl.Item{pop(t, a), pop(t, a)}
+	a.Abandon()
+	closed := pop(t, c)
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The closed replica's item is back at the head; the dead one's are
+	// still leased.
+	if got := pop(t, b); got != closed {
+		t.Fatalf("after Close, Pop() = %v, want %v", got, closed)
+	}
+	if got := pop(t, b); got != in[3] {
+		t.Fatalf("Pop() = %v, want %v", got, in[3])
+	}
+	if _, ok, _ := b.Pop(ctx); ok {
+		t.Fatal("Pop() returned an item still leased by a live replica")
+	}
+	if idle, _ := b.Idle(ctx); idle {
+		t.Fatal("Idle() with leases held")
+	}
+	time.Sleep(400 * time.Millisecond)
+	got := []crawl.Item{pop(t, b), pop(t, b)}
+	if fmt.Sprint(got) != fmt.Sprint(dead) {
+		t.Fatalf("after the leases lapsed, Pop() = %v, want %v", got, dead)
+	}
+	for _, it := range append(got, closed, in[3]) {
+		if err := b.Done(ctx, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if idle, err := b.Idle(ctx); err != nil || !idle {
+		t.Fatalf("Idle() = %v, %v; want true", idle, err)
+	}
+}
+
+// A live replica's leases are renewed past their duration.
+func TestCrawlLeaseRenewed(t *testing.T) {
+	f := open(t)
+	a := newCrawl(t, f, "job", 300*time.Millisecond)
+	b := newCrawl(t, f, "job", 300*time.Millisecond)
+	if _, err := a.Push(t.Context(), items(1)); err != nil {
+		t.Fatal(err)
+	}
+	pop(t, a)
+	time.Sleep(time.Second)
+	if it, ok, err := b.Pop(t.Context()); err != nil || ok {
+		t.Fatalf("Pop() of a renewed lease = %v, %v, %v", it, ok, err)
+	}
+}
+
+// Page slots bound the pages fetched successfully across replicas.
+func TestCrawlPageSlots(t *testing.T) {
+	f := open(t)
+	ctx := t.Context()
+	a := newCrawl(t, f, "job", 0)
+	b := newCrawl(t, f, "job", 0)
+	if _, err := a.Push(ctx, items(4)); err != nil {
+		t.Fatal(err)
+	}
+	i0, i1, i2 := pop(t, a), pop(t, b), pop(t, b)
+	reserve := func(c *Crawl, it crawl.Item) string {
+		ok, reached, err := c.Reserve(ctx, it, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(ok, reached)
+	}
+	if got := reserve(a, i0) + reserve(b, i1) + reserve(b, i2); got != "true falsetrue falsefalse false" {
+		t.Fatalf("reservations = %s", got)
+	}
+	if reached, err := a.Settle(ctx, i0, false, 2); err != nil || reached {
+		t.Fatalf("Settle(failed) = %v, %v", reached, err)
+	}
+	if got := reserve(b, i2); got != "true false" {
+		t.Fatalf("a freed slot: %s", got)
+	}
+	for _, it := range []crawl.Item{i1, i2} {
+		if _, err := b.Settle(ctx, it, true, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	i3 := pop(t, a)
+	if got := reserve(a, i3); got != "false true" {
+		t.Fatalf("past the limit: %s", got)
+	}
+	st, err := a.Stats(ctx)
+	if err != nil || st.Done != 3 || st.OK != 2 || st.Failed != 1 || st.Leased != 4 {
+		t.Fatalf("Stats() = %+v, %v", st, err)
+	}
+}
+
+// treeSite serves pages 0..n-1; page i links to 2i+1 and 2i+2, so every
+// page is reachable from page 0. hits counts the requests per path.
+type treeSite struct {
+	*httptest.Server
+	mu   sync.Mutex
+	hits map[string]int
+}
+
+func newTreeSite(t *testing.T, n int) *treeSite {
+	s := &treeSite{hits: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits[r.URL.Path]++
+		s.mu.Unlock()
+		i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/p"))
+		if err != nil || i >= n {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<title>page %d</title><p>page %d</p>", i, i)
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < n {
+				fmt.Fprintf(w, `<a href="/p%d">%d</a>`, c, c)
+			}
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// loopbackDoer fetches over a plain client: test code may dial loopback.
+type loopbackDoer struct{ c *http.Client }
+
+func (d loopbackDoer) Do(ctx context.Context, req *airlock.HTTPRequest) (*airlock.HTTPResponse, error) {
+	hr, err := http.NewRequestWithContext(ctx, "GET", req.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.c.Do(hr)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, err
+	}
+	return &airlock.HTTPResponse{Status: res.StatusCode, Header: res.Header, Body: body, URL: req.URL}, nil
+}
+
+func linksPage(_ context.Context, resp *airlock.HTTPResponse, _ string) (crawl.Extracted, error) {
+	var links []string
+	for _, part := range strings.Split(string(resp.Body), `href="`)[1:] {
+		links = append(links, part[:strings.IndexByte(part, '"')])
+	}
+	return crawl.Extracted{Page: &airlock.Page{URL: resp.URL}, Links: links}, nil
+}
+
+// Three runs (three replicas) work one crawl of 2,000 pages: every page
+// is fetched and emitted exactly once, and each run does a share.
+func TestSharedCrawlExactlyOnce(t *testing.T) {
+	const pages = 2000
+	f := open(t)
+	site := newTreeSite(t, pages)
+	client := site.Client()
+	client.Transport.(*http.Transport).MaxIdleConnsPerHost = 32
+	req := airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 5000, Depth: crawl.Unlimited, Concurrency: 4, PerHostConcurrency: 4, IgnoreRobots: true}
+	var mu sync.Mutex
+	emitted := map[string]int{}
+	perRun := make([]int, 3)
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range 3 {
+		c := newCrawl(t, f, "job", 0)
+		wg.Go(func() {
+			cfg := crawl.Config{Doer: loopbackDoer{client}, Page: linksPage, Shared: c, Join: i > 0}
+			_, errs[i] = crawl.Run(t.Context(), cfg, req, func(p *airlock.Page) error {
+				mu.Lock()
+				emitted[p.URL]++
+				perRun[i]++
+				mu.Unlock()
+				return nil
+			}, nil)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	if len(emitted) != pages {
+		t.Fatalf("%d distinct pages emitted, want %d", len(emitted), pages)
+	}
+	site.mu.Lock()
+	defer site.mu.Unlock()
+	for p, n := range site.hits {
+		if n != 1 {
+			t.Errorf("%s fetched %d times", p, n)
+		}
+	}
+	for u, n := range emitted {
+		if n != 1 {
+			t.Errorf("%s emitted %d times", u, n)
+		}
+	}
+	t.Logf("pages per run: %v", perRun)
+	for i, n := range perRun {
+		if n == 0 {
+			t.Errorf("run %d fetched nothing", i)
+		}
+	}
+}
+
+// The page limit holds across the runs.
+func TestSharedCrawlPageLimit(t *testing.T) {
+	f := open(t)
+	site := newTreeSite(t, 500)
+	req := airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 37, Depth: crawl.Unlimited, Concurrency: 4, PerHostConcurrency: 4, IgnoreRobots: true}
+	var mu sync.Mutex
+	total := 0
+	var wg sync.WaitGroup
+	for i := range 3 {
+		c := newCrawl(t, f, "job", 0)
+		wg.Go(func() {
+			cfg := crawl.Config{Doer: loopbackDoer{site.Client()}, Page: linksPage, Shared: c, Join: i > 0}
+			if _, err := crawl.Run(t.Context(), cfg, req, func(*airlock.Page) error {
+				mu.Lock()
+				total++
+				mu.Unlock()
+				return nil
+			}, nil); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if total != 37 {
+		t.Fatalf("%d pages emitted by three runs, want the limit of 37", total)
+	}
+}
