@@ -11,6 +11,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/browse"
+	"github.com/airlockhq/airlock/internal/crawl"
 	"github.com/airlockhq/airlock/internal/gate"
 	"github.com/airlockhq/airlock/internal/provider/native"
 )
@@ -214,7 +215,7 @@ func (e *Engine) Crawl(ctx context.Context, p airlock.Principal, req airlock.Cra
 	if err != nil {
 		return nil, err
 	}
-	sum, in, err := e.crawlIn(call, req, emit, progress)
+	sum, in, err := e.crawlIn(call, nil, false, req, emit, progress)
 	if sum != nil {
 		sum.DecisionID = call.ID
 		if call.Ctx.Err() != nil && sum.Stopped == "" {
@@ -227,7 +228,9 @@ func (e *Engine) Crawl(ctx context.Context, p airlock.Principal, req airlock.Cra
 	return sum, nil
 }
 
-func (e *Engine) crawlIn(call *gate.Call, req airlock.CrawlRequest, emit func(*airlock.Page) error, progress func(airlock.CrawlProgress)) (*airlock.CrawlSummary, int64, error) {
+// crawlIn runs a crawl in call; shared, when not nil, is the state of a
+// crawl job the fleet works (join: another replica seeded it).
+func (e *Engine) crawlIn(call *gate.Call, shared crawl.Shared, join bool, req airlock.CrawlRequest, emit func(*airlock.Page) error, progress func(airlock.CrawlProgress)) (*airlock.CrawlSummary, int64, error) {
 	name, prov, err := e.browse.Resolve(airlock.VerbCrawl, req.Provider)
 	if err != nil {
 		return nil, 0, err
@@ -262,7 +265,11 @@ func (e *Engine) crawlIn(call *gate.Call, req airlock.CrawlRequest, emit func(*a
 			return emit(pg)
 		}
 	}
-	sum, err := prov.(airlock.Crawler).Crawl(call.Ctx, d, req, out, progress)
+	ctx := call.Ctx
+	if shared != nil {
+		ctx = crawl.WithShared(ctx, shared, join)
+	}
+	sum, err := prov.(airlock.Crawler).Crawl(ctx, d, req, out, progress)
 	return sum, d.in.Load(), err
 }
 

@@ -47,6 +47,10 @@ type StateConfig struct {
 	// browser session's calls to its owner); default: the host name and a
 	// random suffix.
 	Replica string `koanf:"replica" json:"replica"`
+	// CrawlLease is how long a replica holds a URL of a shared crawl job
+	// without renewing it (it renews every third of it): when a replica
+	// dies, its URLs go back to the others this long after. Default 15s.
+	CrawlLease time.Duration `koanf:"crawl_lease" json:"crawl_lease,omitempty"`
 }
 
 // MarshalJSON hides the password of the Redis URL (config check prints
@@ -69,6 +73,9 @@ func (c StateConfig) validate() error {
 			return configErr("state.fallback_local needs state.redis_url")
 		}
 		return nil
+	}
+	if c.CrawlLease < 0 || c.CrawlLease > 0 && c.CrawlLease < 300*time.Millisecond {
+		return configErr("state.crawl_lease: want at least 300ms (0: the default)")
 	}
 	u, err := url.Parse(c.RedisURL)
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/crawl"
+	"github.com/airlockhq/airlock/internal/fleet"
 	"github.com/airlockhq/airlock/internal/gate"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -60,14 +61,15 @@ const (
 
 // jobTable is the engine's share of the crawl jobs: those it runs.
 type jobTable struct {
-	owner    string // this engine's runner id in the store
-	mu       sync.Mutex
-	runs     map[string]*jobRun
-	running  map[string]int // by tenant
-	closed   bool
-	wg       sync.WaitGroup // job goroutines
-	stop     chan struct{}  // closed by stopJobs: the sweeper and watchers end
-	loopDone chan struct{}
+	owner     string // this engine's runner id in the store
+	mu        sync.Mutex
+	runs      map[string]*jobRun
+	running   map[string]int // by tenant
+	closed    bool
+	wg        sync.WaitGroup // job goroutines
+	stop      chan struct{}  // closed by stopJobs: the sweeper and watchers end
+	loopDone  chan struct{}
+	fleetDone chan struct{} // closed when fleetJobLoop ends (at once without a fleet)
 }
 
 // jobRun is one job this engine runs.
@@ -76,6 +78,13 @@ type jobRun struct {
 	ctx        context.Context // detached from the starter's; cancelled by Cancel and Close
 	cancel     context.CancelCauseFunc
 	done       chan struct{} // closed after the final state is stored
+
+	// A run of a job shared by the fleet (fleetjobs.go): its crawl state,
+	// this run's name among the job's runs, and whether it joined a job
+	// another replica started.
+	shared  *fleet.Crawl
+	runName string
+	join    bool
 
 	mu       sync.Mutex
 	progress *airlock.CrawlProgress
@@ -104,11 +113,16 @@ func (r *jobRun) latest() *airlock.CrawlProgress {
 // process died and starts the sweeper.
 func (e *Engine) startJobs() {
 	e.jobs = &jobTable{owner: e.gate.NewID(), runs: map[string]*jobRun{}, running: map[string]int{},
-		stop: make(chan struct{}), loopDone: make(chan struct{})}
+		stop: make(chan struct{}), loopDone: make(chan struct{}), fleetDone: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(context.Background(), jobStoreTimeout)
 	defer cancel()
 	e.expireJobs(ctx)
 	go e.jobLoop()
+	if e.fleet != nil {
+		go e.fleetJobLoop()
+	} else {
+		close(e.jobs.fleetDone)
+	}
 }
 
 // jobLoop renews this engine's leases, expires those of dead processes and
@@ -122,10 +136,17 @@ func (e *Engine) jobLoop() {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), jobStoreTimeout)
 		j.mu.Lock()
-		mine := len(j.runs) > 0
+		owners := map[string]bool{}
+		for _, r := range j.runs {
+			if r.shared != nil {
+				owners[fleetJobOwner(r.id)] = true
+			} else {
+				owners[j.owner] = true
+			}
+		}
 		j.mu.Unlock()
-		if mine {
-			if _, err := e.jobStore.RenewJobs(ctx, j.owner, time.Now().Add(DefaultJobLease)); err != nil {
+		for owner := range owners {
+			if _, err := e.jobStore.RenewJobs(ctx, owner, time.Now().Add(DefaultJobLease)); err != nil {
 				e.logger.Error("crawl jobs: renew leases", slog.String("error", err.Error()))
 			}
 		}
@@ -188,6 +209,7 @@ func (e *Engine) stopJobs(ctx context.Context) {
 	}
 	close(j.stop)
 	<-j.loopDone
+	<-j.fleetDone
 }
 
 var errJobCancelled = airlock.Errorf(airlock.CodeTimeout, airlock.ReasonCanceled, "crawl job cancelled")
@@ -302,7 +324,16 @@ func (e *Engine) StartCrawlJob(ctx context.Context, p airlock.Principal, req air
 	now := time.Now()
 	sj := store.Job{ID: id, Tenant: p.Tenant, Owner: j.owner, State: airlock.JobQueued, Request: reqJSON, Progress: progJSON,
 		Created: now, Updated: now, Lease: now.Add(DefaultJobLease)}
+	if e.sharesCrawl(req) {
+		sj.Owner = fleetJobOwner(id)
+		if err := e.shareJob(ctx, r, p, true); err != nil {
+			e.dropSharedJob(r)
+			j.release(r)
+			return fail(err)
+		}
+	}
 	if err := e.jobStore.CreateJob(ctx, sj); err != nil {
+		e.dropSharedJob(r)
 		j.release(r)
 		return fail(storeErr("store the crawl job", err))
 	}
@@ -349,9 +380,12 @@ func (e *Engine) runJob(call *gate.Call, r *jobRun, sj store.Job, req airlock.Cr
 		close(r.done)
 		r.notify()
 	}()
-	sj.State = airlock.JobRunning
-	e.writeJob(r, &sj)
-	r.notify()
+	if !r.join {
+		sj.State = airlock.JobRunning
+		e.writeJob(r, &sj)
+		r.notify()
+	}
+	appender, _ := e.jobStore.(pageAppender)
 
 	// emit and progress are called one at a time by the native crawler;
 	// the lock keeps a provider that does otherwise correct.
@@ -369,18 +403,24 @@ func (e *Engine) runJob(call *gate.Call, r *jobRun, sj store.Job, req airlock.Cr
 			return err
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), jobStoreTimeout)
-		err = e.jobStore.AppendJobPage(ctx, sj.ID, seq+1, data)
+		if r.shared != nil {
+			seq, err = appender.AppendNextJobPage(ctx, sj.ID, data)
+		} else if err = e.jobStore.AppendJobPage(ctx, sj.ID, seq+1, data); err == nil {
+			seq++
+		}
 		cancel()
 		if err != nil {
 			return storeErr("store a page of the crawl job", err)
 		}
-		seq++
 		r.notify()
 		return nil
 	}
 	progress := func(pr airlock.CrawlProgress) {
 		mu.Lock()
 		defer mu.Unlock()
+		if r.shared != nil {
+			pr = e.fleetProgress(r, sj.Created, pr)
+		}
 		r.mu.Lock()
 		r.progress = &pr
 		r.mu.Unlock()
@@ -391,7 +431,11 @@ func (e *Engine) runJob(call *gate.Call, r *jobRun, sj store.Job, req airlock.Cr
 			e.writeJob(r, &sj)
 		}
 	}
-	sum, in, err := e.crawlIn(call, req, emit, progress)
+	var shared crawl.Shared // a nil *fleet.Crawl is not a nil interface
+	if r.shared != nil {
+		shared = r.shared
+	}
+	sum, in, err := e.crawlIn(call, shared, r.join, req, emit, progress)
 	mu.Lock() // a provider's stray callback must not race with the end
 	defer mu.Unlock()
 	if sum != nil {
@@ -401,6 +445,10 @@ func (e *Engine) runJob(call *gate.Call, r *jobRun, sj store.Job, req airlock.Cr
 		}
 	}
 	err = call.End(err, in, 0)
+	if r.shared != nil {
+		e.leaveSharedJob(r, sj, call.ID, sum, err)
+		return
+	}
 
 	cause := context.Cause(r.ctx)
 	stopped := ""
@@ -618,6 +666,9 @@ func (e *Engine) CancelCrawlJob(ctx context.Context, p airlock.Principal, id str
 	if !sj.Finished.IsZero() {
 		return nil
 	}
+	if isFleetJob(sj) && e.fleet != nil {
+		return e.cancelSharedJob(ctx, id)
+	}
 	r := e.jobs.local(id)
 	if r == nil {
 		return airlock.Errorf(airlock.CodeUnavailable, "crawl_job_elsewhere",
@@ -681,7 +732,8 @@ func (e *Engine) watchJob(ctx context.Context, id string, last int, r *jobRun, w
 			delete(r.subs, wake)
 			r.mu.Unlock()
 		}()
-	} else {
+	}
+	if r == nil || r.shared != nil { // pages stored by other processes
 		t := time.NewTicker(jobPollInterval)
 		defer t.Stop()
 		poll = t.C

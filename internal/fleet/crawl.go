@@ -45,22 +45,51 @@ type Crawl struct {
 	id    string
 	lease time.Duration
 
-	mu     sync.Mutex
-	leased map[string]string // encoded item → lease token
-	stop   chan struct{}
-	done   chan struct{}
-	closed bool
+	mu      sync.Mutex
+	leased  map[string]string // encoded item → lease token
+	run     string            // the run that Joined through this Crawl
+	started bool              // renewLoop runs
+	closed  bool
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // Crawl returns the shared state of crawl job id; lease <= 0 is
-// DefaultCrawlLease. Call Close when the run that uses it ends.
+// DefaultCrawlLease. A Crawl that popped an item or joined the crawl must
+// be closed (Close) when its run ends.
 func (f *Fleet) Crawl(id string, lease time.Duration) *Crawl {
 	if lease <= 0 {
 		lease = DefaultCrawlLease
 	}
-	c := &Crawl{f: f, id: id, lease: lease, leased: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
-	go c.renewLoop()
-	return c
+	return &Crawl{f: f, id: id, lease: lease, leased: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Lease is how long the Crawl's leases last without renewal.
+func (c *Crawl) Lease() time.Duration { return c.lease }
+
+// renewing starts the renewal of leases and heartbeat, once; it reports
+// false on a closed Crawl.
+func (c *Crawl) renewing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	if !c.started {
+		c.started = true
+		go c.renewLoop()
+	}
+	return true
+}
+
+// ActiveCrawls lists the shared crawls that replicas may join: those
+// announced by SetMeta and not yet deleted.
+func (f *Fleet) ActiveCrawls(ctx context.Context) ([]string, error) {
+	ids, err := f.rdb.SMembers(ctx, f.key("crawls", "active")).Result()
+	if err != nil {
+		return nil, unavailable("crawl state", err)
+	}
+	return ids, nil
 }
 
 func (c *Crawl) key(part string) string { return c.f.key("crawl", c.id, part) }
@@ -148,6 +177,7 @@ func (c *Crawl) Pop(ctx context.Context) (crawl.Item, bool, error) {
 	if err != nil {
 		return crawl.Item{}, false, unavailable("crawl frontier", err)
 	}
+	c.renewing()
 	c.mu.Lock()
 	c.leased[raw] = token
 	c.mu.Unlock()
@@ -341,13 +371,32 @@ func (c *Crawl) renewLoop() {
 }
 
 func (c *Crawl) renew() error {
+	ctx, cancel := context.WithTimeout(context.Background(), IOTimeout)
+	defer cancel()
+	c.mu.Lock()
+	run := c.run
+	c.mu.Unlock()
+	if run != "" {
+		if err := c.heartbeat(ctx, run); err != nil {
+			return err
+		}
+	}
 	held := c.held()
 	if len(held) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), IOTimeout)
-	defer cancel()
 	return renewScript.Run(ctx, c.f.rdb, []string{c.key("leases"), c.key("slots")}, append([]any{c.lease.Milliseconds()}, held...)...).Err()
+}
+
+// heartbeat says run works the crawl for two thirds of a lease: a run
+// that dies lapses before the URLs it leased do, so that the run that
+// fetches them last is the one that finds itself alone (Leave).
+func (c *Crawl) heartbeat(ctx context.Context, run string) error {
+	ms := time.Now().Add(2 * c.lease / 3).UnixMilli()
+	if err := c.f.rdb.ZAdd(ctx, c.key("runs"), redis.Z{Score: float64(ms), Member: run}).Err(); err != nil {
+		return unavailable("crawl runs", err)
+	}
+	return nil
 }
 
 // returnScript gives leased items back to the head of the queue, those
@@ -371,9 +420,12 @@ func (c *Crawl) Close(ctx context.Context) error {
 		return nil
 	}
 	c.closed = true
+	started := c.started
 	c.mu.Unlock()
 	close(c.stop)
-	<-c.done
+	if started {
+		<-c.done
+	}
 	held := c.held()
 	c.mu.Lock()
 	clear(c.leased)
@@ -425,12 +477,18 @@ func (c *Crawl) Stats(ctx context.Context) (CrawlStats, error) {
 
 // SetMeta stores what the replicas that join the crawl need to know
 // (the job's principal); GetMeta reads it back.
+// SetMeta also announces the crawl to the replicas (ActiveCrawls).
 func (c *Crawl) SetMeta(ctx context.Context, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	if err := c.f.rdb.Set(ctx, c.key("meta"), b, 0).Err(); err != nil {
+	_, err = c.f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, c.key("meta"), b, 0)
+		p.SAdd(ctx, c.f.key("crawls", "active"), c.id)
+		return nil
+	})
+	if err != nil {
 		return unavailable("crawl state", err)
 	}
 	return nil
@@ -445,13 +503,16 @@ func (c *Crawl) GetMeta(ctx context.Context, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-// Join records run as working the crawl until its heartbeat lapses (a
-// lease of its own); call it again to renew.
+// Join records run as working the crawl, with a heartbeat the Crawl
+// renews until Close or Leave.
 func (c *Crawl) Join(ctx context.Context, run string) error {
-	ms := time.Now().Add(c.lease).UnixMilli()
-	if err := c.f.rdb.ZAdd(ctx, c.key("runs"), redis.Z{Score: float64(ms), Member: run}).Err(); err != nil {
-		return unavailable("crawl runs", err)
+	if err := c.heartbeat(ctx, run); err != nil {
+		return err
 	}
+	c.mu.Lock()
+	c.run = run
+	c.mu.Unlock()
+	c.renewing()
 	return nil
 }
 
@@ -459,6 +520,9 @@ func (c *Crawl) Join(ctx context.Context, run string) error {
 // that no other run is working the crawl (whose heartbeat has not
 // lapsed): the caller then concludes the crawl, with Results.
 func (c *Crawl) Leave(ctx context.Context, run string, result []byte) (last bool, err error) {
+	c.mu.Lock()
+	c.run = ""
+	c.mu.Unlock()
 	now := time.Now().UnixMilli()
 	var live *redis.IntCmd
 	_, err = c.f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -510,7 +574,12 @@ func (c *Crawl) Stopped(ctx context.Context) (string, error) {
 // Delete removes the crawl's state: its frontier, seen set and counters
 // (the job's pages are the job store's).
 func (c *Crawl) Delete(ctx context.Context) error {
-	if err := c.f.rdb.Del(ctx, c.f.crawlKeys(c.id)...).Err(); err != nil {
+	_, err := c.f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, c.f.crawlKeys(c.id)...)
+		p.SRem(ctx, c.f.key("crawls", "active"), c.id)
+		return nil
+	})
+	if err != nil {
 		return unavailable("crawl state", err)
 	}
 	return nil

@@ -356,6 +356,7 @@ func (s *Jobs) PruneJobs(ctx context.Context, finishedBefore time.Time) (int64, 
 		_, err = s.f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Del(ctx, append([]string{s.jobKey(id), s.pagesKey(id)}, s.f.crawlKeys(id)...)...)
 			p.ZRem(ctx, s.finishedKey(), id)
+			p.SRem(ctx, s.f.key("crawls", "active"), id)
 			if j.Tenant != "" {
 				p.ZRem(ctx, s.tenantKey(j.Tenant), id)
 			}

@@ -1,0 +1,321 @@
+package engine_test
+
+import (
+	"bufio"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/engine"
+	"github.com/airlockhq/airlock/internal/crawl"
+	"github.com/airlockhq/airlock/internal/fleet/fleettest"
+)
+
+// replicaEnv holds the Redis URL of the replica child process that
+// TestFleetCrawlJobSurvivesKill kills.
+const replicaEnv = "AIRLOCK_ENGINE_TEST_REPLICA_REDIS"
+
+// fleetCrawlConfig is the configuration of every replica of the shared
+// crawl tests, the child process's included.
+func fleetCrawlConfig(redisURL string) engine.Config {
+	return engine.Config{
+		InMemory:      true,
+		State:         engine.StateConfig{RedisURL: redisURL, CrawlLease: time.Second},
+		DefaultTenant: "acme",
+		Tenants: map[string]engine.TenantConfig{
+			"acme": {Profile: "posix", Exceptions: []string{"127.0.0.1"}},
+		},
+	}
+}
+
+// treeSite serves pages /p0 to /p{n-1}; page i links to 2i+1 and 2i+2, so
+// that every page is reachable from /p0. hits counts requests per path.
+type treeSite struct {
+	*httptest.Server
+	mu   sync.Mutex
+	hits map[string]int
+}
+
+func newTreeSite(t *testing.T, n int, delay time.Duration) *treeSite {
+	s := &treeSite{hits: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits[r.URL.Path]++
+		s.mu.Unlock()
+		i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/p"))
+		if err != nil || i >= n {
+			http.NotFound(w, r)
+			return
+		}
+		time.Sleep(delay)
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<html><head><title>Page %d</title></head><body><main><h1>Page %d</h1><p>This is page number %d of the tree.</p>", i, i, i)
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < n {
+				fmt.Fprintf(w, `<a href="/p%d">page %d</a> `, c, c)
+			}
+		}
+		fmt.Fprint(w, "</main></body></html>")
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// pageHits returns how many page paths were requested, and how many
+// requests beyond one each they got.
+func (s *treeSite) pageHits() (paths, extra int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p, n := range s.hits {
+		if strings.HasPrefix(p, "/p") {
+			paths++
+			extra += n - 1
+		}
+	}
+	return paths, extra
+}
+
+func (s *treeSite) total() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for p, c := range s.hits {
+		if strings.HasPrefix(p, "/p") {
+			n += c
+		}
+	}
+	return n
+}
+
+// waitFleetJob waits for a crawl job to finish, read on e.
+func waitFleetJob(t *testing.T, e *engine.Engine, id string, within time.Duration) *airlock.CrawlJob {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		job, err := e.CrawlJob(testCtx(t), airlock.Principal{Tenant: "acme"}, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if job.FinishedAt != nil {
+			return job
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s not finished after %v: %+v", id, within, job)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// jobURLs reads every stored page of a job and counts them by URL.
+func jobURLs(t *testing.T, e *engine.Engine, id string) (map[string]int, int) {
+	t.Helper()
+	urls := map[string]int{}
+	after, total := 0, 0
+	for {
+		pages, err := e.CrawlJobPages(testCtx(t), airlock.Principal{Tenant: "acme"}, id, after, engine.MaxJobPageLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pages) == 0 {
+			return urls, total
+		}
+		for _, p := range pages {
+			if p.Seq != after+1 {
+				t.Fatalf("page seq %d after %d", p.Seq, after)
+			}
+			after = p.Seq
+			urls[p.Page.URL]++
+			total++
+		}
+	}
+}
+
+// joinedRuns counts the audited crawl runs that joined a job.
+func joinedRuns(t *testing.T, e *engine.Engine, id string) int {
+	t.Helper()
+	if err := e.FlushAudit(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := e.AuditQuery(testCtx(t), airlock.AuditQuery{Broker: "crawl", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range recs {
+		if strings.Contains(r.Target, "job="+id+" joined") {
+			n++
+		}
+	}
+	return n
+}
+
+// A crawl job started on one of three replicas is worked by all three: a
+// 2,000-page site is stored exactly once, every page fetched once, and
+// the job's state and pages read the same from any replica.
+func TestFleetCrawlJobShared(t *testing.T) {
+	const pages = 2000
+	srv := fleettest.Start(t)
+	es := make([]*engine.Engine, 3)
+	for i := range es {
+		es[i] = newEngine(t, fleetCrawlConfig(srv.URL(0)))
+	}
+	site := newTreeSite(t, pages, 2*time.Millisecond)
+	p := airlock.Principal{Tenant: "acme"}
+	job, err := es[0].StartCrawlJob(testCtx(t), p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: pages, Depth: crawl.Unlimited,
+		Concurrency: 4, PerHostConcurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := waitFleetJob(t, es[1], job.ID, 2*time.Minute)
+	if done.State != airlock.JobDone || done.Pages != pages || done.Summary == nil || done.Summary.Pages != pages {
+		t.Fatalf("job = %+v, summary %+v; want done with %d pages", done, done.Summary, pages)
+	}
+	urls, total := jobURLs(t, es[2], job.ID)
+	if len(urls) != pages || total != pages {
+		t.Fatalf("%d pages stored, %d distinct; want %d once each", total, len(urls), pages)
+	}
+	paths, extra := site.pageHits()
+	if paths != pages || extra != 0 {
+		t.Fatalf("%d pages requested, %d requested again; want %d once each", paths, extra, pages)
+	}
+	if n := joinedRuns(t, es[0], job.ID); n < 1 {
+		t.Fatalf("%d replicas joined the job; want the other two working it", n)
+	}
+	t.Logf("2,000 pages on 3 replicas: %d ms, %d runs joined", done.Summary.ElapsedMS, joinedRuns(t, es[0], job.ID))
+}
+
+// A shared job cancelled on a replica that does not run it stops on all.
+func TestFleetCrawlJobCancel(t *testing.T) {
+	srv := fleettest.Start(t)
+	es := []*engine.Engine{newEngine(t, fleetCrawlConfig(srv.URL(0))), newEngine(t, fleetCrawlConfig(srv.URL(0)))}
+	site := newTreeSite(t, 100000, 20*time.Millisecond)
+	p := airlock.Principal{Tenant: "acme"}
+	job, err := es[0].StartCrawlJob(testCtx(t), p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 5000, Depth: crawl.Unlimited, Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for site.total() < 20 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := es[1].CancelCrawlJob(testCtx(t), p, job.ID); err != nil {
+		t.Fatal(err)
+	}
+	done := waitFleetJob(t, es[0], job.ID, 10*time.Second)
+	if done.State != airlock.JobCancelled {
+		t.Fatalf("state %s, want cancelled", done.State)
+	}
+	n := site.total()
+	time.Sleep(300 * time.Millisecond)
+	if m := site.total(); m != n {
+		t.Fatalf("%d requests after the job was cancelled", m-n)
+	}
+}
+
+// TestFleetReplicaProcess is the replica that TestFleetCrawlJobSurvivesKill
+// starts in a child process and kills: it joins the fleet's jobs until
+// killed.
+func TestFleetReplicaProcess(t *testing.T) {
+	url := os.Getenv(replicaEnv)
+	if url == "" {
+		t.Skip("the child process of TestFleetCrawlJobSurvivesKill")
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if _, err := engine.New(fleetCrawlConfig(url), engine.WithLogger(log)); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("ready")
+	select {} // until SIGKILL
+}
+
+// Three replicas, one of them a process killed with SIGKILL in the middle
+// of a 2,000-page crawl job: the job still completes with every page
+// stored, and pages stored or fetched twice are bounded by what the dead
+// replica was fetching (its concurrency).
+func TestFleetCrawlJobSurvivesKill(t *testing.T) {
+	const pages = 2000
+	const childConcurrency = 4
+	srv := fleettest.Start(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFleetReplicaProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), replicaEnv+"="+srv.URL(0))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			cmd.Process.Kill()
+		}
+		cmd.Wait()
+	})
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("child: %q, %v", line, err)
+	}
+	joined := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		once := sync.Once{}
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "crawl job joined") {
+				once.Do(func() { close(joined) })
+			}
+		}
+	}()
+	es := []*engine.Engine{newEngine(t, fleetCrawlConfig(srv.URL(0))), newEngine(t, fleetCrawlConfig(srv.URL(0)))}
+	site := newTreeSite(t, pages, 5*time.Millisecond)
+	p := airlock.Principal{Tenant: "acme"}
+	job, err := es[0].StartCrawlJob(testCtx(t), p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: pages, Depth: crawl.Unlimited,
+		Concurrency: childConcurrency, PerHostConcurrency: childConcurrency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-joined:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the child replica did not join the job")
+	}
+	// Let the child work a while, then kill it in the middle of fetches.
+	start := site.total()
+	for site.total() < start+200 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed = true
+	t.Logf("child killed after %d page requests", site.total())
+
+	done := waitFleetJob(t, es[1], job.ID, 2*time.Minute)
+	if done.State != airlock.JobDone {
+		t.Fatalf("job %s, summary %+v; want done", done.State, done.Summary)
+	}
+	urls, total := jobURLs(t, es[0], job.ID)
+	if len(urls) != pages {
+		t.Fatalf("%d distinct pages stored; want all %d (none lost)", len(urls), pages)
+	}
+	paths, extra := site.pageHits()
+	if paths != pages {
+		t.Fatalf("%d pages requested, want %d", paths, pages)
+	}
+	if total-pages > childConcurrency || extra > childConcurrency {
+		t.Fatalf("%d pages stored twice, %d requested twice; want at most the dead replica's %d fetches in flight", total-pages, extra, childConcurrency)
+	}
+	t.Logf("job done after the kill: %d pages stored, %d stored twice, %d fetched twice", total, total-pages, extra)
+}
