@@ -171,24 +171,6 @@ func TestStaticResolver(t *testing.T) {
 	}
 }
 
-func TestMemoryPins(t *testing.T) {
-	var p MemoryPins
-	ctx := context.Background()
-	got, _ := p.Pin(ctx, "n", []netip.Addr{a1}, time.Hour)
-	if !sameAddrs(got, []netip.Addr{a1}) {
-		t.Fatalf("first pin = %v", got)
-	}
-	got, _ = p.Pin(ctx, "n", []netip.Addr{a3}, time.Hour)
-	if !sameAddrs(got, []netip.Addr{a1}) {
-		t.Errorf("second pin = %v, want the first answer", got)
-	}
-	p.Pin(ctx, "short", []netip.Addr{a1}, time.Nanosecond)
-	time.Sleep(time.Millisecond)
-	if got, _ := p.Pin(ctx, "short", []netip.Addr{a3}, time.Hour); !sameAddrs(got, []netip.Addr{a3}) {
-		t.Errorf("expired pin not replaced: %v", got)
-	}
-}
-
 func TestDialerLimiterAndAudit(t *testing.T) {
 	var decisions []Decision
 	var keys []string
