@@ -246,6 +246,7 @@ func Run(ctx context.Context, cfg Config, req airlock.CrawlRequest, emit func(*a
 	}
 	if cfg.Shared != nil {
 		r.shared, r.frontier, r.seen = cfg.Shared, cfg.Shared, cfg.Shared
+		r.polite, _ = cfg.Shared.(Politeness)
 	}
 	if r.frontier == nil {
 		r.frontier = NewMemoryFrontier(0)
@@ -274,7 +275,8 @@ type run struct {
 	log      *slog.Logger
 	frontier Frontier
 	seen     Seen
-	shared   Shared // nil: this run is the whole crawl
+	shared   Shared     // nil: this run is the whole crawl
+	polite   Politeness // the shared state's, if it has it
 	robots   *RobotsCache
 	scope    *scope // nil for a list
 	seedURL  *url.URL
@@ -609,12 +611,13 @@ func (r *run) dispatch(h *host, it Item, now time.Time) bool {
 	h.active++
 	h.next = now.Add(h.rules.delay)
 	r.inflight++
+	pol := hostPolicy{origin: h.origin, limit: h.limit(r.opt.perHost), delay: h.rules.delay}
 	go func() {
 		var res result
 		if it.Kind == KindSitemap {
-			res = r.fetchSitemap(it)
+			res = r.fetchSitemap(it, pol)
 		} else {
-			res = r.fetchPage(it)
+			res = r.fetchPage(it, pol)
 		}
 		res.h, res.item = h, it
 		r.results <- res
@@ -646,8 +649,14 @@ func (r *run) startRobots(h *host, now time.Time) {
 	h.active++
 	r.inflight++
 	go func() {
-		rules, fatal := r.loadRobots(h.origin)
-		r.results <- result{h: h, robots: true, rules: rules, start: now, fatal: fatal}
+		rules, err := r.loadRobots(h.origin)
+		res := result{h: h, robots: true, rules: rules, start: now}
+		if errors.As(err, new(errHostSlot)) {
+			res.storeErr = err
+		} else {
+			res.fatal = err
+		}
+		r.results <- res
 	}()
 }
 
@@ -882,6 +891,54 @@ func (r *run) push(items []Item) error {
 	return nil
 }
 
+// hostPolicy is what a request owes its origin: at most limit requests at
+// once, delay apart.
+type hostPolicy struct {
+	origin string
+	limit  int
+	delay  time.Duration
+}
+
+// errHostSlot marks a failure of the shared state while taking a host
+// slot: the crawl stops (StoppedStore), the URL is not to blame.
+type errHostSlot struct{ err error }
+
+func (e errHostSlot) Error() string { return "crawl: host slot: " + e.err.Error() }
+func (e errHostSlot) Unwrap() error { return e.err }
+
+// fetch is do within the origin's politeness for every run of a shared
+// crawl: it waits for a request slot of the origin, and gives it back once
+// the response is in.
+func (r *run) fetch(ctx context.Context, pol hostPolicy, target, accept string) (*airlock.HTTPResponse, error) {
+	if r.polite == nil {
+		return r.do(ctx, target, accept)
+	}
+	for {
+		token, wait, err := r.polite.AcquireHost(ctx, pol.origin, pol.limit, pol.delay)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, errHostSlot{err}
+		}
+		if token != "" {
+			defer func() {
+				if err := r.polite.ReleaseHost(context.WithoutCancel(ctx), pol.origin, token); err != nil {
+					r.log.Debug("crawl: host slot not released", "origin", pol.origin, "error", err)
+				}
+			}()
+			return r.do(ctx, target, accept)
+		}
+		t := time.NewTimer(max(wait, time.Millisecond))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
 // do sends a GET through the Doer, waiting out the Doer's rate limit a
 // few times.
 func (r *run) do(ctx context.Context, target, accept string) (*airlock.HTTPResponse, error) {
@@ -920,14 +977,20 @@ func (r *run) do(ctx context.Context, target, accept string) (*airlock.HTTPRespo
 func (r *run) loadRobots(origin string) (rules *robots, fatal error) {
 	ctx, cancel := context.WithTimeout(r.ctx, r.opt.timeout)
 	defer cancel()
-	resp, err := r.do(ctx, origin+"/robots.txt", acceptRobots)
+	if rules := r.sharedRobots(ctx, origin); rules != nil {
+		return rules, nil
+	}
+	resp, err := r.fetch(ctx, hostPolicy{origin: origin, limit: 1}, origin+"/robots.txt", acceptRobots)
 	now := time.Now()
 	if err != nil {
 		if r.ctx.Err() != nil {
 			return nil, nil // the crawl is stopping
 		}
 		code := airlock.CodeOf(err)
+		var slot errHostSlot
 		switch {
+		case errors.As(err, &slot):
+			return nil, err
 		case code == airlock.CodeRevoked:
 			return nil, err
 		case code == airlock.CodeDenied:
@@ -946,17 +1009,21 @@ func (r *run) loadRobots(origin string) (rules *robots, fatal error) {
 		rules = robotsFromStatus(resp.Status, resp.Body, now)
 	}
 	r.robots.put(origin, rules, now)
+	r.shareRobots(ctx, origin, rules, now)
 	r.log.Debug("crawl: robots.txt", "origin", origin, "verdict", rules.verdict, "delay", rules.delay, "detail", rules.detail)
 	return rules, nil
 }
 
 // fetchPage fetches, extracts and follows one page, in a worker.
-func (r *run) fetchPage(it Item) (res result) {
+func (r *run) fetchPage(it Item, pol hostPolicy) (res result) {
 	ctx, cancel := context.WithTimeout(r.ctx, r.opt.timeout)
 	defer cancel()
 	start := time.Now()
-	resp, err := r.do(ctx, it.URL, acceptPage)
+	resp, err := r.fetch(ctx, pol, it.URL, acceptPage)
 	if err != nil {
+		if errors.As(err, new(errHostSlot)) {
+			return result{storeErr: err}
+		}
 		return r.failure(it.URL, err)
 	}
 	res.fetched, res.bytes = true, int64(len(resp.Body))
@@ -1095,10 +1162,13 @@ func (r *run) addSeen(keys []string) ([]bool, error) {
 
 // fetchSitemap reads one sitemap and queues its URLs, in a worker.
 // Sitemap failures are logged, not listed: a sitemap is not a page.
-func (r *run) fetchSitemap(it Item) (res result) {
+func (r *run) fetchSitemap(it Item, pol hostPolicy) (res result) {
 	ctx, cancel := context.WithTimeout(r.ctx, r.opt.timeout)
 	defer cancel()
-	resp, err := r.do(ctx, it.URL, acceptSitemap)
+	resp, err := r.fetch(ctx, pol, it.URL, acceptSitemap)
+	if errors.As(err, new(errHostSlot)) {
+		return result{storeErr: err}
+	}
 	if err != nil {
 		if r.ctx.Err() == nil {
 			if _, _, fatal := skipReason(err); fatal {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
+	"time"
 )
 
 // Kind says what an Item is fetched for.
@@ -84,6 +85,24 @@ type SeenBatch interface {
 	// AddAll adds keys and reports, for each, whether it was new; a key
 	// repeated in keys is new at most once.
 	AddAll(ctx context.Context, keys []string) ([]bool, error)
+}
+
+// Politeness is a Shared state that makes per-origin politeness hold for
+// all the runs of a crawl together: request slots per origin, the
+// Crawl-delay between any two requests to it, and one robots.txt fetch
+// per origin whose verdict every run reads.
+type Politeness interface {
+	// AcquireHost takes one of limit request slots of origin, no sooner
+	// than delay after the last request any run started there. An empty
+	// token means not now: try again after wait.
+	AcquireHost(ctx context.Context, origin string, limit int, delay time.Duration) (token string, wait time.Duration, err error)
+	// ReleaseHost gives the slot back once the response is in.
+	ReleaseHost(ctx context.Context, origin, token string) error
+	// LoadRobots returns what StoreRobots stored for origin and has not
+	// expired, or nil.
+	LoadRobots(ctx context.Context, origin string) ([]byte, error)
+	// StoreRobots keeps a robots.txt verdict (encoded by Run) for ttl.
+	StoreRobots(ctx context.Context, origin string, data []byte, ttl time.Duration) error
 }
 
 type sharedKey struct{}

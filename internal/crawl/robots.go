@@ -2,6 +2,8 @@ package crawl
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/url"
@@ -336,5 +338,51 @@ func robotsFromStatus(status int, body []byte, now time.Time) *robots {
 		return &robots{verdict: robotsAllowAll, expires: now.Add(DefaultRobotsTTL), cache: true}
 	default:
 		return &robots{verdict: robotsDisallowAll, detail: fmt.Sprintf("robots.txt answered %d", status), expires: now.Add(RobotsRetryTTL), cache: true}
+	}
+}
+
+// sharedRobotsVerdict is a robots verdict as a shared crawl stores it.
+type sharedRobotsVerdict struct {
+	Verdict  robotsVerdict `json:"v"`
+	Body     string        `json:"b,omitempty"`
+	Delay    time.Duration `json:"d,omitempty"`
+	Sitemaps []string      `json:"s,omitempty"`
+	Detail   string        `json:"x,omitempty"`
+	Expires  time.Time     `json:"e"`
+}
+
+// sharedRobots returns the verdict another run of a shared crawl stored
+// for origin, or nil.
+func (r *run) sharedRobots(ctx context.Context, origin string) *robots {
+	if r.polite == nil {
+		return nil
+	}
+	data, err := r.polite.LoadRobots(ctx, origin)
+	if err != nil || data == nil {
+		return nil // fetch it, as if none were stored
+	}
+	var v sharedRobotsVerdict
+	if json.Unmarshal(data, &v) != nil || !time.Now().Before(v.Expires) {
+		return nil
+	}
+	rules := &robots{verdict: v.Verdict, body: v.Body, delay: min(max(v.Delay, 0), MaxCrawlDelay), sitemaps: v.Sitemaps,
+		detail: v.Detail, expires: v.Expires, cache: true}
+	r.robots.put(origin, rules, time.Now())
+	return rules
+}
+
+// shareRobots stores a verdict for the other runs of a shared crawl, when
+// it is the origin's and not the caller's (a policy refusal).
+func (r *run) shareRobots(ctx context.Context, origin string, rules *robots, now time.Time) {
+	if r.polite == nil || !rules.cache {
+		return
+	}
+	data, err := json.Marshal(sharedRobotsVerdict{Verdict: rules.verdict, Body: rules.body, Delay: rules.delay,
+		Sitemaps: rules.sitemaps, Detail: rules.detail, Expires: rules.expires})
+	if err == nil {
+		err = r.polite.StoreRobots(ctx, origin, data, rules.expires.Sub(now))
+	}
+	if err != nil {
+		r.log.Debug("crawl: robots.txt verdict not shared", "origin", origin, "error", err)
 	}
 }

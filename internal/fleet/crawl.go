@@ -96,7 +96,7 @@ func (c *Crawl) key(part string) string { return c.f.key("crawl", c.id, part) }
 
 // crawlKeys are the keys of crawl id's state.
 func (f *Fleet) crawlKeys(id string) []string {
-	parts := []string{"queue", "leases", "seen", "slots", "stats", "seeded", "meta", "runs", "results", "stop"}
+	parts := []string{"queue", "leases", "seen", "slots", "stats", "seeded", "meta", "runs", "results", "stop", "robots", "hosts"}
 	keys := make([]string, len(parts))
 	for i, p := range parts {
 		keys[i] = f.key("crawl", id, p)
@@ -574,7 +574,14 @@ func (c *Crawl) Stopped(ctx context.Context) (string, error) {
 // Delete removes the crawl's state: its frontier, seen set and counters
 // (the job's pages are the job store's).
 func (c *Crawl) Delete(ctx context.Context) error {
-	_, err := c.f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	origins, err := c.f.rdb.SMembers(ctx, c.key("hosts")).Result()
+	if err != nil {
+		return unavailable("crawl state", err)
+	}
+	_, err = c.f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for _, o := range origins {
+			p.Del(ctx, c.hostKey(o), c.nextKey(o))
+		}
 		p.Del(ctx, c.f.crawlKeys(c.id)...)
 		p.SRem(ctx, c.f.key("crawls", "active"), c.id)
 		return nil
@@ -585,5 +592,74 @@ func (c *Crawl) Delete(ctx context.Context) error {
 	return nil
 }
 
+func (c *Crawl) hostKey(origin string) string { return c.f.key("crawl", c.id, "host", origin) }
+func (c *Crawl) nextKey(origin string) string { return c.f.key("crawl", c.id, "next", origin) }
+
+// hostScript takes a request slot of an origin. KEYS: the origin's slots,
+// its next-request time, the crawl's origins. ARGV: limit, delay ms,
+// token, lease ms, origin. Returns 0 (taken), -1 (every slot busy) or the
+// milliseconds until the Crawl-delay has passed.
+var hostScript = redis.NewScript(redisNow + `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return -1 end
+local nxt = tonumber(redis.call('GET', KEYS[2]) or '0')
+if nxt > now then return nxt - now end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[3])
+local delay = tonumber(ARGV[2])
+if delay > 0 then redis.call('SET', KEYS[2], now + delay, 'PX', delay + 1000) end
+redis.call('SADD', KEYS[3], ARGV[5])
+return 0`)
+
+// hostBusyWait is how long a run waits before asking again for a slot of
+// an origin whose slots are all taken.
+const hostBusyWait = 20 * time.Millisecond
+
+// AcquireHost implements crawl.Politeness: slots are leased like URLs (a
+// replica that dies frees its slots when the lease lapses).
+func (c *Crawl) AcquireHost(ctx context.Context, origin string, limit int, delay time.Duration) (string, time.Duration, error) {
+	token := newToken()
+	n, err := hostScript.Run(ctx, c.f.rdb, []string{c.hostKey(origin), c.nextKey(origin), c.key("hosts")},
+		max(limit, 1), delay.Milliseconds(), token, c.lease.Milliseconds(), origin).Int64()
+	switch {
+	case err != nil:
+		return "", 0, unavailable("crawl host slots", err)
+	case n == 0:
+		return token, 0, nil
+	case n < 0:
+		return "", hostBusyWait, nil
+	}
+	return "", time.Duration(n) * time.Millisecond, nil
+}
+
+// ReleaseHost implements crawl.Politeness.
+func (c *Crawl) ReleaseHost(ctx context.Context, origin, token string) error {
+	if err := c.f.rdb.ZRem(ctx, c.hostKey(origin), token).Err(); err != nil {
+		return unavailable("crawl host slots", err)
+	}
+	return nil
+}
+
+// LoadRobots implements crawl.Politeness.
+func (c *Crawl) LoadRobots(ctx context.Context, origin string) ([]byte, error) {
+	b, err := c.f.rdb.HGet(ctx, c.key("robots"), origin).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, unavailable("crawl robots", err)
+	}
+	return b, nil
+}
+
+// StoreRobots implements crawl.Politeness; the verdict carries its own
+// expiry, which the crawl checks.
+func (c *Crawl) StoreRobots(ctx context.Context, origin string, data []byte, _ time.Duration) error {
+	if err := c.f.rdb.HSet(ctx, c.key("robots"), origin, data).Err(); err != nil {
+		return unavailable("crawl robots", err)
+	}
+	return nil
+}
+
 var _ crawl.Shared = (*Crawl)(nil)
+var _ crawl.Politeness = (*Crawl)(nil)
 var _ crawl.SeenBatch = (*Crawl)(nil)

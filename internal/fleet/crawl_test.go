@@ -321,3 +321,98 @@ func TestSharedCrawlPageLimit(t *testing.T) {
 		t.Fatalf("%d pages emitted by three runs, want the limit of 37", total)
 	}
 }
+
+// politeSite serves a tree of pages with a robots.txt, and records the
+// requests in flight at once and the start of each page request.
+type politeSite struct {
+	*httptest.Server
+	mu          sync.Mutex
+	robots      int
+	inflight    int
+	maxInflight int
+	starts      []time.Time
+}
+
+func newPoliteSite(t *testing.T, n int, robots string, hold time.Duration) *politeSite {
+	s := &politeSite{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			s.mu.Lock()
+			s.robots++
+			s.mu.Unlock()
+			fmt.Fprint(w, robots)
+			return
+		}
+		s.mu.Lock()
+		s.inflight++
+		s.maxInflight = max(s.maxInflight, s.inflight)
+		s.starts = append(s.starts, time.Now())
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			s.inflight--
+			s.mu.Unlock()
+		}()
+		time.Sleep(hold)
+		i, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/p"))
+		w.Header().Set("Content-Type", "text/html")
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < n {
+				fmt.Fprintf(w, `<a href="/p%d">%d</a>`, c, c)
+			}
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func runShared(t *testing.T, f *Fleet, runs int, req airlock.CrawlRequest, client *http.Client) int {
+	var mu sync.Mutex
+	total := 0
+	var wg sync.WaitGroup
+	for i := range runs {
+		c := newCrawl(t, f, "job", 0)
+		wg.Go(func() {
+			cfg := crawl.Config{Doer: loopbackDoer{client}, Page: linksPage, Shared: c, Join: i > 0}
+			if _, err := crawl.Run(t.Context(), cfg, req, func(*airlock.Page) error {
+				mu.Lock()
+				total++
+				mu.Unlock()
+				return nil
+			}, nil); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	return total
+}
+
+// Per-origin politeness holds for three runs together: at most the
+// per-host concurrency in flight, one robots.txt fetch, and the
+// Crawl-delay between any two requests.
+func TestSharedCrawlPoliteness(t *testing.T) {
+	t.Run("concurrency and robots", func(t *testing.T) {
+		site := newPoliteSite(t, 200, "User-agent: *\nDisallow: /private\n", 3*time.Millisecond)
+		req := airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 1000, Depth: crawl.Unlimited, Concurrency: 4, PerHostConcurrency: 2}
+		if n := runShared(t, open(t), 3, req, site.Client()); n != 200 {
+			t.Fatalf("%d pages, want 200", n)
+		}
+		if site.maxInflight > 2 || site.robots != 1 {
+			t.Fatalf("%d requests at once, robots.txt fetched %d times; want at most 2 and once", site.maxInflight, site.robots)
+		}
+		t.Logf("three runs × 4 workers, per-host 2: at most %d requests at once", site.maxInflight)
+	})
+	t.Run("crawl-delay", func(t *testing.T) {
+		site := newPoliteSite(t, 12, "User-agent: *\nCrawl-delay: 0.1\n", 0)
+		req := airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 100, Depth: crawl.Unlimited, Concurrency: 4}
+		if n := runShared(t, open(t), 3, req, site.Client()); n != 12 {
+			t.Fatalf("%d pages, want 12", n)
+		}
+		for i := 1; i < len(site.starts); i++ {
+			if gap := site.starts[i].Sub(site.starts[i-1]); gap < 90*time.Millisecond {
+				t.Fatalf("requests %d and %d %v apart, under the Crawl-delay of 100ms", i-1, i, gap)
+			}
+		}
+	})
+}
