@@ -46,7 +46,7 @@ type treeSite struct {
 	hits map[string]int
 }
 
-func newTreeSite(t *testing.T, n int, delay time.Duration) *treeSite {
+func newTreeSite(t testing.TB, n int, delay time.Duration) *treeSite {
 	s := &treeSite{hits: map[string]int{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()

@@ -286,10 +286,12 @@ if ok + redis.call('ZCARD', KEYS[1]) >= max then return 0 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
 return 1`)
 
-// settleScript ends a page slot. KEYS: slots, stats. ARGV: fetched (1 or
-// 0), token, max. Returns 1 when the limit is reached.
+// settleScript ends a page slot and the lease of its URL (the crawl is
+// done with it: Done follows). KEYS: slots, stats, leases. ARGV: fetched
+// (1 or 0), token, max, lease member. Returns 1 when the limit is reached.
 var settleScript = redis.NewScript(`
 redis.call('ZREM', KEYS[1], ARGV[2])
+redis.call('ZREM', KEYS[3], ARGV[4])
 redis.call('HINCRBY', KEYS[2], 'done', 1)
 if ARGV[1] == '1' then
 	local ok = redis.call('HINCRBY', KEYS[2], 'ok', 1)
@@ -319,17 +321,26 @@ func (c *Crawl) Reserve(ctx context.Context, it crawl.Item, max int) (ok, reache
 	return n == 1, n == 2, nil
 }
 
-// Settle implements crawl.Shared.
+// Settle implements crawl.Shared. It also ends the item's lease, in the
+// same round trip: Done then has nothing left to do.
 func (c *Crawl) Settle(ctx context.Context, it crawl.Item, fetched bool, max int) (bool, error) {
-	token, _ := c.token(it)
+	raw := encodeItem(it)
+	c.mu.Lock()
+	token := c.leased[raw]
+	c.mu.Unlock()
 	f := "0"
 	if fetched {
 		f = "1"
 	}
-	n, err := settleScript.Run(ctx, c.f.rdb, []string{c.key("slots"), c.key("stats")}, f, token, max).Int()
+	n, err := settleScript.Run(ctx, c.f.rdb, []string{c.key("slots"), c.key("stats"), c.key("leases")}, f, token, max, token+" "+raw).Int()
 	if err != nil {
 		return false, unavailable("crawl page slots", err)
 	}
+	c.mu.Lock()
+	if c.leased[raw] == token {
+		delete(c.leased, raw)
+	}
+	c.mu.Unlock()
 	return n == 1, nil
 }
 

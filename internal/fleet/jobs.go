@@ -25,6 +25,8 @@ func (f *Fleet) Jobs() *Jobs { return &Jobs{f: f} }
 
 func (s *Jobs) jobKey(id string) string     { return s.f.key("job", id) }
 func (s *Jobs) pagesKey(id string) string   { return s.f.key("job", id, "pages") }
+func (s *Jobs) doneKey(id string) string    { return s.f.key("job", id, "finished") }
+func (s *Jobs) touchedKey(id string) string { return s.f.key("job", id, "touched") }
 func (s *Jobs) tenantKey(t string) string   { return s.f.key("jobs", "tenant", t) }
 func (s *Jobs) unfinishedKey() string       { return s.f.key("jobs", "unfinished") }
 func (s *Jobs) finishedKey() string         { return s.f.key("jobs", "finished") }
@@ -34,17 +36,34 @@ func errJob(op string, err error) error     { return fmt.Errorf("%s: %w", op, er
 func conflict(op, why string) error         { return fmt.Errorf("%s: %s: %w", op, why, store.ErrConflict) }
 func notFound(op, id string) error          { return fmt.Errorf("%s %s: %w", op, id, store.ErrNotFound) }
 func encodeJob(j store.Job) ([]byte, error) { return json.Marshal(j) }
+// get reads a job: its JSON value, with Pages the length of its page list
+// and Updated moved by its last page (appends touch only those, so that
+// replicas storing pages at once do not contend on the job's value).
 func (s *Jobs) get(ctx context.Context, c redis.Cmdable, id string) (store.Job, error) {
-	raw, err := c.Get(ctx, s.jobKey(id)).Bytes()
-	if err == redis.Nil {
+	var raw *redis.StringCmd
+	var pages *redis.IntCmd
+	var touched *redis.StringCmd
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		raw = p.Get(ctx, s.jobKey(id))
+		pages = p.LLen(ctx, s.pagesKey(id))
+		touched = p.Get(ctx, s.touchedKey(id))
+		return nil
+	})
+	if errors.Is(raw.Err(), redis.Nil) {
 		return store.Job{}, store.ErrNotFound
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return store.Job{}, unavailable("job", err)
 	}
 	var j store.Job
-	if err := json.Unmarshal(raw, &j); err != nil {
+	if err := json.Unmarshal([]byte(raw.Val()), &j); err != nil {
 		return store.Job{}, unavailable("job", err)
+	}
+	j.Pages = int(pages.Val())
+	if ns, err := strconv.ParseInt(touched.Val(), 10, 64); err == nil {
+		if t := time.Unix(0, ns); t.After(j.Updated) {
+			j.Updated = t
+		}
 	}
 	j.Created, j.Updated, j.Finished, j.Lease = utc(j.Created), utc(j.Updated), utc(j.Finished), utc(j.Lease)
 	return j, nil
@@ -53,11 +72,12 @@ func (s *Jobs) get(ctx context.Context, c redis.Cmdable, id string) (store.Job, 
 // txRetries bounds the optimistic transactions' retries under contention.
 const txRetries = 20
 
-// tx runs fn in an optimistic transaction on the job's key, retrying when
+// tx runs fn in an optimistic transaction on the job's key (and the time
+// its last page was stored), retrying when
 // another writer changed it in between.
 func (s *Jobs) tx(ctx context.Context, id string, fn func(tx *redis.Tx) error) error {
 	for range txRetries {
-		err := s.f.rdb.Watch(ctx, fn, s.jobKey(id))
+		err := s.f.rdb.Watch(ctx, fn, s.jobKey(id), s.touchedKey(id))
 		if !errors.Is(err, redis.TxFailedErr) {
 			return err
 		}
@@ -93,10 +113,12 @@ func (s *Jobs) CreateJob(ctx context.Context, j store.Job) error {
 		}
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, s.jobKey(j.ID), raw, 0)
+			p.Del(ctx, s.touchedKey(j.ID)) // Updated is in the value now
 			p.ZAdd(ctx, s.tenantKey(j.Tenant), redis.Z{Member: j.ID})
 			if j.Finished.IsZero() {
 				p.SAdd(ctx, s.unfinishedKey(), j.ID)
 			} else {
+				p.Set(ctx, s.doneKey(j.ID), "1", 0)
 				p.ZAdd(ctx, s.finishedKey(), redis.Z{Score: finishedScore(j.Finished), Member: j.ID})
 			}
 			return nil
@@ -138,7 +160,9 @@ func (s *Jobs) UpdateJob(ctx context.Context, j store.Job) error {
 		}
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, s.jobKey(j.ID), raw, 0)
+			p.Del(ctx, s.touchedKey(j.ID)) // Updated is in the value now
 			if !cur.Finished.IsZero() {
+				p.Set(ctx, s.doneKey(j.ID), "1", 0)
 				p.SRem(ctx, s.unfinishedKey(), j.ID)
 				p.ZAdd(ctx, s.finishedKey(), redis.Z{Score: finishedScore(cur.Finished), Member: j.ID})
 			}
@@ -166,43 +190,36 @@ func (s *Jobs) AppendNextJobPage(ctx context.Context, id string, data []byte) (i
 	return s.appendPage(ctx, id, 0, data)
 }
 
-// appendPage appends page seq, or the next page when seq is 0.
+// appendScript appends a page. KEYS: the job, its finished flag, its
+// pages, its touched time. ARGV: seq (0: the next), the page, the time
+// (Unix ns). Returns the page's seq, or -1 (no job), -2 (finished), -3
+// (seq is not next).
+var appendScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if redis.call('EXISTS', KEYS[2]) == 1 then return -2 end
+local n = redis.call('LLEN', KEYS[3])
+local seq = tonumber(ARGV[1])
+if seq ~= 0 and seq ~= n + 1 then return -3 end
+redis.call('RPUSH', KEYS[3], ARGV[2])
+redis.call('SET', KEYS[4], ARGV[3])
+return n + 1`)
+
+// appendPage appends page seq, or the next page when seq is 0: one
+// round trip, atomic on the server.
 func (s *Jobs) appendPage(ctx context.Context, id string, seq int, data []byte) (int, error) {
-	var stored int
-	err := s.tx(ctx, id, func(tx *redis.Tx) error {
-		cur, err := s.get(ctx, tx, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return notFound("append job page", id)
-		}
-		if err != nil {
-			return err
-		}
-		next := seq
-		if next == 0 {
-			next = cur.Pages + 1
-		}
-		switch {
-		case !cur.Finished.IsZero():
-			return conflict("append job page "+id, "finished")
-		case next != cur.Pages+1:
-			return conflict("append job page "+id, "page "+strconv.Itoa(seq)+" is not next after "+strconv.Itoa(cur.Pages))
-		}
-		cur.Pages, cur.Updated = next, time.Now()
-		raw, err := encodeJob(cur)
-		if err != nil {
-			return err
-		}
-		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.Set(ctx, s.jobKey(id), raw, 0)
-			p.RPush(ctx, s.pagesKey(id), data)
-			return nil
-		})
-		if err == nil {
-			stored = next
-		}
-		return err
-	})
-	return stored, err
+	n, err := appendScript.Run(ctx, s.f.rdb, []string{s.jobKey(id), s.doneKey(id), s.pagesKey(id), s.touchedKey(id)},
+		seq, data, time.Now().UnixNano()).Int()
+	switch {
+	case err != nil:
+		return 0, unavailable("append job page", err)
+	case n == -1:
+		return 0, notFound("append job page", id)
+	case n == -2:
+		return 0, conflict("append job page "+id, "finished")
+	case n == -3:
+		return 0, conflict("append job page "+id, "page "+strconv.Itoa(seq)+" is not next")
+	}
+	return n, nil
 }
 
 // GetJob implements store.Jobs.
@@ -281,6 +298,7 @@ func (s *Jobs) RenewJobs(ctx context.Context, owner string, until time.Time) (in
 			}
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				p.Set(ctx, s.jobKey(id), raw, 0)
+				p.Del(ctx, s.touchedKey(id)) // Updated is in the value now
 				return nil
 			})
 			if err == nil {
@@ -324,6 +342,8 @@ func (s *Jobs) ExpireJobs(ctx context.Context, leaseBefore time.Time, state stri
 			}
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				p.Set(ctx, s.jobKey(id), raw, 0)
+				p.Del(ctx, s.touchedKey(id)) // Updated is in the value now
+				p.Set(ctx, s.doneKey(id), "1", 0)
 				p.SRem(ctx, s.unfinishedKey(), id)
 				p.ZAdd(ctx, s.finishedKey(), redis.Z{Score: finishedScore(at), Member: id})
 				return nil
@@ -354,7 +374,7 @@ func (s *Jobs) PruneJobs(ctx context.Context, finishedBefore time.Time) (int64, 
 			return n, err
 		}
 		_, err = s.f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.Del(ctx, append([]string{s.jobKey(id), s.pagesKey(id)}, s.f.crawlKeys(id)...)...)
+			p.Del(ctx, append([]string{s.jobKey(id), s.pagesKey(id), s.doneKey(id), s.touchedKey(id)}, s.f.crawlKeys(id)...)...)
 			p.ZRem(ctx, s.finishedKey(), id)
 			p.SRem(ctx, s.f.key("crawls", "active"), id)
 			if j.Tenant != "" {
