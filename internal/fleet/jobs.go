@@ -36,6 +36,7 @@ func errJob(op string, err error) error     { return fmt.Errorf("%s: %w", op, er
 func conflict(op, why string) error         { return fmt.Errorf("%s: %s: %w", op, why, store.ErrConflict) }
 func notFound(op, id string) error          { return fmt.Errorf("%s %s: %w", op, id, store.ErrNotFound) }
 func encodeJob(j store.Job) ([]byte, error) { return json.Marshal(j) }
+
 // get reads a job: its JSON value, with Pages the length of its page list
 // and Updated moved by its last page (appends touch only those, so that
 // replicas storing pages at once do not contend on the job's value).
