@@ -319,3 +319,68 @@ func TestFleetCrawlJobSurvivesKill(t *testing.T) {
 	}
 	t.Logf("job done after the kill: %d pages stored, %d stored twice, %d fetched twice", total, total-pages, extra)
 }
+
+// A revocation made on one replica stops a shared job on every replica
+// that works it: the job fails as revoked and the site hears no more.
+func TestFleetCrawlJobRevoked(t *testing.T) {
+	srv := fleettest.Start(t)
+	es := make([]*engine.Engine, 3)
+	joins := make([]*logWatch, 3)
+	for i := range es {
+		joins[i] = &logWatch{want: "crawl job joined", seen: make(chan struct{})}
+		es[i] = newEngine(t, fleetCrawlConfig(srv.URL(0)), engine.WithLogger(slog.New(slog.NewTextHandler(joins[i], nil))))
+	}
+	site := newTreeSite(t, 100000, 10*time.Millisecond)
+	p := airlock.Principal{Tenant: "acme"}
+	job, err := es[0].StartCrawlJob(testCtx(t), p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 5000, Depth: crawl.Unlimited, Concurrency: 2, PerHostConcurrency: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range joins[1:] { // both other replicas work the job
+		select {
+		case <-w.seen:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a replica did not join the job")
+		}
+	}
+	if err := es[2].Revoke(testCtx(t), "acme", "fleet job test"); err != nil {
+		t.Fatal(err)
+	}
+	// The site goes quiet at once on all three replicas.
+	time.Sleep(200 * time.Millisecond)
+	n := site.total()
+	time.Sleep(500 * time.Millisecond)
+	if m := site.total(); m != n {
+		t.Fatalf("%d requests 200 ms after the revocation", m-n)
+	}
+	// A revoked tenant cannot read its jobs: lift the revocation to look.
+	if err := es[0].Unrevoke(testCtx(t), "acme"); err != nil {
+		t.Fatal(err)
+	}
+	var done *airlock.CrawlJob
+	for range 100 {
+		j, err := es[1].CrawlJob(testCtx(t), p, job.ID)
+		if err == nil {
+			done = j
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // the lifted revocation reaching replica B
+	}
+	if done == nil || done.State != airlock.JobFailed || done.Error == nil || done.Error.Code != airlock.CodeRevoked {
+		t.Fatalf("job %+v; want failed as revoked", done)
+	}
+}
+
+// logWatch is a log destination that closes seen when a line holds want.
+type logWatch struct {
+	want string
+	once sync.Once
+	seen chan struct{}
+}
+
+func (w *logWatch) Write(b []byte) (int, error) {
+	if strings.Contains(string(b), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(b), nil
+}

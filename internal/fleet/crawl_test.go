@@ -15,6 +15,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/internal/crawl"
 	"github.com/airlockhq/airlock/internal/crawl/crawltest"
+	"github.com/airlockhq/airlock/internal/fleet/fleettest"
 )
 
 func newCrawl(t *testing.T, f *Fleet, id string, lease time.Duration) *Crawl {
@@ -416,4 +417,86 @@ func TestSharedCrawlPoliteness(t *testing.T) {
 			}
 		}
 	})
+}
+
+// usedMemory is the server's used_memory (INFO memory).
+func usedMemory(b *testing.B, f *Fleet) int64 {
+	info, err := f.rdb.Info(context.Background(), "memory").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	b.Fatal("no used_memory in INFO")
+	return 0
+}
+
+// BenchmarkCrawlStateMemory measures what a shared crawl keeps in Redis
+// per URL: 10,000 URLs of 60 to 70 bytes met (the seen set) and waiting
+// (the frontier), then crawled (popped, settled, done: the seen set and
+// counters remain until the job ends). The job's pages are apart: each
+// costs its JSON.
+//
+//	go test -run XXX -bench CrawlStateMemory -benchtime 3x ./internal/fleet/
+func BenchmarkCrawlStateMemory(b *testing.B) {
+	const urls = 10_000
+	srv := fleettest.Start(b)
+	f, err := Open(context.Background(), srv.URL(0), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+	items := make([]crawl.Item, urls)
+	keys := make([]string, urls)
+	for i := range items {
+		items[i] = crawl.Item{URL: fmt.Sprintf("https://docs.example.test/guide/section-%d/page-%d.html", i%97, i), Depth: 3}
+		keys[i] = items[i].URL
+	}
+	var waiting, crawled float64
+	n := 0
+	for b.Loop() {
+		n++
+		c := f.Crawl("mem"+strconv.Itoa(n), 0)
+		before := usedMemory(b, f)
+		for i := 0; i < urls; i += 500 {
+			if _, err := c.AddAll(ctx, keys[i:i+500]); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.Push(ctx, items[i:i+500]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		queued := usedMemory(b, f)
+		for range urls {
+			it, ok, err := c.Pop(ctx)
+			if err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+			if _, _, err := c.Reserve(ctx, it, urls); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.Settle(ctx, it, true, urls); err != nil {
+				b.Fatal(err)
+			}
+			if err := c.Done(ctx, it); err != nil {
+				b.Fatal(err)
+			}
+		}
+		done := usedMemory(b, f)
+		waiting += float64(queued-before) / urls
+		crawled += float64(done-before) / urls
+		if err := c.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Delete(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(waiting/float64(n), "B/URL-waiting")
+	b.ReportMetric(crawled/float64(n), "B/URL-crawled")
 }
