@@ -672,7 +672,7 @@ func (e *Engine) CancelCrawlJob(ctx context.Context, p airlock.Principal, id str
 	r := e.jobs.local(id)
 	if r == nil {
 		return airlock.Errorf(airlock.CodeUnavailable, "crawl_job_elsewhere",
-			"crawl job %s runs in another airlock process sharing the data directory: cancel it there", id)
+			"crawl job %s runs in another airlock process (a replica, or a process sharing the data directory): cancel it there", id)
 	}
 	r.cancel(errJobCancelled)
 	select {
