@@ -130,6 +130,7 @@ func (e *Engine) FetchMany(ctx context.Context, p airlock.Principal, urls []stri
 	if err != nil {
 		return nil, "", err
 	}
+	call.Batch = true
 	if !call.Tenant.Profile.Has(airlock.CapabilityParallel) {
 		return nil, "", call.End(airlock.Errorf(airlock.CodeDenied, gate.ReasonCapability, "capability parallel is not granted by profile %s", call.Tenant.Profile.Name), 0, 0)
 	}
@@ -239,6 +240,7 @@ func (e *Engine) crawlIn(call *gate.Call, shared crawl.Shared, join bool, req ai
 	if err != nil {
 		return nil, 0, err
 	}
+	call.Batch = true // each page fetched is a request of its own
 	d := e.newDoer(call, n, req.Proxy, egress.ProfileGo, req.Cache)
 	req.Proxy = d.proxy
 	if emit == nil {

@@ -124,9 +124,27 @@ func TestFetchMany(t *testing.T) {
 	if err := e.FlushAudit(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// One record per batch, and one per URL the policy refused, which the
+	// deny ring shows.
 	recs, _ := e.AuditQuery(ctx, airlock.AuditQuery{Broker: "fetch_many"})
-	if len(recs) != 2 {
-		t.Errorf("fetch_many records = %d, want 2 (one per batch)", len(recs))
+	var calls, refused int
+	for _, r := range recs {
+		switch {
+		case r.Target == "http://10.0.0.1/" && r.Outcome == "deny" && r.Reason == "private":
+			refused++
+		case strings.HasSuffix(r.Target, " urls"):
+			calls++
+		}
+	}
+	if calls != 2 || refused != 1 || len(recs) != 3 {
+		t.Errorf("fetch_many records = %+v; want one per batch and one for the refused URL", recs)
+	}
+	found := false
+	for _, r := range e.RecentDenials("", 0) {
+		found = found || r.Target == "http://10.0.0.1/" && r.Reason == "private"
+	}
+	if !found {
+		t.Errorf("deny ring = %+v, want the refused URL", e.RecentDenials("", 0))
 	}
 }
 

@@ -69,5 +69,8 @@ func (d *callDoer) Do(ctx context.Context, req *airlock.HTTPRequest) (*airlock.H
 	} else {
 		resp, _, err = d.e.doHTTP(&sub, d.call.Tenant.Client, er, "")
 	}
+	if err != nil {
+		d.call.RefusedRequest(req.URL, err)
+	}
 	return resp, err
 }

@@ -288,6 +288,9 @@ func (e *Engine) joinCrawlJob(ctx context.Context, id string) bool {
 	if reason, err := c.Stopped(ctx); err != nil || reason != "" {
 		return err == nil
 	}
+	if seeded, err := c.IsSeeded(ctx); err != nil || !seeded {
+		return false // the starter is still queueing the seed (or died doing it)
+	}
 	var meta fleetJobMeta
 	if err := c.GetMeta(ctx, &meta); err != nil {
 		return false

@@ -373,23 +373,18 @@ func (r *run) seedFrontier() error {
 		if r.cfg.Join {
 			return nil
 		}
-		if _, err := r.seen.Add(r.ctx, r.opt.seed); err != nil {
-			return err
-		}
-		items := []Item{{URL: r.opt.seed}}
+		keys, items := []string{r.opt.seed}, []Item{{URL: r.opt.seed}}
 		if r.opt.sitemap {
 			sm := originOf(u) + "/sitemap.xml"
-			if added, err := r.seen.Add(r.ctx, "sitemap "+sm); err != nil {
-				return err
-			} else if added {
-				items = append(items, Item{URL: sm, Kind: KindSitemap})
-			}
+			keys, items = append(keys, "sitemap "+sm), append(items, Item{URL: sm, Kind: KindSitemap})
 		}
-		return r.push(items)
+		_, err := r.queueNew(keys, items)
+		return err
 	}
 	if r.cfg.Join {
 		return nil
 	}
+	var raws, keys []string
 	var items []Item
 	for _, raw := range r.req.URLs {
 		key, err := Normalize(raw)
@@ -397,17 +392,18 @@ func (r *run) seedFrontier() error {
 			r.skip(raw, ReasonInvalid, err.Error())
 			continue
 		}
-		added, err := r.seen.Add(r.ctx, key)
-		if err != nil {
-			return err
-		}
-		if !added {
-			r.skip(raw, ReasonDuplicate, "")
-			continue
-		}
-		items = append(items, Item{URL: key})
+		raws, keys, items = append(raws, raw), append(keys, key), append(items, Item{URL: key})
 	}
-	return r.push(items)
+	added, err := r.queueNew(keys, items)
+	if err != nil {
+		return err
+	}
+	for i, ok := range added {
+		if !ok {
+			r.skip(raws[i], ReasonDuplicate, "")
+		}
+	}
+	return nil
 }
 
 func (r *run) loop() {
@@ -729,18 +725,15 @@ func (r *run) seedSitemaps(h *host) {
 		return
 	}
 	r.sitemapsSeeded = true
-	items, err := r.sitemapItems(r.seedURL, h.rules.sitemaps, 0)
-	if err == nil {
-		err = r.push(items)
-	}
-	if err != nil {
+	if err := r.queueSitemaps(r.seedURL, h.rules.sitemaps, 0); err != nil {
 		r.stopStore(err)
 	}
 }
 
-// sitemapItems turns sitemap locations into frontier items: in scope, new,
-// at nesting level depth.
-func (r *run) sitemapItems(base *url.URL, locs []string, depth int) ([]Item, error) {
+// queueSitemaps queues sitemap locations: in scope, new, at nesting level
+// depth.
+func (r *run) queueSitemaps(base *url.URL, locs []string, depth int) error {
+	var keys []string
 	var items []Item
 	for _, loc := range locs {
 		u, err := base.Parse(preEscape(loc))
@@ -751,15 +744,43 @@ func (r *run) sitemapItems(base *url.URL, locs []string, depth int) ([]Item, err
 		if err != nil || !r.scope.contains(hostOf(u)) {
 			continue
 		}
-		added, err := r.seen.Add(r.ctx, "sitemap "+key)
+		keys, items = append(keys, "sitemap "+key), append(items, Item{URL: key, Depth: depth, Kind: KindSitemap})
+	}
+	_, err := r.queueNew(keys, items)
+	return err
+}
+
+// queueNew adds keys to the seen set and queues the items of the keys
+// that were new (an item without a URL is not queued: its key is only
+// marked seen). A shared state that can (SeenQueue) does both in one
+// atomic step, so that a run dying in between loses no URL.
+func (r *run) queueNew(keys []string, items []Item) ([]bool, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	if sq, ok := r.seen.(SeenQueue); ok && r.shared != nil {
+		added, err := sq.AddAndPush(r.ctx, keys, items)
 		if err != nil {
 			return nil, err
 		}
-		if added {
-			items = append(items, Item{URL: key, Depth: depth, Kind: KindSitemap})
+		for i, ok := range added {
+			if ok && items[i].URL != "" {
+				r.queued.Add(1)
+			}
+		}
+		return added, nil
+	}
+	added, err := r.addSeen(keys)
+	if err != nil {
+		return nil, err
+	}
+	var push []Item
+	for i, ok := range added {
+		if ok && items[i].URL != "" {
+			push = append(push, items[i])
 		}
 	}
-	return items, nil
+	return added, r.push(push)
 }
 
 func (r *run) stop(why string, err error) {
@@ -1109,8 +1130,8 @@ func (r *run) failure(u string, err error) result {
 // enqueue queues the new, in-scope links of a page at depth, and lists
 // the others that are new. Links that are not http(s) are dropped.
 func (r *run) enqueue(base *url.URL, links []string, depth int) error {
-	var keys []string
-	var hosts []string
+	var keys, skips []string
+	var items []Item
 	for _, l := range links {
 		u, err := base.Parse(preEscape(l))
 		if err != nil || u.Scheme != "http" && u.Scheme != "https" {
@@ -1120,28 +1141,31 @@ func (r *run) enqueue(base *url.URL, links []string, depth int) error {
 		if err != nil {
 			continue
 		}
-		keys = append(keys, key)
-		hosts = append(hosts, hostOf(u))
+		skip := ""
+		switch {
+		case !r.scope.contains(hostOf(u)):
+			skip = ReasonOffHost
+		case r.opt.depth != Unlimited && depth > r.opt.depth:
+			skip = ReasonDepth
+		case r.limit.Load():
+			skip = ReasonLimit
+		}
+		it := Item{URL: key, Depth: depth}
+		if skip != "" {
+			it = Item{} // marked seen, listed as skipped, not queued
+		}
+		keys, skips, items = append(keys, key), append(skips, skip), append(items, it)
 	}
-	added, err := r.addSeen(keys)
+	added, err := r.queueNew(keys, items)
 	if err != nil {
 		return err
 	}
-	var items []Item
-	for i, key := range keys {
-		switch {
-		case !added[i]:
-		case !r.scope.contains(hosts[i]):
-			r.skip(key, ReasonOffHost, "")
-		case r.opt.depth != Unlimited && depth > r.opt.depth:
-			r.skip(key, ReasonDepth, "")
-		case r.limit.Load():
-			r.skip(key, ReasonLimit, "")
-		default:
-			items = append(items, Item{URL: key, Depth: depth})
+	for i, ok := range added {
+		if ok && skips[i] != "" {
+			r.skip(keys[i], skips[i], "")
 		}
 	}
-	return r.push(items)
+	return nil
 }
 
 // addSeen adds keys to the seen set, in one call when it takes batches,
@@ -1200,11 +1224,7 @@ func (r *run) fetchSitemap(it Item, pol hostPolicy) (res result) {
 		if it.Depth > 0 { // one level of index only
 			return res
 		}
-		items, err := r.sitemapItems(base, locs, it.Depth+1)
-		if err == nil {
-			err = r.push(items)
-		}
-		res.storeErr = err
+		res.storeErr = r.queueSitemaps(base, locs, it.Depth+1)
 		return res
 	}
 	r.sitemapURLs.Add(int64(len(locs)))

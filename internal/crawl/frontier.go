@@ -105,6 +105,16 @@ type Politeness interface {
 	StoreRobots(ctx context.Context, origin string, data []byte, ttl time.Duration) error
 }
 
+// SeenQueue is a Shared state that adds keys to the seen set and queues
+// the items of the new ones in one atomic step: a run that dies between
+// marking a link seen and queueing it would otherwise lose it.
+type SeenQueue interface {
+	// AddAndPush adds keys and reports, for each, whether it was new; the
+	// item of a new key is queued unless its URL is empty. A key repeated
+	// in keys is new at most once.
+	AddAndPush(ctx context.Context, keys []string, items []Item) ([]bool, error)
+}
+
 type sharedKey struct{}
 
 type sharedState struct {

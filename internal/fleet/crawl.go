@@ -250,6 +250,55 @@ func (c *Crawl) AddAll(ctx context.Context, keys []string) ([]bool, error) {
 	return out, nil
 }
 
+// addPushScript adds hashes to the seen set and queues the items of the
+// new ones. KEYS: seen, queue. ARGV: pairs of hash and item ("" for
+// none). Returns 1 or 0 per hash.
+var addPushScript = redis.NewScript(`
+local out = {}
+for i = 1, #ARGV, 2 do
+	local added = redis.call('SADD', KEYS[1], ARGV[i])
+	out[#out + 1] = added
+	if added == 1 and ARGV[i + 1] ~= '' then redis.call('RPUSH', KEYS[2], ARGV[i + 1]) end
+end
+return out`)
+
+// AddAndPush implements crawl.SeenQueue: one round trip, atomic on the
+// server.
+func (c *Crawl) AddAndPush(ctx context.Context, keys []string, items []crawl.Item) ([]bool, error) {
+	if len(keys) != len(items) {
+		return nil, fmt.Errorf("crawl: %d keys for %d items", len(keys), len(items))
+	}
+	args := make([]any, 0, 2*len(keys))
+	for i, k := range keys {
+		it := ""
+		if items[i].URL != "" {
+			it = encodeItem(items[i])
+		}
+		args = append(args, seenMember(k), it)
+	}
+	vals, err := addPushScript.Run(ctx, c.f.rdb, []string{c.key("seen"), c.key("queue")}, args...).Int64Slice()
+	if err != nil {
+		return nil, unavailable("crawl frontier", err)
+	}
+	out := make([]bool, len(vals))
+	for i, v := range vals {
+		out[i] = v == 1
+	}
+	return out, nil
+}
+
+// IsSeeded reports whether the run that started the crawl has queued its
+// seed (Seeded): a replica joins only then, so that a crawl whose starter
+// died before seeding it ends (its job's lease lapses) instead of being
+// worked forever.
+func (c *Crawl) IsSeeded(ctx context.Context) (bool, error) {
+	n, err := c.f.rdb.Exists(ctx, c.key("seeded")).Result()
+	if err != nil {
+		return false, unavailable("crawl state", err)
+	}
+	return n == 1, nil
+}
+
 // Seeded implements crawl.Shared.
 func (c *Crawl) Seeded(ctx context.Context) error {
 	if err := c.f.rdb.Set(ctx, c.key("seeded"), "1", 0).Err(); err != nil {
@@ -674,3 +723,4 @@ func (c *Crawl) StoreRobots(ctx context.Context, origin string, data []byte, _ t
 var _ crawl.Shared = (*Crawl)(nil)
 var _ crawl.Politeness = (*Crawl)(nil)
 var _ crawl.SeenBatch = (*Crawl)(nil)
+var _ crawl.SeenQueue = (*Crawl)(nil)

@@ -145,10 +145,15 @@ type Call struct {
 	Broker    string
 	Target    string
 	Ctx       context.Context
-	start     time.Time
-	cancel    context.CancelCauseFunc
-	g         *Gate
-	ended     bool
+	// Batch marks a call that makes many requests (a crawl, a batch of
+	// fetches): each request refused by policy is recorded as a decision
+	// of its own (RefusedRequest), so that the audit log and the deny
+	// ring show what was tried, not only the call.
+	Batch  bool
+	start  time.Time
+	cancel context.CancelCauseFunc
+	g      *Gate
+	ended  bool
 }
 
 // RevokedError is the cause of a revoked call.
@@ -261,6 +266,23 @@ func (c *Call) End(err error, bytesIn, bytesOut int64) error {
 		c.g.logger.Error("internal error in broker call", slog.String("decision_id", c.ID), slog.String("broker", c.Broker), slog.String("error", msg))
 	}
 	return &airlock.Error{Code: code, Reason: rec.Reason, Message: msg, DecisionID: c.ID, Err: err}
+}
+
+// RefusedRequest records a request of a Batch call that the policy
+// refused (denied), with an id of its own, as a decision under the call's
+// principal and broker; the call's own record comes with End. Other
+// errors (a revocation or a rate limit ends or slows the whole call, and
+// is the call's record), and requests of calls that are not Batch, are
+// not recorded here.
+func (c *Call) RefusedRequest(target string, err error) {
+	code := airlock.CodeOf(err)
+	if !c.Batch || code != airlock.CodeDenied {
+		return
+	}
+	now := time.Now()
+	c.g.audit.Record(Record{ID: c.g.ids.next(now), Time: now, Tenant: c.Principal.Tenant, Instance: c.Principal.Instance,
+		Broker: c.Broker, Outcome: OutcomeDeny, Code: string(code), Reason: airlock.ReasonOf(err), Target: target,
+		Detail: err.Error() + " (in call " + c.ID + ")"})
 }
 
 // Key is the caller key egress uses for this call's connect attempts.
