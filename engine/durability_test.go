@@ -189,7 +189,7 @@ type ack struct {
 
 // TestAuditKill9: a child process makes calls under load and is killed
 // with SIGKILL; every decision it acknowledged at least two batch intervals
-// (200 ms) before the kill must be in the log.
+// (200 ms; 500 ms under the race detector) before the kill must be in the log.
 func TestAuditKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a child process for 1.5 s")
@@ -263,12 +263,19 @@ func TestAuditKill9(t *testing.T) {
 		persisted[r.ID] = true
 	}
 	const interval = 100 * time.Millisecond
+	// Two batch intervals; under the race detector, which slows the
+	// writer's SQLite work several times over on a machine shared with
+	// other test processes, five.
+	window := 2 * interval
+	if raceEnabled {
+		window = 5 * interval
+	}
 	var old, oldLost, recent, recentLost int
 	for _, a := range acks {
 		if a.mono > killAt { // printed after the kill time was read, in the last instant
 			a.mono = killAt
 		}
-		if killAt-a.mono >= 2*interval {
+		if killAt-a.mono >= window {
 			old++
 			if !persisted[a.id] {
 				oldLost++
@@ -283,14 +290,14 @@ func TestAuditKill9(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("child acknowledged %d decisions in ~1.5 s; %d of them at least 200 ms before the kill: %d lost; "+
-		"%d in the last 200 ms: %d lost; %d records in the log",
-		len(acks), old, oldLost, recent, recentLost, len(persisted))
+	t.Logf("child acknowledged %d decisions in ~1.5 s; %d of them at least %v before the kill: %d lost; "+
+		"%d in the last %v: %d lost; %d records in the log",
+		len(acks), old, window, oldLost, recent, window, recentLost, len(persisted))
 	if old == 0 {
 		t.Fatal("no decision acknowledged before the kill: the test proved nothing")
 	}
 	if oldLost > 0 {
-		t.Errorf("%d of %d decisions acknowledged at least 2 batch intervals before the kill were lost", oldLost, old)
+		t.Errorf("%d of %d decisions acknowledged at least %v before the kill were lost", oldLost, old, window)
 	}
 }
 

@@ -73,13 +73,19 @@ type fleetRunResult struct {
 // concluded.
 var errJobConcluded = airlock.Errorf(airlock.CodeTimeout, airlock.ReasonCanceled, "crawl job concluded by another replica")
 
-// shareJob makes r a shared run of job id: its crawl state announced to
-// the fleet (lead) and this run recorded as working it.
-func (e *Engine) shareJob(ctx context.Context, r *jobRun, p airlock.Principal, lead bool) error {
+// sharedRun makes r a run of a job the fleet shares, before r is in the
+// job table (its fields are read without r's lock).
+func (e *Engine) sharedRun(r *jobRun, lead bool) *jobRun {
 	r.shared = e.fleet.Crawl(r.id, e.crawlLease())
 	r.runName = e.replica + "/" + r.id
 	r.join = !lead
-	if lead {
+	return r
+}
+
+// shareJob announces a shared job's crawl to the fleet (lead) and records
+// this run as working it.
+func (e *Engine) shareJob(ctx context.Context, r *jobRun, p airlock.Principal) error {
+	if !r.join {
 		if err := r.shared.SetMeta(ctx, fleetJobMeta{Principal: p.String()}); err != nil {
 			return err
 		}
@@ -318,7 +324,7 @@ func (e *Engine) joinCrawlJob(ctx context.Context, id string) bool {
 		// A principal refused for good (revoked, no grant) is not tried again.
 		return airlock.CodeOf(err) != airlock.CodeRateLimited && airlock.CodeOf(err) != airlock.CodeUnavailable
 	}
-	r := &jobRun{id: id, tenant: p.Tenant, ctx: jobCtx, cancel: cancel, done: make(chan struct{}), subs: map[chan struct{}]struct{}{}}
+	r := e.sharedRun(&jobRun{id: id, tenant: p.Tenant, ctx: jobCtx, cancel: cancel, done: make(chan struct{}), subs: map[chan struct{}]struct{}{}}, false)
 	j.mu.Lock()
 	if j.closed || j.runs[id] != nil {
 		j.mu.Unlock()
@@ -330,7 +336,7 @@ func (e *Engine) joinCrawlJob(ctx context.Context, id string) bool {
 	j.runs[id] = r
 	j.wg.Add(1)
 	j.mu.Unlock()
-	if err := e.shareJob(ctx, r, p, false); err != nil {
+	if err := e.shareJob(ctx, r, p); err != nil {
 		r.shared.Close(ctx)
 		j.release(r)
 		cancel(nil)

@@ -305,6 +305,10 @@ func (e *Engine) StartCrawlJob(ctx context.Context, p airlock.Principal, req air
 		return fail(err)
 	}
 	r := &jobRun{id: id, tenant: p.Tenant, ctx: jobCtx, cancel: cancel, done: make(chan struct{}), subs: map[chan struct{}]struct{}{}}
+	shared := e.sharesCrawl(req)
+	if shared {
+		e.sharedRun(r, true)
+	}
 
 	j.mu.Lock()
 	switch {
@@ -324,9 +328,9 @@ func (e *Engine) StartCrawlJob(ctx context.Context, p airlock.Principal, req air
 	now := time.Now()
 	sj := store.Job{ID: id, Tenant: p.Tenant, Owner: j.owner, State: airlock.JobQueued, Request: reqJSON, Progress: progJSON,
 		Created: now, Updated: now, Lease: now.Add(DefaultJobLease)}
-	if e.sharesCrawl(req) {
+	if shared {
 		sj.Owner = fleetJobOwner(id)
-		if err := e.shareJob(ctx, r, p, true); err != nil {
+		if err := e.shareJob(ctx, r, p); err != nil {
 			e.dropSharedJob(r)
 			j.release(r)
 			return fail(err)
