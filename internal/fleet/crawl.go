@@ -47,6 +47,7 @@ type Crawl struct {
 
 	mu      sync.Mutex
 	leased  map[string]string // encoded item → lease token
+	hosts   map[string]string // host slot token → origin
 	run     string            // the run that Joined through this Crawl
 	started bool              // renewLoop runs
 	closed  bool
@@ -61,7 +62,8 @@ func (f *Fleet) Crawl(id string, lease time.Duration) *Crawl {
 	if lease <= 0 {
 		lease = DefaultCrawlLease
 	}
-	return &Crawl{f: f, id: id, lease: lease, leased: map[string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+	return &Crawl{f: f, id: id, lease: lease, leased: map[string]string{}, hosts: map[string]string{},
+		stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Lease is how long the Crawl's leases last without renewal.
@@ -441,12 +443,45 @@ func (c *Crawl) renew() error {
 			return err
 		}
 	}
+	if err := c.renewHosts(ctx); err != nil {
+		return err
+	}
 	held := c.held()
 	if len(held) == 0 {
 		return nil
 	}
 	return renewScript.Run(ctx, c.f.rdb, []string{c.key("leases"), c.key("slots")}, append([]any{c.lease.Milliseconds()}, held...)...).Err()
 }
+
+// renewHosts extends the host slots of the requests in flight here (a
+// request may outlast a lease), unless they lapsed meanwhile.
+func (c *Crawl) renewHosts(ctx context.Context) error {
+	c.mu.Lock()
+	slots := make(map[string]string, len(c.hosts))
+	for token, origin := range c.hosts {
+		slots[token] = origin
+	}
+	c.mu.Unlock()
+	if len(slots) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(slots))
+	args := []any{c.lease.Milliseconds()}
+	for token, origin := range slots {
+		keys = append(keys, c.hostKey(origin))
+		args = append(args, token)
+	}
+	return renewHostsScript.Run(ctx, c.f.rdb, keys, args...).Err()
+}
+
+// renewHostsScript extends host slots on the server's clock. KEYS: the
+// origins' slot sets. ARGV: lease ms, then the token in each.
+var renewHostsScript = redis.NewScript(redisNow + `
+local deadline = now + tonumber(ARGV[1])
+for i, key in ipairs(KEYS) do
+	redis.call('ZADD', key, 'XX', deadline, ARGV[i + 1])
+end
+return 0`)
 
 // heartbeat says run works the crawl for two thirds of a lease: a run
 // that dies lapses before the URLs it leased do, so that the run that
@@ -684,6 +719,11 @@ func (c *Crawl) AcquireHost(ctx context.Context, origin string, limit int, delay
 	case err != nil:
 		return "", 0, unavailable("crawl host slots", err)
 	case n == 0:
+		if c.renewing() {
+			c.mu.Lock()
+			c.hosts[token] = origin
+			c.mu.Unlock()
+		}
 		return token, 0, nil
 	case n < 0:
 		return "", hostBusyWait, nil
@@ -693,6 +733,9 @@ func (c *Crawl) AcquireHost(ctx context.Context, origin string, limit int, delay
 
 // ReleaseHost implements crawl.Politeness.
 func (c *Crawl) ReleaseHost(ctx context.Context, origin, token string) error {
+	c.mu.Lock()
+	delete(c.hosts, token)
+	c.mu.Unlock()
 	if err := c.f.rdb.ZRem(ctx, c.hostKey(origin), token).Err(); err != nil {
 		return unavailable("crawl host slots", err)
 	}

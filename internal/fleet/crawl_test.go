@@ -500,3 +500,26 @@ func BenchmarkCrawlStateMemory(b *testing.B) {
 	b.ReportMetric(waiting/float64(n), "B/URL-waiting")
 	b.ReportMetric(crawled/float64(n), "B/URL-crawled")
 }
+
+// A host slot held by a live replica outlasts its lease: a slow request
+// keeps the origin's concurrency bound.
+func TestCrawlHostSlotRenewed(t *testing.T) {
+	f := open(t)
+	ctx := t.Context()
+	a := newCrawl(t, f, "job", 300*time.Millisecond)
+	b := newCrawl(t, f, "job", 300*time.Millisecond)
+	token, _, err := a.AcquireHost(ctx, "http://slow.test", 1, 0)
+	if err != nil || token == "" {
+		t.Fatalf("AcquireHost = %q, %v", token, err)
+	}
+	time.Sleep(time.Second)
+	if tok, wait, err := b.AcquireHost(ctx, "http://slow.test", 1, 0); err != nil || tok != "" || wait <= 0 {
+		t.Fatalf("a second slot of a one-slot origin = %q, %v, %v", tok, wait, err)
+	}
+	if err := a.ReleaseHost(ctx, "http://slow.test", token); err != nil {
+		t.Fatal(err)
+	}
+	if tok, _, err := b.AcquireHost(ctx, "http://slow.test", 1, 0); err != nil || tok == "" {
+		t.Fatalf("after release = %q, %v", tok, err)
+	}
+}
