@@ -253,7 +253,9 @@ func (e *Engine) fleetJobTick(ctx context.Context, done map[string]bool) {
 			r.cancel(errJobCancelled)
 			continue
 		}
-		if sj, err := e.jobStore.GetJob(ctx, r.id); err == nil && !sj.Finished.IsZero() {
+		// Concluded elsewhere, or gone (pruned, or Redis lost its data):
+		// this run would otherwise wait for a frontier that never empties.
+		if sj, err := e.jobStore.GetJob(ctx, r.id); err == nil && !sj.Finished.IsZero() || errors.Is(err, store.ErrNotFound) {
 			r.cancel(errJobConcluded)
 		}
 	}
