@@ -487,12 +487,24 @@ return 0`)
 // that dies lapses before the URLs it leased do, so that the run that
 // fetches them last is the one that finds itself alone (Leave).
 func (c *Crawl) heartbeat(ctx context.Context, run string) error {
-	ms := time.Now().Add(2 * c.lease / 3).UnixMilli()
-	if err := c.f.rdb.ZAdd(ctx, c.key("runs"), redis.Z{Score: float64(ms), Member: run}).Err(); err != nil {
+	if err := heartbeatScript.Run(ctx, c.f.rdb, []string{c.key("runs")}, (2 * c.lease / 3).Milliseconds(), run).Err(); err != nil {
 		return unavailable("crawl runs", err)
 	}
 	return nil
 }
+
+// heartbeatScript and leaveScript keep the runs on the server's clock,
+// as the leases are. KEYS: runs (and results). ARGV: ms, run (and its
+// result). leaveScript returns the runs still alive.
+var (
+	heartbeatScript = redis.NewScript(redisNow + `
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[2])
+return 0`)
+	leaveScript = redis.NewScript(redisNow + `
+redis.call('RPUSH', KEYS[2], ARGV[2])
+redis.call('ZREM', KEYS[1], ARGV[1])
+return redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')`)
+)
 
 // returnScript gives leased items back to the head of the queue, those
 // whose lease is still this replica's. KEYS: queue, leases, slots. ARGV:
@@ -618,18 +630,11 @@ func (c *Crawl) Leave(ctx context.Context, run string, result []byte) (last bool
 	c.mu.Lock()
 	c.run = ""
 	c.mu.Unlock()
-	now := time.Now().UnixMilli()
-	var live *redis.IntCmd
-	_, err = c.f.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.RPush(ctx, c.key("results"), result)
-		p.ZRem(ctx, c.key("runs"), run)
-		live = p.ZCount(ctx, c.key("runs"), "("+strconv.FormatInt(now, 10), "+inf")
-		return nil
-	})
+	live, err := leaveScript.Run(ctx, c.f.rdb, []string{c.key("runs"), c.key("results")}, run, result).Int()
 	if err != nil {
 		return false, unavailable("crawl runs", err)
 	}
-	return live.Val() == 0, nil
+	return live == 0, nil
 }
 
 // Results are the results the runs recorded when they left.
