@@ -487,6 +487,21 @@ func (r *run) fill(now time.Time) (empty bool, wake time.Time) {
 		if r.parked >= r.maxParked {
 			return false, wake
 		}
+		if bp, ok := r.frontier.(BatchPopper); ok {
+			// One round trip for several items of a shared frontier.
+			items, err := bp.PopN(r.ctx, min(r.maxParked-r.parked, maxPopBatch))
+			if err != nil {
+				r.stopStore(err)
+				return false, time.Time{}
+			}
+			if len(items) == 0 {
+				return true, wake
+			}
+			for _, it := range items {
+				r.park(it, now)
+			}
+			continue
+		}
 		it, ok, err := r.frontier.Pop(r.ctx)
 		if err != nil {
 			r.stopStore(err)
@@ -620,6 +635,9 @@ func (r *run) dispatch(h *host, it Item, now time.Time) bool {
 	}()
 	return true
 }
+
+// maxPopBatch bounds the items a run takes at once from a BatchPopper.
+const maxPopBatch = 8
 
 // sharedPoll is how often a run of a shared crawl looks again at an empty
 // frontier, or for a page slot.

@@ -115,6 +115,15 @@ type SeenQueue interface {
 	AddAndPush(ctx context.Context, keys []string, items []Item) ([]bool, error)
 }
 
+// BatchPopper is a Frontier that pops several items in one call (one
+// round trip to a shared store). Run takes at most a few at once: what a
+// run holds, the other runs of a shared crawl cannot fetch.
+type BatchPopper interface {
+	// PopN removes and returns up to n of the oldest items, fewer when
+	// fewer wait (none: the frontier is empty right now).
+	PopN(ctx context.Context, n int) ([]Item, error)
+}
+
 type sharedKey struct{}
 
 type sharedState struct {

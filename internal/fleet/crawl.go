@@ -164,6 +164,53 @@ end
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1] .. ' ' .. it)
 return it`)
 
+// popNScript is popScript for up to ARGV[3] items, with one token each
+// (ARGV[1] is a prefix the index completes). Returns the items.
+var popNScript = redis.NewScript(redisNow + `
+local out = {}
+local deadline = now + tonumber(ARGV[2])
+local n = tonumber(ARGV[3])
+local lapsed = redis.call('ZRANGE', KEYS[2], '-inf', now, 'BYSCORE', 'LIMIT', 0, n)
+for _, m in ipairs(lapsed) do
+	redis.call('ZREM', KEYS[2], m)
+	out[#out + 1] = string.sub(m, string.find(m, ' ', 1, true) + 1)
+end
+while #out < n do
+	local it = redis.call('LPOP', KEYS[1])
+	if not it then break end
+	out[#out + 1] = it
+end
+for i, it in ipairs(out) do
+	redis.call('ZADD', KEYS[2], deadline, ARGV[1] .. i .. ' ' .. it)
+end
+return out`)
+
+// PopN implements crawl.BatchPopper: each item is leased to this Crawl
+// until Done, as with Pop.
+func (c *Crawl) PopN(ctx context.Context, n int) ([]crawl.Item, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	prefix := newToken() + "-"
+	raws, err := popNScript.Run(ctx, c.f.rdb, []string{c.key("queue"), c.key("leases")}, prefix, c.lease.Milliseconds(), n).StringSlice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable("crawl frontier", err)
+	}
+	items := make([]crawl.Item, 0, len(raws))
+	c.renewing()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, raw := range raws {
+		it, err := decodeItem(raw)
+		if err != nil {
+			return nil, unavailable("crawl frontier", err)
+		}
+		c.leased[raw] = prefix + strconv.Itoa(i+1)
+		items = append(items, it)
+	}
+	return items, nil
+}
+
 // Pop implements crawl.Frontier: the item is leased to this Crawl until
 // Done.
 func (c *Crawl) Pop(ctx context.Context) (crawl.Item, bool, error) {
@@ -772,3 +819,4 @@ var _ crawl.Shared = (*Crawl)(nil)
 var _ crawl.Politeness = (*Crawl)(nil)
 var _ crawl.SeenBatch = (*Crawl)(nil)
 var _ crawl.SeenQueue = (*Crawl)(nil)
+var _ crawl.BatchPopper = (*Crawl)(nil)

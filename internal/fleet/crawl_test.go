@@ -523,3 +523,44 @@ func TestCrawlHostSlotRenewed(t *testing.T) {
 		t.Fatalf("after release = %q, %v", tok, err)
 	}
 }
+
+// PopN takes several items in order, each leased as Pop leases one: a dead
+// replica's batch comes back when its leases lapse.
+func TestCrawlPopN(t *testing.T) {
+	f := open(t)
+	ctx := t.Context()
+	a := f.Crawl("job", 300*time.Millisecond)
+	b := newCrawl(t, f, "job", 300*time.Millisecond)
+	in := items(5)
+	if _, err := a.Push(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	first, err := a.PopN(ctx, 3)
+	if err != nil || fmt.Sprint(first) != fmt.Sprint(in[:3]) {
+		t.Fatalf("PopN(3) = %v, %v; want %v", first, err, in[:3])
+	}
+	rest, err := b.PopN(ctx, 10)
+	if err != nil || fmt.Sprint(rest) != fmt.Sprint(in[3:]) {
+		t.Fatalf("PopN(10) = %v, %v; want %v", rest, err, in[3:])
+	}
+	if none, err := b.PopN(ctx, 10); err != nil || len(none) != 0 {
+		t.Fatalf("PopN on an empty frontier = %v, %v", none, err)
+	}
+	a.Abandon()
+	time.Sleep(400 * time.Millisecond)
+	back, err := b.PopN(ctx, 10)
+	if err != nil || len(back) != 3 {
+		t.Fatalf("after a's leases lapsed, PopN = %v, %v; want its 3 items", back, err)
+	}
+	for _, it := range append(back, rest...) {
+		if err := b.Done(ctx, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Seeded(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if idle, err := b.Idle(ctx); err != nil || !idle {
+		t.Fatalf("Idle() = %v, %v; want true", idle, err)
+	}
+}
