@@ -182,6 +182,47 @@ func TestHelperProcess(t *testing.T) {
 	os.Exit(0)
 }
 
+// child is this test binary run again as a helper process (the test
+// function run, switched on by env), for a test to kill.
+type child struct {
+	cmd    *exec.Cmd
+	stdout io.Reader
+	killed bool
+}
+
+// startChild starts a child whose standard error goes to stderr; it is
+// killed and waited for when the test ends.
+func startChild(t *testing.T, run, env string, stderr io.Writer) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+run+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env)
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, stdout: stdout}
+	t.Cleanup(func() {
+		if !c.killed {
+			cmd.Process.Kill()
+		}
+		cmd.Wait()
+	})
+	return c
+}
+
+// kill9 kills the child with SIGKILL.
+func (c *child) kill9(t *testing.T) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c.killed = true
+}
+
 type ack struct {
 	id   string
 	mono time.Duration
@@ -195,23 +236,8 @@ func TestAuditKill9(t *testing.T) {
 		t.Skip("starts a child process for 1.5 s")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), helperEnv+"="+dir)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
+	child := startChild(t, "TestHelperProcess", helperEnv+"="+dir, os.Stderr)
+	stdout := child.stdout
 
 	var mu sync.Mutex
 	var acks []ack
@@ -248,14 +274,11 @@ func TestAuditKill9(t *testing.T) {
 	}
 	time.Sleep(1500 * time.Millisecond)
 	killAt := monoNow()
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed = true
+	child.kill9(t)
 	if err := <-readDone; err != nil {
 		t.Fatal(err)
 	}
-	cmd.Wait()
+	child.cmd.Wait()
 
 	e := newEngine(t, engine.Config{DataDir: dir, DefaultTenant: "t", Tenants: map[string]engine.TenantConfig{"t": {}}})
 	persisted := map[string]bool{}

@@ -296,8 +296,10 @@ func (e *Engine) joinCrawlJob(ctx context.Context, id string) bool {
 	if reason, err := c.Stopped(ctx); err != nil || reason != "" {
 		return err == nil
 	}
-	if seeded, err := c.IsSeeded(ctx); err != nil || !seeded {
-		return false // the starter is still queueing the seed (or died doing it)
+	// Join only once the seed is queued: a job whose starter died before
+	// that then ends (its lease lapses) instead of being worked forever.
+	if st, err := c.Stats(ctx); err != nil || !st.Seeded {
+		return false
 	}
 	var meta fleetJobMeta
 	if err := c.GetMeta(ctx, &meta); err != nil {

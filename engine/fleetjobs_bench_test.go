@@ -9,6 +9,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
 	"github.com/airlockhq/airlock/internal/crawl"
+	"github.com/airlockhq/airlock/internal/crawl/crawltest"
 	"github.com/airlockhq/airlock/internal/fleet/fleettest"
 )
 
@@ -45,7 +46,7 @@ func BenchmarkFleetCrawlJob(b *testing.B) {
 				b.Cleanup(func() { e.Close(context.Background()) })
 				es[i] = e
 			}
-			site := newTreeSite(b, pages, 0)
+			site := crawltest.NewTreeSite(b, pages, "", 0)
 			p := airlock.Principal{Tenant: "acme"}
 			var total, elapsed float64
 			for b.Loop() {

@@ -4,20 +4,16 @@ import (
 	"bufio"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
 	"github.com/airlockhq/airlock/internal/crawl"
+	"github.com/airlockhq/airlock/internal/crawl/crawltest"
 	"github.com/airlockhq/airlock/internal/fleet/fleettest"
 )
 
@@ -36,65 +32,6 @@ func fleetCrawlConfig(redisURL string) engine.Config {
 			"acme": {Profile: "posix", Exceptions: []string{"127.0.0.1"}},
 		},
 	}
-}
-
-// treeSite serves pages /p0 to /p{n-1}; page i links to 2i+1 and 2i+2, so
-// that every page is reachable from /p0. hits counts requests per path.
-type treeSite struct {
-	*httptest.Server
-	mu   sync.Mutex
-	hits map[string]int
-}
-
-func newTreeSite(t testing.TB, n int, delay time.Duration) *treeSite {
-	s := &treeSite{hits: map[string]int{}}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.hits[r.URL.Path]++
-		s.mu.Unlock()
-		i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/p"))
-		if err != nil || i >= n {
-			http.NotFound(w, r)
-			return
-		}
-		time.Sleep(delay)
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, "<html><head><title>Page %d</title></head><body><main><h1>Page %d</h1><p>This is page number %d of the tree.</p>", i, i, i)
-		for _, c := range []int{2*i + 1, 2*i + 2} {
-			if c < n {
-				fmt.Fprintf(w, `<a href="/p%d">page %d</a> `, c, c)
-			}
-		}
-		fmt.Fprint(w, "</main></body></html>")
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-// pageHits returns how many page paths were requested, and how many
-// requests beyond one each they got.
-func (s *treeSite) pageHits() (paths, extra int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for p, n := range s.hits {
-		if strings.HasPrefix(p, "/p") {
-			paths++
-			extra += n - 1
-		}
-	}
-	return paths, extra
-}
-
-func (s *treeSite) total() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for p, c := range s.hits {
-		if strings.HasPrefix(p, "/p") {
-			n += c
-		}
-	}
-	return n
 }
 
 // waitFleetJob waits for a crawl job to finish, read on e.
@@ -169,7 +106,7 @@ func TestFleetCrawlJobShared(t *testing.T) {
 	for i := range es {
 		es[i] = newEngine(t, fleetCrawlConfig(srv.URL(0)))
 	}
-	site := newTreeSite(t, pages, 2*time.Millisecond)
+	site := crawltest.NewTreeSite(t, pages, "", 2*time.Millisecond)
 	p := airlock.Principal{Tenant: "acme"}
 	job, err := es[0].StartCrawlJob(testCtx(t), p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: pages, Depth: crawl.Unlimited,
 		Concurrency: 4, PerHostConcurrency: 4})
@@ -184,7 +121,7 @@ func TestFleetCrawlJobShared(t *testing.T) {
 	if len(urls) != pages || total != pages {
 		t.Fatalf("%d pages stored, %d distinct; want %d once each", total, len(urls), pages)
 	}
-	paths, extra := site.pageHits()
+	paths, _, extra := site.PageHits()
 	if paths != pages || extra != 0 {
 		t.Fatalf("%d pages requested, %d requested again; want %d once each", paths, extra, pages)
 	}
@@ -198,13 +135,13 @@ func TestFleetCrawlJobShared(t *testing.T) {
 func TestFleetCrawlJobCancel(t *testing.T) {
 	srv := fleettest.Start(t)
 	es := []*engine.Engine{newEngine(t, fleetCrawlConfig(srv.URL(0))), newEngine(t, fleetCrawlConfig(srv.URL(0)))}
-	site := newTreeSite(t, 100000, 20*time.Millisecond)
+	site := crawltest.NewTreeSite(t, 100000, "", 20*time.Millisecond)
 	p := airlock.Principal{Tenant: "acme"}
 	job, err := es[0].StartCrawlJob(testCtx(t), p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 5000, Depth: crawl.Unlimited, Concurrency: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for site.total() < 20 {
+	for site.Requests() < 20 {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if err := es[1].CancelCrawlJob(testCtx(t), p, job.ID); err != nil {
@@ -214,9 +151,9 @@ func TestFleetCrawlJobCancel(t *testing.T) {
 	if done.State != airlock.JobCancelled {
 		t.Fatalf("state %s, want cancelled", done.State)
 	}
-	n := site.total()
+	n := site.Requests()
 	time.Sleep(300 * time.Millisecond)
-	if m := site.total(); m != n {
+	if m := site.Requests(); m != n {
 		t.Fatalf("%d requests after the job was cancelled", m-n)
 	}
 }
@@ -245,41 +182,13 @@ func TestFleetCrawlJobSurvivesKill(t *testing.T) {
 	const pages = 2000
 	const childConcurrency = 4
 	srv := fleettest.Start(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFleetReplicaProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), replicaEnv+"="+srv.URL(0))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	t.Cleanup(func() {
-		if !killed {
-			cmd.Process.Kill()
-		}
-		cmd.Wait()
-	})
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
+	joined := &logWatch{want: "crawl job joined", seen: make(chan struct{})}
+	child := startChild(t, "TestFleetReplicaProcess", replicaEnv+"="+srv.URL(0), joined)
+	if line, err := bufio.NewReader(child.stdout).ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("child: %q, %v", line, err)
 	}
-	joined := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		once := sync.Once{}
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "crawl job joined") {
-				once.Do(func() { close(joined) })
-			}
-		}
-	}()
 	es := []*engine.Engine{newEngine(t, fleetCrawlConfig(srv.URL(0))), newEngine(t, fleetCrawlConfig(srv.URL(0)))}
-	site := newTreeSite(t, pages, 5*time.Millisecond)
+	site := crawltest.NewTreeSite(t, pages, "", 5*time.Millisecond)
 	p := airlock.Principal{Tenant: "acme"}
 	job, err := es[0].StartCrawlJob(testCtx(t), p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: pages, Depth: crawl.Unlimited,
 		Concurrency: childConcurrency, PerHostConcurrency: childConcurrency})
@@ -287,20 +196,17 @@ func TestFleetCrawlJobSurvivesKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-joined:
+	case <-joined.seen:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the child replica did not join the job")
 	}
 	// Let the child work a while, then kill it in the middle of fetches.
-	start := site.total()
-	for site.total() < start+200 {
+	start := site.Requests()
+	for site.Requests() < start+200 {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed = true
-	t.Logf("child killed after %d page requests", site.total())
+	child.kill9(t)
+	t.Logf("child killed after %d page requests", site.Requests())
 
 	done := waitFleetJob(t, es[1], job.ID, 2*time.Minute)
 	if done.State != airlock.JobDone {
@@ -310,7 +216,7 @@ func TestFleetCrawlJobSurvivesKill(t *testing.T) {
 	if len(urls) != pages {
 		t.Fatalf("%d distinct pages stored; want all %d (none lost)", len(urls), pages)
 	}
-	paths, extra := site.pageHits()
+	paths, _, extra := site.PageHits()
 	if paths != pages {
 		t.Fatalf("%d pages requested, want %d", paths, pages)
 	}
@@ -330,7 +236,7 @@ func TestFleetCrawlJobRevoked(t *testing.T) {
 		joins[i] = &logWatch{want: "crawl job joined", seen: make(chan struct{})}
 		es[i] = newEngine(t, fleetCrawlConfig(srv.URL(0)), engine.WithLogger(slog.New(slog.NewTextHandler(joins[i], nil))))
 	}
-	site := newTreeSite(t, 100000, 10*time.Millisecond)
+	site := crawltest.NewTreeSite(t, 100000, "", 10*time.Millisecond)
 	p := airlock.Principal{Tenant: "acme"}
 	job, err := es[0].StartCrawlJob(testCtx(t), p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 5000, Depth: crawl.Unlimited, Concurrency: 2, PerHostConcurrency: 6})
 	if err != nil {
@@ -348,9 +254,9 @@ func TestFleetCrawlJobRevoked(t *testing.T) {
 	}
 	// The site goes quiet at once on all three replicas.
 	time.Sleep(200 * time.Millisecond)
-	n := site.total()
+	n := site.Requests()
 	time.Sleep(500 * time.Millisecond)
-	if m := site.total(); m != n {
+	if m := site.Requests(); m != n {
 		t.Fatalf("%d requests 200 ms after the revocation", m-n)
 	}
 	// A revoked tenant cannot read its jobs: lift the revocation to look.

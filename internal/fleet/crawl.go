@@ -336,18 +336,6 @@ func (c *Crawl) AddAndPush(ctx context.Context, keys []string, items []crawl.Ite
 	return out, nil
 }
 
-// IsSeeded reports whether the run that started the crawl has queued its
-// seed (Seeded): a replica joins only then, so that a crawl whose starter
-// died before seeding it ends (its job's lease lapses) instead of being
-// worked forever.
-func (c *Crawl) IsSeeded(ctx context.Context) (bool, error) {
-	n, err := c.f.rdb.Exists(ctx, c.key("seeded")).Result()
-	if err != nil {
-		return false, unavailable("crawl state", err)
-	}
-	return n == 1, nil
-}
-
 // Seeded implements crawl.Shared.
 func (c *Crawl) Seeded(ctx context.Context) error {
 	if err := c.f.rdb.Set(ctx, c.key("seeded"), "1", 0).Err(); err != nil {
@@ -358,18 +346,8 @@ func (c *Crawl) Seeded(ctx context.Context) error {
 
 // Idle implements crawl.Shared.
 func (c *Crawl) Idle(ctx context.Context) (bool, error) {
-	var seeded *redis.IntCmd
-	var waiting, leased *redis.IntCmd
-	_, err := c.f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		seeded = p.Exists(ctx, c.key("seeded"))
-		waiting = p.LLen(ctx, c.key("queue"))
-		leased = p.ZCard(ctx, c.key("leases"))
-		return nil
-	})
-	if err != nil {
-		return false, unavailable("crawl state", err)
-	}
-	return seeded.Val() == 1 && waiting.Val() == 0 && leased.Val() == 0, nil
+	st, err := c.Stats(ctx)
+	return st.Seeded && st.Waiting == 0 && st.Leased == 0, err
 }
 
 // reserveScript takes a page slot. KEYS: slots, stats. ARGV: max, token,
@@ -606,16 +584,18 @@ func (c *Crawl) Abandon() {
 
 // CrawlStats are a shared crawl's counters, for progress.
 type CrawlStats struct {
-	Done, OK, Failed int // page fetches finished, successful, failed
-	Waiting, Leased  int // URLs in the frontier and being fetched
+	Seeded           bool // the starter has queued the seed (Seeded)
+	Done, OK, Failed int  // page fetches finished, successful, failed
+	Waiting, Leased  int  // URLs in the frontier and being fetched
 }
 
 // Stats reads the crawl's counters.
 func (c *Crawl) Stats(ctx context.Context) (CrawlStats, error) {
 	var stats *redis.MapStringStringCmd
-	var waiting, leased *redis.IntCmd
+	var seeded, waiting, leased *redis.IntCmd
 	_, err := c.f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		stats = p.HGetAll(ctx, c.key("stats"))
+		seeded = p.Exists(ctx, c.key("seeded"))
 		waiting = p.LLen(ctx, c.key("queue"))
 		leased = p.ZCard(ctx, c.key("leases"))
 		return nil
@@ -625,7 +605,7 @@ func (c *Crawl) Stats(ctx context.Context) (CrawlStats, error) {
 	}
 	m := stats.Val()
 	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
-	return CrawlStats{Done: atoi(m["done"]), OK: atoi(m["ok"]), Failed: atoi(m["failed"]),
+	return CrawlStats{Seeded: seeded.Val() == 1, Done: atoi(m["done"]), OK: atoi(m["ok"]), Failed: atoi(m["failed"]),
 		Waiting: int(waiting.Val()), Leased: int(leased.Val())}, nil
 }
 

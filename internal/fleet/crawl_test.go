@@ -3,9 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,23 +23,15 @@ func newCrawl(t *testing.T, f *Fleet, id string, lease time.Duration) *Crawl {
 }
 
 func TestCrawlFrontierConformance(t *testing.T) {
-	f := open(t)
-	n := 0
-	crawltest.TestFrontier(t, func(t *testing.T) crawl.Frontier {
-		n++
-		return newCrawl(t, f, "c"+strconv.Itoa(n), 0)
-	})
+	next := fresh(t)
+	crawltest.TestFrontier(t, func(t *testing.T) crawl.Frontier { return newCrawl(t, next(), "job", 0) })
 }
 
 func TestCrawlSeenConformance(t *testing.T) {
-	f := open(t)
-	n := 0
-	crawltest.TestSeen(t, func(t *testing.T) crawl.Seen {
-		n++
-		return newCrawl(t, f, "s"+strconv.Itoa(n), 0)
-	})
+	next := fresh(t)
+	crawltest.TestSeen(t, func(t *testing.T) crawl.Seen { return newCrawl(t, next(), "job", 0) })
 	// The batch form agrees, a key repeated in one batch included.
-	c := newCrawl(t, f, "batch", 0)
+	c := newCrawl(t, next(), "batch", 0)
 	if _, err := c.Add(t.Context(), "http://a.test/1"); err != nil {
 		t.Fatal(err)
 	}
@@ -181,57 +171,6 @@ func TestCrawlPageSlots(t *testing.T) {
 	}
 }
 
-// treeSite serves pages 0..n-1; page i links to 2i+1 and 2i+2, so every
-// page is reachable from page 0. hits counts the requests per path.
-type treeSite struct {
-	*httptest.Server
-	mu   sync.Mutex
-	hits map[string]int
-}
-
-func newTreeSite(t *testing.T, n int) *treeSite {
-	s := &treeSite{hits: map[string]int{}}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.hits[r.URL.Path]++
-		s.mu.Unlock()
-		i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/p"))
-		if err != nil || i >= n {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, "<title>page %d</title><p>page %d</p>", i, i)
-		for _, c := range []int{2*i + 1, 2*i + 2} {
-			if c < n {
-				fmt.Fprintf(w, `<a href="/p%d">%d</a>`, c, c)
-			}
-		}
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-// loopbackDoer fetches over a plain client: test code may dial loopback.
-type loopbackDoer struct{ c *http.Client }
-
-func (d loopbackDoer) Do(ctx context.Context, req *airlock.HTTPRequest) (*airlock.HTTPResponse, error) {
-	hr, err := http.NewRequestWithContext(ctx, "GET", req.URL, nil)
-	if err != nil {
-		return nil, err
-	}
-	res, err := d.c.Do(hr)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		return nil, err
-	}
-	return &airlock.HTTPResponse{Status: res.StatusCode, Header: res.Header, Body: body, URL: req.URL}, nil
-}
-
 func linksPage(_ context.Context, resp *airlock.HTTPResponse, _ string) (crawl.Extracted, error) {
 	var links []string
 	for _, part := range strings.Split(string(resp.Body), `href="`)[1:] {
@@ -240,53 +179,55 @@ func linksPage(_ context.Context, resp *airlock.HTTPResponse, _ string) (crawl.E
 	return crawl.Extracted{Page: &airlock.Page{URL: resp.URL}, Links: links}, nil
 }
 
-// Three runs (three replicas) work one crawl of 2,000 pages: every page
-// is fetched and emitted exactly once, and each run does a share.
-func TestSharedCrawlExactlyOnce(t *testing.T) {
-	const pages = 2000
-	f := open(t)
-	site := newTreeSite(t, pages)
-	client := site.Client()
-	client.Transport.(*http.Transport).MaxIdleConnsPerHost = 32
-	req := airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 5000, Depth: crawl.Unlimited, Concurrency: 4, PerHostConcurrency: 4, IgnoreRobots: true}
+// runShared runs req as runs crawl.Runs (replicas) sharing one Crawl of
+// f, the first seeding it, and returns how often each URL was emitted and
+// how many pages each run emitted.
+func runShared(t *testing.T, f *Fleet, runs int, req airlock.CrawlRequest, client *http.Client) (map[string]int, []int) {
 	var mu sync.Mutex
 	emitted := map[string]int{}
-	perRun := make([]int, 3)
+	perRun := make([]int, runs)
 	var wg sync.WaitGroup
-	errs := make([]error, 3)
-	for i := range 3 {
+	for i := range runs {
 		c := newCrawl(t, f, "job", 0)
 		wg.Go(func() {
-			cfg := crawl.Config{Doer: loopbackDoer{client}, Page: linksPage, Shared: c, Join: i > 0}
-			_, errs[i] = crawl.Run(t.Context(), cfg, req, func(p *airlock.Page) error {
+			cfg := crawl.Config{Doer: crawltest.ClientDoer{Client: client}, Page: linksPage, Shared: c, Join: i > 0}
+			if _, err := crawl.Run(t.Context(), cfg, req, func(p *airlock.Page) error {
 				mu.Lock()
 				emitted[p.URL]++
 				perRun[i]++
 				mu.Unlock()
 				return nil
-			}, nil)
+			}, nil); err != nil {
+				t.Errorf("run %d: %v", i, err)
+			}
 		})
 	}
 	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("run %d: %v", i, err)
-		}
+	return emitted, perRun
+}
+
+func sum(ns []int) int {
+	total := 0
+	for _, n := range ns {
+		total += n
 	}
-	if len(emitted) != pages {
-		t.Fatalf("%d distinct pages emitted, want %d", len(emitted), pages)
+	return total
+}
+
+// Three runs (three replicas) work one crawl of 2,000 pages: every page
+// is fetched and emitted exactly once, and each run does a share.
+func TestSharedCrawlExactlyOnce(t *testing.T) {
+	const pages = 2000
+	site := crawltest.NewTreeSite(t, pages, "", 0)
+	client := site.Client()
+	client.Transport.(*http.Transport).MaxIdleConnsPerHost = 32
+	req := airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 5000, Depth: crawl.Unlimited, Concurrency: 4, PerHostConcurrency: 4, IgnoreRobots: true}
+	emitted, perRun := runShared(t, open(t), 3, req, client)
+	if len(emitted) != pages || sum(perRun) != pages {
+		t.Fatalf("%d pages emitted, %d distinct; want %d once each", sum(perRun), len(emitted), pages)
 	}
-	site.mu.Lock()
-	defer site.mu.Unlock()
-	for p, n := range site.hits {
-		if n != 1 {
-			t.Errorf("%s fetched %d times", p, n)
-		}
-	}
-	for u, n := range emitted {
-		if n != 1 {
-			t.Errorf("%s emitted %d times", u, n)
-		}
+	if fetched, _, extra := site.PageHits(); fetched != pages || extra != 0 {
+		t.Fatalf("%d pages fetched, %d fetched again; want %d once each", fetched, extra, pages)
 	}
 	t.Logf("pages per run: %v", perRun)
 	for i, n := range perRun {
@@ -298,96 +239,11 @@ func TestSharedCrawlExactlyOnce(t *testing.T) {
 
 // The page limit holds across the runs.
 func TestSharedCrawlPageLimit(t *testing.T) {
-	f := open(t)
-	site := newTreeSite(t, 500)
+	site := crawltest.NewTreeSite(t, 500, "", 0)
 	req := airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 37, Depth: crawl.Unlimited, Concurrency: 4, PerHostConcurrency: 4, IgnoreRobots: true}
-	var mu sync.Mutex
-	total := 0
-	var wg sync.WaitGroup
-	for i := range 3 {
-		c := newCrawl(t, f, "job", 0)
-		wg.Go(func() {
-			cfg := crawl.Config{Doer: loopbackDoer{site.Client()}, Page: linksPage, Shared: c, Join: i > 0}
-			if _, err := crawl.Run(t.Context(), cfg, req, func(*airlock.Page) error {
-				mu.Lock()
-				total++
-				mu.Unlock()
-				return nil
-			}, nil); err != nil {
-				t.Error(err)
-			}
-		})
+	if _, perRun := runShared(t, open(t), 3, req, site.Client()); sum(perRun) != 37 {
+		t.Fatalf("%d pages emitted by three runs, want the limit of 37", sum(perRun))
 	}
-	wg.Wait()
-	if total != 37 {
-		t.Fatalf("%d pages emitted by three runs, want the limit of 37", total)
-	}
-}
-
-// politeSite serves a tree of pages with a robots.txt, and records the
-// requests in flight at once and the start of each page request.
-type politeSite struct {
-	*httptest.Server
-	mu          sync.Mutex
-	robots      int
-	inflight    int
-	maxInflight int
-	starts      []time.Time
-}
-
-func newPoliteSite(t *testing.T, n int, robots string, hold time.Duration) *politeSite {
-	s := &politeSite{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/robots.txt" {
-			s.mu.Lock()
-			s.robots++
-			s.mu.Unlock()
-			fmt.Fprint(w, robots)
-			return
-		}
-		s.mu.Lock()
-		s.inflight++
-		s.maxInflight = max(s.maxInflight, s.inflight)
-		s.starts = append(s.starts, time.Now())
-		s.mu.Unlock()
-		defer func() {
-			s.mu.Lock()
-			s.inflight--
-			s.mu.Unlock()
-		}()
-		time.Sleep(hold)
-		i, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/p"))
-		w.Header().Set("Content-Type", "text/html")
-		for _, c := range []int{2*i + 1, 2*i + 2} {
-			if c < n {
-				fmt.Fprintf(w, `<a href="/p%d">%d</a>`, c, c)
-			}
-		}
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func runShared(t *testing.T, f *Fleet, runs int, req airlock.CrawlRequest, client *http.Client) int {
-	var mu sync.Mutex
-	total := 0
-	var wg sync.WaitGroup
-	for i := range runs {
-		c := newCrawl(t, f, "job", 0)
-		wg.Go(func() {
-			cfg := crawl.Config{Doer: loopbackDoer{client}, Page: linksPage, Shared: c, Join: i > 0}
-			if _, err := crawl.Run(t.Context(), cfg, req, func(*airlock.Page) error {
-				mu.Lock()
-				total++
-				mu.Unlock()
-				return nil
-			}, nil); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	return total
 }
 
 // Per-origin politeness holds for three runs together: at most the
@@ -395,24 +251,25 @@ func runShared(t *testing.T, f *Fleet, runs int, req airlock.CrawlRequest, clien
 // Crawl-delay between any two requests.
 func TestSharedCrawlPoliteness(t *testing.T) {
 	t.Run("concurrency and robots", func(t *testing.T) {
-		site := newPoliteSite(t, 200, "User-agent: *\nDisallow: /private\n", 3*time.Millisecond)
+		site := crawltest.NewTreeSite(t, 200, "User-agent: *\nDisallow: /private\n", 3*time.Millisecond)
 		req := airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 1000, Depth: crawl.Unlimited, Concurrency: 4, PerHostConcurrency: 2}
-		if n := runShared(t, open(t), 3, req, site.Client()); n != 200 {
-			t.Fatalf("%d pages, want 200", n)
+		if _, perRun := runShared(t, open(t), 3, req, site.Client()); sum(perRun) != 200 {
+			t.Fatalf("%d pages, want 200", sum(perRun))
 		}
-		if site.maxInflight > 2 || site.robots != 1 {
-			t.Fatalf("%d requests at once, robots.txt fetched %d times; want at most 2 and once", site.maxInflight, site.robots)
+		if n, robots := site.MaxInflight(), site.Hits("/robots.txt"); n > 2 || robots != 1 {
+			t.Fatalf("%d requests at once, robots.txt fetched %d times; want at most 2 and once", n, robots)
 		}
-		t.Logf("three runs × 4 workers, per-host 2: at most %d requests at once", site.maxInflight)
+		t.Logf("three runs × 4 workers, per-host 2: at most %d requests at once", site.MaxInflight())
 	})
 	t.Run("crawl-delay", func(t *testing.T) {
-		site := newPoliteSite(t, 12, "User-agent: *\nCrawl-delay: 0.1\n", 0)
+		site := crawltest.NewTreeSite(t, 12, "User-agent: *\nCrawl-delay: 0.1\n", 0)
 		req := airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 100, Depth: crawl.Unlimited, Concurrency: 4}
-		if n := runShared(t, open(t), 3, req, site.Client()); n != 12 {
-			t.Fatalf("%d pages, want 12", n)
+		if _, perRun := runShared(t, open(t), 3, req, site.Client()); sum(perRun) != 12 {
+			t.Fatalf("%d pages, want 12", sum(perRun))
 		}
-		for i := 1; i < len(site.starts); i++ {
-			if gap := site.starts[i].Sub(site.starts[i-1]); gap < 90*time.Millisecond {
+		starts := site.Starts()
+		for i := 1; i < len(starts); i++ {
+			if gap := starts[i].Sub(starts[i-1]); gap < 90*time.Millisecond {
 				t.Fatalf("requests %d and %d %v apart, under the Crawl-delay of 100ms", i-1, i, gap)
 			}
 		}

@@ -78,24 +78,28 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
+// fresh returns a function that gives the test's fleet under a prefix of
+// its own at each call: an empty store for each subtest of a conformance
+// suite.
+func fresh(t *testing.T) func() *Fleet {
+	f := open(t)
+	n := 0
+	return func() *Fleet {
+		n++
+		return f.WithPrefix(f.prefix + strconv.Itoa(n) + ":")
+	}
+}
+
 // The limiter has the local limiter's semantics: the same conformance
 // suite.
 func TestLimiterConformance(t *testing.T) {
-	f := open(t)
-	n := 0
-	gatetest.RunLimiter(t, func(*testing.T) gate.RateLimiter {
-		n++
-		return f.WithPrefix(f.prefix + strconv.Itoa(n) + ":").Limiter()
-	})
+	next := fresh(t)
+	gatetest.RunLimiter(t, func(*testing.T) gate.RateLimiter { return next().Limiter() })
 }
 
 func TestPinsConformance(t *testing.T) {
-	f := open(t)
-	n := 0
-	egresstest.RunPins(t, func(*testing.T) egresstest.PinStore {
-		n++
-		return f.WithPrefix(f.prefix + strconv.Itoa(n) + ":").Pins()
-	})
+	next := fresh(t)
+	egresstest.RunPins(t, func(*testing.T) egresstest.PinStore { return next().Pins() })
 }
 
 // Two clients (two replicas) share one bucket.

@@ -1,6 +1,8 @@
 // Package crawltest is the conformance suite for implementations of
-// crawl.Frontier and crawl.Seen: the in-memory ones and the shared store's
-// run the same tests.
+// crawl.Frontier and crawl.Seen (the in-memory ones and the shared store's
+// run the same tests), and what crawl tests share: a local site whose
+// counts show a page lost or fetched twice (TreeSite), and a Doer over a
+// plain client (ClientDoer).
 package crawltest
 
 import (

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/internal/crawl"
+	"github.com/airlockhq/airlock/internal/crawl/crawltest"
 	"github.com/airlockhq/airlock/internal/extract"
 	"github.com/airlockhq/airlock/internal/provider/native"
 )
@@ -343,21 +343,5 @@ func (d *loopbackDoer) Do(ctx context.Context, req *airlock.HTTPRequest) (*airlo
 	if !strings.HasPrefix(req.URL, d.srv.URL+"/") {
 		return nil, fmt.Errorf("loopbackDoer: refused %s: only %s is reachable", req.URL, d.srv.URL)
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, req.URL, nil)
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range req.Header {
-		hr.Header[k] = v
-	}
-	res, err := d.c.Do(hr)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		return nil, err
-	}
-	return &airlock.HTTPResponse{Status: res.StatusCode, Header: res.Header, Body: body, URL: res.Request.URL.String(), Proto: res.Proto}, nil
+	return crawltest.ClientDoer{Client: d.c}.Do(ctx, req)
 }
