@@ -464,7 +464,7 @@ func (r *run) loop() {
 // frontier had nothing left; wake is when a parked item's host will take a
 // request (zero: none is waiting for time).
 func (r *run) fill(now time.Time) (empty bool, wake time.Time) {
-	for r.inflight < r.opt.concurrency && r.stopErr == nil && !r.limit.Load() &&
+	for r.inflight < r.opt.concurrency && r.stopErr == nil &&
 		(r.shared != nil || r.okPages+r.inflightPages < r.opt.maxPages) {
 		h, w := r.readyHost(now)
 		if h != nil {
@@ -487,30 +487,17 @@ func (r *run) fill(now time.Time) (empty bool, wake time.Time) {
 		if r.parked >= r.maxParked {
 			return false, wake
 		}
-		if bp, ok := r.frontier.(BatchPopper); ok {
-			// One round trip for several items of a shared frontier.
-			items, err := bp.PopN(r.ctx, min(r.maxParked-r.parked, maxPopBatch))
-			if err != nil {
-				r.stopStore(err)
-				return false, time.Time{}
-			}
-			if len(items) == 0 {
-				return true, wake
-			}
-			for _, it := range items {
-				r.park(it, now)
-			}
-			continue
-		}
-		it, ok, err := r.frontier.Pop(r.ctx)
+		items, err := r.pop(r.maxParked - r.parked)
 		if err != nil {
 			r.stopStore(err)
 			return false, time.Time{}
 		}
-		if !ok {
+		if len(items) == 0 {
 			return true, wake
 		}
-		r.park(it, now)
+		for _, it := range items {
+			r.park(it, now)
+		}
 	}
 	return false, wake
 }
@@ -638,6 +625,19 @@ func (r *run) dispatch(h *host, it Item, now time.Time) bool {
 
 // maxPopBatch bounds the items a run takes at once from a BatchPopper.
 const maxPopBatch = 8
+
+// pop takes the oldest items of the frontier, up to room: several in one
+// call from a BatchPopper, else one. None: the frontier is empty now.
+func (r *run) pop(room int) ([]Item, error) {
+	if bp, ok := r.frontier.(BatchPopper); ok {
+		return bp.PopN(r.ctx, min(room, maxPopBatch))
+	}
+	it, ok, err := r.frontier.Pop(r.ctx)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return []Item{it}, nil
+}
 
 // sharedPoll is how often a run of a shared crawl looks again at an empty
 // frontier, or for a page slot.
@@ -1186,12 +1186,8 @@ func (r *run) enqueue(base *url.URL, links []string, depth int) error {
 	return nil
 }
 
-// addSeen adds keys to the seen set, in one call when it takes batches,
-// and reports which were new.
+// addSeen adds keys to the seen set and reports which were new.
 func (r *run) addSeen(keys []string) ([]bool, error) {
-	if b, ok := r.seen.(SeenBatch); ok && len(keys) > 1 {
-		return b.AddAll(r.ctx, keys)
-	}
 	added := make([]bool, len(keys))
 	for i, k := range keys {
 		var err error

@@ -78,15 +78,6 @@ type Shared interface {
 	Settle(ctx context.Context, it Item, fetched bool, max int) (reached bool, err error)
 }
 
-// SeenBatch is a Seen that adds many keys in one call (one round trip to
-// a shared store); Run uses it for the links of a page.
-type SeenBatch interface {
-	Seen
-	// AddAll adds keys and reports, for each, whether it was new; a key
-	// repeated in keys is new at most once.
-	AddAll(ctx context.Context, keys []string) ([]bool, error)
-}
-
 // Politeness is a Shared state that makes per-origin politeness hold for
 // all the runs of a crawl together: request slots per origin, the
 // Crawl-delay between any two requests to it, and one robots.txt fetch

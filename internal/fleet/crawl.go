@@ -280,25 +280,6 @@ func (c *Crawl) Add(ctx context.Context, key string) (bool, error) {
 	return n == 1, nil
 }
 
-// AddAll implements crawl.SeenBatch: one round trip for all the keys.
-func (c *Crawl) AddAll(ctx context.Context, keys []string) ([]bool, error) {
-	cmds := make([]*redis.IntCmd, len(keys))
-	_, err := c.f.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, k := range keys {
-			cmds[i] = p.SAdd(ctx, c.key("seen"), seenMember(k))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, unavailable("crawl seen set", err)
-	}
-	out := make([]bool, len(keys))
-	for i, cmd := range cmds {
-		out[i] = cmd.Val() == 1
-	}
-	return out, nil
-}
-
 // addPushScript adds hashes to the seen set and queues the items of the
 // new ones. KEYS: seen, queue. ARGV: pairs of hash and item ("" for
 // none). Returns 1 or 0 per hash.
@@ -797,6 +778,5 @@ func (c *Crawl) StoreRobots(ctx context.Context, origin string, data []byte, _ t
 
 var _ crawl.Shared = (*Crawl)(nil)
 var _ crawl.Politeness = (*Crawl)(nil)
-var _ crawl.SeenBatch = (*Crawl)(nil)
 var _ crawl.SeenQueue = (*Crawl)(nil)
 var _ crawl.BatchPopper = (*Crawl)(nil)

@@ -30,14 +30,20 @@ func TestCrawlFrontierConformance(t *testing.T) {
 func TestCrawlSeenConformance(t *testing.T) {
 	next := fresh(t)
 	crawltest.TestSeen(t, func(t *testing.T) crawl.Seen { return newCrawl(t, next(), "job", 0) })
-	// The batch form agrees, a key repeated in one batch included.
+	// AddAndPush agrees, a key repeated in one call included, and queues
+	// the items of the new keys only.
 	c := newCrawl(t, next(), "batch", 0)
 	if _, err := c.Add(t.Context(), "http://a.test/1"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.AddAll(t.Context(), []string{"http://a.test/1", "http://a.test/2", "http://a.test/2", "http://a.test/3"})
+	keys := []string{"http://a.test/1", "http://a.test/2", "http://a.test/2", "http://a.test/3"}
+	its := []crawl.Item{{URL: keys[0]}, {URL: keys[1]}, {URL: keys[2]}, {}}
+	got, err := c.AddAndPush(t.Context(), keys, its)
 	if err != nil || fmt.Sprint(got) != "[false true false true]" {
-		t.Fatalf("AddAll = %v, %v", got, err)
+		t.Fatalf("AddAndPush = %v, %v", got, err)
+	}
+	if n, err := c.Len(t.Context()); err != nil || n != 1 {
+		t.Fatalf("Len() = %d, %v; want the one new item", n, err)
 	}
 }
 
@@ -321,10 +327,7 @@ func BenchmarkCrawlStateMemory(b *testing.B) {
 		c := f.Crawl("mem"+strconv.Itoa(n), 0)
 		before := usedMemory(b, f)
 		for i := 0; i < urls; i += 500 {
-			if _, err := c.AddAll(ctx, keys[i:i+500]); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := c.Push(ctx, items[i:i+500]); err != nil {
+			if _, err := c.AddAndPush(ctx, keys[i:i+500], items[i:i+500]); err != nil {
 				b.Fatal(err)
 			}
 		}
