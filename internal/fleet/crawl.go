@@ -66,9 +66,6 @@ func (f *Fleet) Crawl(id string, lease time.Duration) *Crawl {
 		stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-// Lease is how long the Crawl's leases last without renewal.
-func (c *Crawl) Lease() time.Duration { return c.lease }
-
 // renewing starts the renewal of leases and heartbeat, once; it reports
 // false on a closed Crawl.
 func (c *Crawl) renewing() bool {
@@ -148,24 +145,10 @@ func (c *Crawl) Push(ctx context.Context, items []crawl.Item) (int, error) {
 // milliseconds: leases are compared on one clock, whatever the replicas'.
 const redisNow = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) `
 
-// popScript leases the oldest lapsed lease, else the head of the queue.
-// KEYS: queue, leases. ARGV: token, lease ms. Members of leases are
-// "token item".
-var popScript = redis.NewScript(redisNow + `
-local it
-local lapsed = redis.call('ZRANGE', KEYS[2], '-inf', now, 'BYSCORE', 'LIMIT', 0, 1)
-if #lapsed > 0 then
-	redis.call('ZREM', KEYS[2], lapsed[1])
-	it = string.sub(lapsed[1], string.find(lapsed[1], ' ', 1, true) + 1)
-else
-	it = redis.call('LPOP', KEYS[1])
-	if not it then return false end
-end
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1] .. ' ' .. it)
-return it`)
-
-// popNScript is popScript for up to ARGV[3] items, with one token each
-// (ARGV[1] is a prefix the index completes). Returns the items.
+// popNScript leases up to ARGV[3] items: the oldest lapsed leases first,
+// then the head of the queue. KEYS: queue, leases. ARGV: a token prefix
+// (the item's index completes it), lease ms, n. Members of leases are
+// "token item". Returns the items.
 var popNScript = redis.NewScript(redisNow + `
 local out = {}
 local deadline = now + tonumber(ARGV[2])
@@ -214,23 +197,11 @@ func (c *Crawl) PopN(ctx context.Context, n int) ([]crawl.Item, error) {
 // Pop implements crawl.Frontier: the item is leased to this Crawl until
 // Done.
 func (c *Crawl) Pop(ctx context.Context) (crawl.Item, bool, error) {
-	token := newToken()
-	raw, err := popScript.Run(ctx, c.f.rdb, []string{c.key("queue"), c.key("leases")}, token, c.lease.Milliseconds()).Text()
-	if err == redis.Nil {
-		return crawl.Item{}, false, nil
+	items, err := c.PopN(ctx, 1)
+	if err != nil || len(items) == 0 {
+		return crawl.Item{}, false, err
 	}
-	if err != nil {
-		return crawl.Item{}, false, unavailable("crawl frontier", err)
-	}
-	it, err := decodeItem(raw)
-	if err != nil {
-		return crawl.Item{}, false, unavailable("crawl frontier", err)
-	}
-	c.renewing()
-	c.mu.Lock()
-	c.leased[raw] = token
-	c.mu.Unlock()
-	return it, true, nil
+	return items[0], true, nil
 }
 
 // Done implements crawl.Frontier: it ends the item's lease (and its page
