@@ -669,3 +669,54 @@ func TestNetworkCheckerFixtures(t *testing.T) {
 		}
 	}
 }
+
+// outsideRepo matches a path literal that climbs to the shared checkout
+// beside the repository ("../shared", or "shared" as a filepath.Join
+// element after ".." elements).
+var outsideRepo = regexp.MustCompile(`\.\./shared\b|"\.\.",\s*"shared"`)
+
+// TestNoTestReadsOutsideRepo keeps the standing rule that a fresh clone with
+// nothing beside it passes: no test reads ../shared.
+func TestNoTestReadsOutsideRepo(t *testing.T) {
+	root := moduleRoot(t)
+	shared := "sha" + "red" // split so that this file does not match itself
+	if !outsideRepo.MatchString(`filepath.Join("..", "..", "`+shared+`", "corpus")`) ||
+		!outsideRepo.MatchString(`"../`+shared+`/corpus/readability"`) {
+		t.Fatal("the pattern misses the forms it is meant to catch")
+	}
+	checked := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if p != root && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		checked++
+		for i, line := range strings.Split(string(src), "\n") {
+			code, _, _ := strings.Cut(line, "//")
+			if outsideRepo.MatchString(code) {
+				rel, _ := filepath.Rel(root, p)
+				t.Errorf("%s:%d reads outside the repository: %s", rel, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 100 {
+		t.Fatalf("checked only %d Go files", checked)
+	}
+}

@@ -73,11 +73,11 @@ func BenchmarkSnapshotTodoMVC(b *testing.B) {
 
 // BenchmarkSnapshotWikipedia: the Playwright MCP anchor is 214,911
 // characters, untruncated, for this page. The corpus is
-// $AIRLOCK_EXTRACT_CORPUS or ../shared/corpus/readability.
+// $AIRLOCK_EXTRACT_CORPUS or internal/extract/testdata/readability.
 func BenchmarkSnapshotWikipedia(b *testing.B) {
 	dir := os.Getenv("AIRLOCK_EXTRACT_CORPUS")
 	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "corpus", "readability")
+		dir = filepath.Join("..", "extract", "testdata", "readability")
 	}
 	src, err := os.ReadFile(filepath.Join(dir, "wikipedia", "source.html"))
 	if err != nil {

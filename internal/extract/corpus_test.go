@@ -18,13 +18,14 @@ import (
 // text of Readability.js's output as the truth (see its README).
 const corpusBase = "http://fakehost/test/page.html"
 
-// corpusDir is the corpus location: $AIRLOCK_EXTRACT_CORPUS, else the
-// shared checkout beside the repository.
+// corpusDir is the corpus location: $AIRLOCK_EXTRACT_CORPUS, else the copy
+// in testdata (Apache-2.0, see its README), so a fresh clone needs nothing
+// beside it.
 func corpusDir() string {
 	if d := os.Getenv("AIRLOCK_EXTRACT_CORPUS"); d != "" {
 		return d
 	}
-	return filepath.Join("..", "..", "..", "shared", "corpus", "readability")
+	return filepath.Join("testdata", "readability")
 }
 
 type corpusCase struct {
@@ -48,7 +49,7 @@ func loadCorpus(tb testing.TB) []corpusCase {
 		dir := corpusDir()
 		b, err := os.ReadFile(filepath.Join(dir, "truth.json"))
 		if err != nil {
-			corpusErr = fmt.Errorf("extraction corpus not found (%v): check out ../shared/corpus/readability beside the repository or set AIRLOCK_EXTRACT_CORPUS to a copy of Mozilla Readability's test-pages with truth.json", err)
+			corpusErr = fmt.Errorf("extraction corpus not found (%v): restore internal/extract/testdata/readability or set AIRLOCK_EXTRACT_CORPUS to a copy of Mozilla Readability's test-pages with truth.json", err)
 			return
 		}
 		var truth map[string]struct {

@@ -60,7 +60,7 @@ import (
 //     other load; with the machine idle it is the crawl waiting.
 //
 // CPU profiles label the two phases phase=serial and phase=crawl (go tool
-// pprof -tags). The corpus is $AIRLOCK_EXTRACT_CORPUS, else ../shared/corpus/readability
+// pprof -tags). The corpus is $AIRLOCK_EXTRACT_CORPUS, else internal/extract/testdata/readability
 // beside the repository.
 //
 //	go test -run '^$' -bench CrawlExtract -benchtime 2x -count 5 ./internal/crawl/extractbench/
@@ -150,7 +150,7 @@ func loadCorpus() ([][]byte, error) {
 	corpusOnce.Do(func() {
 		dir := os.Getenv("AIRLOCK_EXTRACT_CORPUS")
 		if dir == "" {
-			dir = filepath.Join("..", "..", "..", "..", "shared", "corpus", "readability")
+			dir = filepath.Join("..", "..", "extract", "testdata", "readability")
 		}
 		var files []string
 		files, corpusErr = filepath.Glob(filepath.Join(dir, "*", "source.html"))
