@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -40,23 +41,8 @@ const tokenPrincipal = "airlock_principal"
 // (another tenant's token gets 403 on it). Idle sessions close after
 // DefaultSessionIdle.
 func HTTPHandler(en *engine.Engine, opts Options) http.Handler {
-	s := NewServer(en, func(ctx context.Context) airlock.Principal {
-		p, _ := ctx.Value(callPrincipalKey{}).(airlock.Principal)
-		return p
-	}, opts)
-	// The SDK's sessions outlive the HTTP request that opened them, so the
-	// principal travels with each request's token info, not its context.
-	s.AddReceivingMiddleware(func(next sdkmcp.MethodHandler) sdkmcp.MethodHandler {
-		return func(ctx context.Context, method string, req sdkmcp.Request) (sdkmcp.Result, error) {
-			if x := req.GetExtra(); x != nil && x.TokenInfo != nil {
-				if p, ok := x.TokenInfo.Extra[tokenPrincipal].(airlock.Principal); ok {
-					ctx = context.WithValue(ctx, callPrincipalKey{}, p)
-				}
-			}
-			return next(ctx, method, req)
-		}
-	})
-	h := sdkmcp.NewStreamableHTTPHandler(func(*http.Request) *sdkmcp.Server { return s },
+	servers := &serversByGrant{en: en, opts: opts, m: map[string]*sdkmcp.Server{}}
+	h := sdkmcp.NewStreamableHTTPHandler(servers.forRequest,
 		&sdkmcp.StreamableHTTPOptions{Logger: opts.logger(), SessionTimeout: DefaultSessionIdle})
 	verified := auth.RequireBearerToken(func(ctx context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		p, ok := r.Context().Value(requestPrincipalKey{}).(airlock.Principal)
@@ -88,6 +74,59 @@ func HTTPHandler(en *engine.Engine, opts Options) http.Handler {
 		}
 		verified.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestPrincipalKey{}, p)))
 	})
+}
+
+// serversByGrant holds one server per set of granted toolsets: a session is
+// served by the server of the principal that opened it, so tools/list
+// offers a tenant only the tools its profile can call. Sessions belong to
+// their tenant (another tenant's token gets 403 on them), so the server
+// chosen at a session's start stays right for all its calls.
+type serversByGrant struct {
+	en   *engine.Engine
+	opts Options
+
+	mu sync.Mutex
+	m  map[string]*sdkmcp.Server // by the granted toolsets' capabilities
+}
+
+// forRequest is the SDK's getServer: it is called for new sessions, with
+// the request whose context holds the authenticated principal.
+func (sg *serversByGrant) forRequest(r *http.Request) *sdkmcp.Server {
+	p, ok := r.Context().Value(requestPrincipalKey{}).(airlock.Principal)
+	if !ok {
+		return nil // 400: HTTPHandler authenticates before the SDK runs
+	}
+	var key strings.Builder
+	for _, ts := range toolsets {
+		if sg.en.Grants(p, ts.capability) {
+			key.WriteString(string(ts.capability) + ",")
+		}
+	}
+	sg.mu.Lock()
+	defer sg.mu.Unlock()
+	if s, ok := sg.m[key.String()]; ok {
+		return s
+	}
+	opts := sg.opts
+	opts.Grants = func(c airlock.Capability) bool { return sg.en.Grants(p, c) }
+	s := NewServer(sg.en, func(ctx context.Context) airlock.Principal {
+		p, _ := ctx.Value(callPrincipalKey{}).(airlock.Principal)
+		return p
+	}, opts)
+	// The SDK's sessions outlive the HTTP request that opened them, so the
+	// principal travels with each request's token info, not its context.
+	s.AddReceivingMiddleware(func(next sdkmcp.MethodHandler) sdkmcp.MethodHandler {
+		return func(ctx context.Context, method string, req sdkmcp.Request) (sdkmcp.Result, error) {
+			if x := req.GetExtra(); x != nil && x.TokenInfo != nil {
+				if p, ok := x.TokenInfo.Extra[tokenPrincipal].(airlock.Principal); ok {
+					ctx = context.WithValue(ctx, callPrincipalKey{}, p)
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	sg.m[key.String()] = s
+	return s
 }
 
 // bearer returns the token of an "Authorization: Bearer <token>" header, or

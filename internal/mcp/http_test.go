@@ -200,3 +200,69 @@ func TestHTTPSessionBelongsToItsTenant(t *testing.T) {
 		resp.Body.Close()
 	}
 }
+
+// TestToolsByCapability: over streamable HTTP each tenant is offered only
+// the tools its profile can call, whatever tenant opened a session before
+// it, and over stdio likewise.
+func TestToolsByCapability(t *testing.T) {
+	tokens := map[string]string{"compute": "token-of-the-compute-tenant", "network": "token-of-the-network-tenant", "posix": "token-of-the-posix-tenant"}
+	cfg := loopback
+	cfg.DefaultTenant = "posix"
+	cfg.Tenants = map[string]engine.TenantConfig{}
+	for prof, tok := range tokens {
+		cfg.Tenants[prof] = engine.TenantConfig{Profile: prof, Tokens: []string{store.HashToken(tok)}}
+	}
+	en := newEngine(t, cfg)
+	srv := mcpServer(t, en)
+	ctx := testCtx(t)
+	names := func(cs *sdkmcp.ClientSession) (browse, browser int) {
+		t.Helper()
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range res.Tools {
+			if strings.HasPrefix(tool.Name, "browser_") {
+				browser++
+			} else {
+				browse++
+			}
+		}
+		return browse, browser
+	}
+	want := map[string][2]int{"compute": {0, 0}, "network": {3, 0}, "posix": {3, 12}}
+	// posix first, so a shared server would leak its tools to the others.
+	for _, prof := range []string{"posix", "compute", "network", "posix"} {
+		browse, browser := names(httpClient(t, srv, tokens[prof]))
+		if w := want[prof]; browse != w[0] || browser != w[1] {
+			t.Errorf("HTTP, profile %s: %d browse and %d browser tools, want %d and %d", prof, browse, browser, w[0], w[1])
+		}
+		// An unlisted tool is still refused by the engine, not run.
+		if prof == "compute" {
+			cs := httpClient(t, srv, tokens[prof])
+			res, err := cs.CallTool(ctx, &sdkmcp.CallToolParams{Name: ToolFetch, Arguments: map[string]any{"url": "http://127.0.0.1:1/"}})
+			if err == nil && !res.IsError {
+				t.Errorf("compute tenant called web_fetch: %s", text(res))
+			}
+		}
+	}
+	for _, prof := range []string{"compute", "network", "posix"} {
+		cr, sw := io.Pipe()
+		sr, cw := io.Pipe()
+		done := make(chan error, 1)
+		go func() {
+			done <- ServeStdio(ctx, en, airlock.Principal{Tenant: prof}, sr, sw, Options{})
+			sw.Close()
+		}()
+		cs, err := newClient().Connect(ctx, &sdkmcp.IOTransport{Reader: cr, Writer: cw}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		browse, browser := names(cs)
+		if w := want[prof]; browse != w[0] || browser != w[1] {
+			t.Errorf("stdio, profile %s: %d browse and %d browser tools, want %d and %d", prof, browse, browser, w[0], w[1])
+		}
+		cs.Close()
+		<-done
+	}
+}

@@ -11,9 +11,9 @@
 //	s := mcp.NewServer(en, func(context.Context) airlock.Principal { return en.Principal() }, mcp.Options{})
 //	err := s.Run(ctx, &sdkmcp.StdioTransport{})
 //
-// More tools (the browser's) are added with AddTool, on a server built by
-// NewServer, or for every server this package builds by appending to
-// toolsets from an init function in this package.
+// Tools come in toolsets, each needing one capability: a server lists only
+// the toolsets its principal's profile grants (Options.Grants), so an agent
+// is never offered a tool that would always be refused.
 package mcp
 
 import (
@@ -48,10 +48,13 @@ type Options struct {
 	// Logger receives internal errors with their detail (their public
 	// message is generic) and the SDK's own log; nil discards.
 	Logger *slog.Logger
-	// NoBrowser leaves out the browser_* tools (ServeStdio sets it when the
-	// principal's profile does not grant the browser).
-	NoBrowser bool
+	// Grants says which capabilities the server's principal has; only the
+	// toolsets whose capability it grants are listed. nil grants all
+	// (ServeStdio and HTTPHandler set it from the principal's profile).
+	Grants func(airlock.Capability) bool
 }
+
+func (o Options) grants(c airlock.Capability) bool { return o.Grants == nil || o.Grants(c) }
 
 func (o Options) logger() *slog.Logger {
 	if o.Logger == nil {
@@ -76,9 +79,18 @@ type stateKey struct{}
 // sessionKey carries the MCP session id in a request's context.
 type sessionKey struct{}
 
-// toolsets add groups of tools to a server; the browse tools are the first.
-// A later group (the browser's) appends itself from an init function.
-var toolsets = []func(s *sdkmcp.Server){addBrowseTools}
+// toolset is a group of tools that all need one capability.
+type toolset struct {
+	capability airlock.Capability
+	add        func(s *sdkmcp.Server)
+}
+
+// toolsets are every tool this package serves, by the capability each
+// needs.
+var toolsets = []toolset{
+	{airlock.CapabilityBrowse, addBrowseTools},
+	{airlock.CapabilityBrowser, addBrowserTools},
+}
 
 // NewServer builds the MCP server whose tools call en on behalf of the
 // principal that principal(ctx) returns. principal is called once per tool
@@ -101,11 +113,10 @@ func NewServer(en *engine.Engine, principal func(context.Context) airlock.Princi
 			return next(ctx, method, req)
 		}
 	})
-	for _, add := range toolsets {
-		add(s)
-	}
-	if !opts.NoBrowser {
-		addBrowserTools(s)
+	for _, ts := range toolsets {
+		if opts.grants(ts.capability) {
+			ts.add(s)
+		}
 	}
 	return s
 }
@@ -218,9 +229,7 @@ func toolError(logger *slog.Logger, err error) *sdkmcp.CallToolResult {
 // or the client goes away (in reaches EOF). It returns nil in both cases,
 // and the error of the connection otherwise. It does not close en.
 func ServeStdio(ctx context.Context, en *engine.Engine, p airlock.Principal, in io.Reader, out io.Writer, opts Options) error {
-	if !en.Grants(p, airlock.CapabilityBrowser) {
-		opts.NoBrowser = true
-	}
+	opts.Grants = func(c airlock.Capability) bool { return en.Grants(p, c) }
 	s := NewServer(en, func(context.Context) airlock.Principal { return p }, opts)
 	ss, err := s.Connect(ctx, &sdkmcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}, nil)
 	if err != nil {
