@@ -165,3 +165,61 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// export prints what restore --from reads; restore refuses to replace a
+// set that is not lost unless --force; the list format is accepted too.
+func TestRevocationsExportRestoreFile(t *testing.T) {
+	srv := fleettest.Start(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "airlock.yaml")
+	if err := os.WriteFile(cfg, []byte("state:\n  redis_url: "+srv.URL(0)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	cli := func(stdin string, args ...string) result {
+		return invoke(t, ctx, stdin, append(args, "--config", cfg, "--data-dir", filepath.Join(dir, "data")))
+	}
+	for _, s := range []string{"local/x", "other"} {
+		if r := cli("", "admin", "revoke", s, "--reason", "why "+s); r.code != 0 {
+			t.Fatalf("revoke %s: %d %s", s, r.code, r.stderr)
+		}
+	}
+	exp := cli("", "admin", "revocations", "export")
+	if exp.code != 0 || !strings.Contains(exp.stdout, `"subject": "local/x"`) || !strings.Contains(exp.stdout, `"reason": "why other"`) {
+		t.Fatalf("export: %d %s %s", exp.code, exp.stdout, exp.stderr)
+	}
+	file := filepath.Join(dir, "revocations.json")
+	if err := os.WriteFile(file, []byte(exp.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := cli("", "admin", "revocations", "restore", "--from", file); r.code == 0 || !strings.Contains(r.stderr, "--force") {
+		t.Fatalf("restore over a set that is not lost: %d %s", r.code, r.stderr)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The data directory remembers the epoch: the set is lost, no --force.
+	if r := cli("", "admin", "revocations", "restore", "--from", file, "--format", "json"); r.code != 0 || !strings.Contains(r.stdout, `"restored":["local/x","other"]`) {
+		t.Fatalf("restore --from: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := cli("", "admin", "revocations", "list"); r.code != 0 || r.stdout != "local/x\nother\n" {
+		t.Fatalf("list after the restore: %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	if r := cli("", "admin", "revocations", "export"); r.stdout != exp.stdout {
+		t.Errorf("export after the restore:\n%s\nwant\n%s", r.stdout, exp.stdout)
+	}
+	// The {"revoked": [...]} of `revocations --format json`, on stdin.
+	if r := cli(`{"revoked":["local/y"]}`, "admin", "revocations", "restore", "--from", "-", "--force"); r.code != 0 {
+		t.Fatalf("restore from stdin: %d %s", r.code, r.stderr)
+	}
+	if r := cli("", "admin", "revocations", "--format", "json"); r.code != 0 || strings.TrimSpace(r.stdout) != `{"revoked":["local/y"]}` {
+		t.Fatalf("list after the second restore: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	for _, bad := range []string{`{}`, `[`, `{"revocations":[{"subject":"a/"}]}`, `{"nope":1}`} {
+		if r := cli(bad, "admin", "revocations", "restore", "--from", "-", "--force"); r.code == 0 {
+			t.Errorf("restore from %s: exit 0", bad)
+		}
+	}
+}

@@ -71,9 +71,11 @@ type ReplicaRevocations struct {
 	seenRaw string // that epoch as stored, for the writes' check
 	seenGen uint64 // the highest generation seen in it
 	cause   string // why the set is lost, while it is
-	listed  [2]uint64
-	version uint64
-	copied  [2]uint64 // the (epoch, generation) of the last local copy
+	// version is what RevocationVersion reports: bumped whenever the
+	// (epoch, generation) read differs from the one last reported.
+	reported [2]uint64
+	version  uint64
+	copied   [2]uint64 // the (epoch, generation) of the last local copy
 }
 
 // ReplicaRevocations returns the revocation set for the replica named
@@ -82,7 +84,7 @@ func (f *Fleet) ReplicaRevocations(local LocalCopy, name string, logger *slog.Lo
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &ReplicaRevocations{r: f.Revocations(), local: local, name: name, logger: logger, version: 1}
+	return &ReplicaRevocations{r: f.Revocations(), local: local, name: name, logger: logger}
 }
 
 // Lost is nil, or why the set is lost: an *airlock.Error (unavailable,
@@ -133,10 +135,17 @@ func (g *ReplicaRevocations) RevocationVersion(ctx context.Context) (uint64, err
 	if err != nil {
 		return 0, err
 	}
-	if g.listed == [2]uint64{uint64(g.seen), s.gen} {
-		return g.version, nil
+	return g.versionAt(s.gen), nil
+}
+
+// versionAt is the version to report for the set at generation gen of the
+// adopted epoch. Called with g.mu held.
+func (g *ReplicaRevocations) versionAt(gen uint64) uint64 {
+	if at := [2]uint64{uint64(g.seen), gen}; g.reported != at {
+		g.reported = at
+		g.version++
 	}
-	return g.version + 1, nil
+	return g.version
 }
 
 // ListRevocations implements store.Revocations, and copies the set into
@@ -148,11 +157,7 @@ func (g *ReplicaRevocations) ListRevocations(ctx context.Context) ([]store.Revoc
 	if err != nil {
 		return nil, err
 	}
-	at := [2]uint64{uint64(g.seen), s.gen}
-	if g.listed != at {
-		g.listed = at
-		g.version++
-	}
+	g.versionAt(s.gen)
 	g.copyLocal(ctx, s.list, s.gen)
 	if len(s.list) == 0 {
 		return nil, nil
