@@ -236,8 +236,8 @@ func (r *Revocations) read(ctx context.Context, members bool) (snapshot, error) 
 	if raw, err := ep.Result(); err == nil {
 		s.raw = raw
 		if err := json.Unmarshal([]byte(raw), &s.epoch); err != nil || s.epoch.ID <= 0 {
-			// Unreadable counts as present and foreign: never adopted.
-			s.epoch = Epoch{State: "unreadable"}
+			// Unreadable: judged lost, never adopted.
+			s.epoch = Epoch{}
 		}
 	} else if !errors.Is(err, redis.Nil) {
 		return snapshot{}, unavailable("read revocations", err)

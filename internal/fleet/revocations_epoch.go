@@ -285,6 +285,11 @@ func (g *ReplicaRevocations) sync(ctx context.Context, members bool) (snapshot, 
 		}
 		lost := g.lost.Load() != nil
 		switch {
+		case s.raw != "" && s.epoch.ID <= 0:
+			if err := g.declareLost(ctx, s, "the epoch of the revocation set in Redis is unreadable"); err != nil {
+				return s, err
+			}
+			continue
 		case s.epoch.State == EpochRestored && s.epoch.ID != g.seen:
 			g.adopt(s.epoch, s.raw, s.gen)
 			return s, nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/internal/fleet/fleettest"
 	"github.com/airlockhq/airlock/internal/store"
 	"github.com/airlockhq/airlock/internal/store/storetest"
 )
@@ -303,5 +304,48 @@ func TestCopyRevocationsSkipsOlder(t *testing.T) {
 	}
 	if err := l.CopyRevocations(ctx, nil, store.RevocationMark{}); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("zero mark: %v", err)
+	}
+}
+
+// An epoch that cannot be read is never adopted, even by a replica that
+// remembers nothing.
+func TestReplicaRevocationsUnreadableEpoch(t *testing.T) {
+	f := open(t)
+	if err := f.rdb.Set(t.Context(), f.key("revocations", "epoch"), "garbage", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.ReplicaRevocations(memCopy(t), "a", nil).ListRevocations(t.Context())
+	wantStale(t, "unreadable epoch", err)
+	if e := storedEpoch(t, f); e.State != EpochLost {
+		t.Fatalf("epoch: %+v", e)
+	}
+}
+
+// BenchmarkRevocationVersion: the poll's cost (every 250 ms per replica),
+// the plain version read against the epoch-checked one.
+func BenchmarkRevocationVersion(b *testing.B) {
+	srv := fleettest.Shared(b)
+	f, err := Open(b.Context(), srv.URL(0), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	f = f.WithPrefix("airlock-bench:" + time.Now().Format("150405.000000000") + ":")
+	l, err := store.OpenMemory()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	for _, bc := range []struct {
+		name string
+		r    store.Revocations
+	}{{"plain", f.Revocations()}, {"epoch", f.ReplicaRevocations(l, "bench", nil)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := bc.r.RevocationVersion(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
