@@ -103,6 +103,7 @@ func TestFleetRedisLossFailsClosedUntilRestore(t *testing.T) {
 	if err := rdb.FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
+	flushed := time.Now()
 	for _, r := range reps {
 		// local/p is never allowed again, and soon every call is refused.
 		waitFor(t, r.name+" refusing every call as revocations_stale", func() bool {
@@ -112,6 +113,7 @@ func TestFleetRedisLossFailsClosedUntilRestore(t *testing.T) {
 			code, c, reason := r.fetch(t, site.URL, "q")
 			return code == 503 && c == "unavailable" && reason == "revocations_stale"
 		})
+		t.Logf("%s refuses every call %v after the flush", r.name, time.Since(flushed).Round(time.Millisecond))
 		if code, c, reason := r.fetch(t, site.URL, "p"); code != 503 || c != "unavailable" || reason != "revocations_stale" {
 			t.Errorf("%s: local/p: %d %s %s, want 503 unavailable revocations_stale", r.name, code, c, reason)
 		}
@@ -139,11 +141,13 @@ func TestFleetRedisLossFailsClosedUntilRestore(t *testing.T) {
 	if res.code != 0 || !strings.Contains(res.stdout, "local/p") {
 		t.Fatalf("restore: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
 	}
+	restored := time.Now()
 	for _, r := range reps {
 		waitFor(t, r.name+" taking calls again", func() bool {
 			code, _, _ := r.fetch(t, site.URL, "q")
 			return code == 200
 		})
+		t.Logf("%s takes calls %v after the restore", r.name, time.Since(restored).Round(time.Millisecond))
 		if code, c, _ := r.fetch(t, site.URL, "p"); code != 403 || c != "revoked" {
 			t.Errorf("%s: local/p after the restore: %d %s, want 403 revoked", r.name, code, c)
 		}
