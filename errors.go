@@ -53,6 +53,10 @@ const (
 	ReasonTimeout  = "timeout"  // context.DeadlineExceeded or an I/O deadline
 	ReasonCanceled = "canceled" // context.Canceled: the caller stopped waiting
 	ReasonUsage    = "usage"    // a malformed command line
+	// ReasonRevocationsStale (with CodeUnavailable): the shared revocation
+	// set cannot be trusted (Redis cannot be read, or lost its data), so
+	// every broker call is refused.
+	ReasonRevocationsStale = "revocations_stale"
 )
 
 // genericMessage replaces the message of internal errors on public surfaces.

@@ -84,6 +84,7 @@ type Engine struct {
 	jobs           *jobTable       // crawl jobs (jobs.go)
 	browser        *browserManager // browser sessions (browser.go)
 	fleet          *fleet.Fleet    // shared state on Redis, or nil (fleet.go)
+	fleetRevs      *fleet.ReplicaRevocations
 	stopWatch      context.CancelFunc
 	fleetBg        sync.WaitGroup
 	auditStream    *fleet.AuditStream
@@ -295,7 +296,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 	var revStore store.Revocations = e.st
 	limiter := o.limiter
 	if fl != nil {
-		revStore = fl.Revocations()
+		revStore = e.fleetRevocations(fl, o.logger)
 		if limiter == nil {
 			limiter = e.fleetLimiter(fl)
 		}

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock"
@@ -166,7 +168,7 @@ func (e *Engine) watchFleet() error {
 	err := e.fleet.Revocations().Watch(ctx, func() {
 		rctx, c := context.WithTimeout(ctx, fleet.IOTimeout)
 		defer c()
-		if err := e.revs.Refresh(rctx); err != nil && ctx.Err() == nil {
+		if err := e.revs.Refresh(rctx); err != nil && ctx.Err() == nil && e.revs.Lost() == nil {
 			if e.cfg.State.FallbackLocal {
 				e.noteFallback("revocations", err)
 			}
@@ -267,7 +269,7 @@ func (e *Engine) noteFallback(what string, err error) {
 }
 
 // Ready reports whether the engine can take calls: with shared state,
-// whether Redis answers and the revocation set is fresh.
+// whether Redis answers and the revocation set is fresh and not lost.
 func (e *Engine) Ready(ctx context.Context) error {
 	if e.fleet == nil {
 		return nil
@@ -275,8 +277,101 @@ func (e *Engine) Ready(ctx context.Context) error {
 	if err := e.fleet.Ping(ctx); err != nil {
 		return err
 	}
+	if err := e.revs.Lost(); err != nil {
+		return err
+	}
 	if e.revs.Stale() {
 		return airlock.Errorf(airlock.CodeUnavailable, gate.ReasonRevocationsStale, "the revocation set cannot be refreshed from Redis")
 	}
 	return nil
+}
+
+// fleetRevocations is the fleet's revocation set as this replica uses it:
+// checked against the epoch the replica remembers in its data directory,
+// and copied there (see fleet.ReplicaRevocations). A set found lost
+// refuses every call, with or without state.fallback_local, until an
+// operator restores it (RestoreRevocations).
+func (e *Engine) fleetRevocations(fl *fleet.Fleet, logger *slog.Logger) store.Revocations {
+	e.fleetRevs = fl.ReplicaRevocations(e.st, e.replica, logger)
+	if err := e.fleetRevs.Register(e.registry); err != nil {
+		logger.Error("revocation metrics not registered", slog.String("error", err.Error()))
+	}
+	return e.fleetRevs
+}
+
+// Revocation is one revoked subject, as `airlock admin revocations export`
+// prints it and `restore --from` reads it.
+type Revocation struct {
+	Subject string    `json:"subject"`
+	Reason  string    `json:"reason,omitempty"`
+	Created time.Time `json:"created,omitzero"`
+}
+
+// RevocationList returns the current revocations with their reasons, by
+// subject. While the shared set is lost it is the set as this process
+// last knew it.
+func (e *Engine) RevocationList() []Revocation {
+	return fromStore(e.revs.List())
+}
+
+// LocalRevocationCopy returns the copy of the fleet's revocation set kept
+// in this data directory by the replicas that ran on it, as of the last
+// change they saw. Errors: not_found (revocation_copy) when no replica
+// with state.redis_url ever ran on this data directory.
+func (e *Engine) LocalRevocationCopy(ctx context.Context) ([]Revocation, error) {
+	mark, err := e.st.RevocationMark(ctx)
+	if err != nil {
+		return nil, airlock.Errorf(airlock.CodeUnavailable, "store", "read the revocation copy: %v", err)
+	}
+	if mark.Epoch == 0 {
+		return nil, airlock.Errorf(airlock.CodeNotFound, "revocation_copy",
+			"this data directory holds no copy of a fleet's revocation set (no replica with state.redis_url ran on it): restore from a file (--from)")
+	}
+	list, err := e.st.ListRevocations(ctx)
+	if err != nil {
+		return nil, airlock.Errorf(airlock.CodeUnavailable, "store", "read the revocation copy: %v", err)
+	}
+	return fromStore(list), nil
+}
+
+// RestoreRevocations writes list to Redis as the fleet's whole revocation
+// set, under a new epoch that every replica adopts: the operator's answer
+// to a set found lost (every call refused, revocations_stale), which then
+// ends on every replica. Unless force, it refuses (invalid, not_lost) when
+// this process does not find the set lost. Errors: invalid (redis_url)
+// without shared state, invalid (principal) for a bad subject, unavailable
+// (redis).
+func (e *Engine) RestoreRevocations(ctx context.Context, list []Revocation, force bool) error {
+	if e.fleetRevs == nil {
+		return airlock.Errorf(airlock.CodeInvalid, "redis_url", "revocations restore: no shared state is configured (state.redis_url): there is nothing to restore")
+	}
+	recs := make([]store.Revocation, 0, len(list))
+	for _, r := range list {
+		if err := checkSubject(r.Subject); err != nil {
+			return err
+		}
+		recs = append(recs, store.Revocation{Subject: r.Subject, Reason: r.Reason, Created: r.Created})
+	}
+	if !force && e.revs.Lost() == nil {
+		return airlock.Errorf(airlock.CodeInvalid, "not_lost",
+			"revocations restore: the shared revocation set is not lost as this process sees it; --force replaces it anyway")
+	}
+	err := e.fleetRevs.Restore(ctx, recs, "airlock admin on "+e.replica)
+	e.gate.RecordAdmin("revocations_restore", fmt.Sprintf("%d subjects", len(recs)), err)
+	if err != nil {
+		return err
+	}
+	if err := e.revs.Refresh(ctx); err != nil {
+		e.logger.Warn("revocations restored; reloading them here failed (the next poll retries)", slog.String("error", err.Error()))
+	}
+	return nil
+}
+
+func fromStore(list []store.Revocation) []Revocation {
+	out := make([]Revocation, 0, len(list))
+	for _, r := range list {
+		out = append(out, Revocation{Subject: r.Subject, Reason: r.Reason, Created: r.Created})
+	}
+	slices.SortFunc(out, func(a, b Revocation) int { return strings.Compare(a.Subject, b.Subject) })
+	return out
 }

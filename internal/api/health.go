@@ -18,13 +18,18 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request, _ caller) error
 	return nil
 }
 
-// readyz asks Options.Ready; not ready is 503 unavailable whatever the
-// cause, with the cause's public message.
+// readyz asks Options.Ready; not ready is 503 unavailable (not_ready)
+// whatever the cause, with the cause's reason and public message (e.g.
+// "not ready: revocations_stale: the shared revocation set is lost: ...").
 func (s *server) readyz(w http.ResponseWriter, r *http.Request, _ caller) error {
 	if s.opts.Ready != nil {
 		if err := s.opts.Ready(r.Context()); err != nil {
 			pub := airlock.Public(err, "")
-			return airlock.Errorf(airlock.CodeUnavailable, ReasonNotReady, "not ready: %s", pub.Message)
+			cause := pub.Message
+			if pub.Reason != "" {
+				cause = pub.Reason + ": " + cause
+			}
+			return airlock.Errorf(airlock.CodeUnavailable, ReasonNotReady, "not ready: %s", cause)
 		}
 	}
 	writeJSON(w, http.StatusOK, healthResponse{Status: "ready", Version: s.opts.Version})

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -56,16 +59,89 @@ the data directory (within a second).`,
 			})
 		},
 	}
-	list := &cobra.Command{
+	cmd.AddCommand(revoke, unrevoke, newRevocationsCmd(e))
+	return cmd
+}
+
+// newRevocationsCmd lists, exports and restores the revocation set.
+// Bare `revocations` lists, as before `list` existed.
+func newRevocationsCmd(e *env) *cobra.Command {
+	listRun := func(cmd *cobra.Command, args []string) error {
+		return e.withEngine(nil, func(en *engine.Engine, _ airlock.Principal) error {
+			subs := en.Revocations()
+			if e.format == formatJSON {
+				return writeJSON(e.stdout, map[string][]string{"revoked": append([]string{}, subs...)})
+			}
+			for _, s := range subs {
+				fmt.Fprintln(e.stdout, s)
+			}
+			return nil
+		})
+	}
+	cmd := &cobra.Command{
 		Use:   "revocations",
-		Short: "List the current revocations",
+		Short: "List, export or restore the revocations",
+		Args:  cobra.NoArgs,
+		RunE:  listRun,
+	}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the revoked subjects (the default of `revocations`)",
+		Args:  cobra.NoArgs,
+		RunE:  listRun,
+	}
+	export := &cobra.Command{
+		Use:   "export",
+		Short: "Print the revocations with their reasons as JSON, the input of `restore --from`",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return e.withEngine(nil, func(en *engine.Engine, _ airlock.Principal) error {
-				subs := en.Revocations()
-				if e.format == formatJSON {
-					return writeJSON(e.stdout, map[string][]string{"revoked": append([]string{}, subs...)})
+				return writeJSONIndent(e.stdout, revocationFile{Revocations: append([]engine.Revocation{}, en.RevocationList()...)})
+			})
+		},
+	}
+	var from string
+	var force bool
+	restore := &cobra.Command{
+		Use:   "restore [--from FILE]",
+		Short: "Write the fleet's revocation set back to Redis after Redis lost it",
+		Long: `Write the fleet's whole revocation set to Redis under a new epoch, which every
+replica adopts: the way out when Redis lost its data and the replicas refuse every call
+(unavailable, revocations_stale). The set comes from this data directory's copy (kept by
+the replica that runs on it; --data-dir) or, with --from, from a file as
+"revocations export" or "revocations --format json" prints it ("-": stdin).
+Without --force it refuses to replace a set that is not lost.`,
+		Example: `  airlock admin revocations restore --data-dir /var/lib/airlock
+  airlock admin revocations restore --from revocations.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var list []engine.Revocation
+			if from != "" {
+				var err error
+				if list, err = e.readRevocationFile(from); err != nil {
+					return err
 				}
+			}
+			return e.withEngine(nil, func(en *engine.Engine, _ airlock.Principal) error {
+				src := from
+				if from == "" {
+					var err error
+					if list, err = en.LocalRevocationCopy(cmd.Context()); err != nil {
+						return err
+					}
+					src = "the data directory's copy"
+				}
+				if err := en.RestoreRevocations(cmd.Context(), list, force); err != nil {
+					return err
+				}
+				subs := make([]string, 0, len(list))
+				for _, r := range list {
+					subs = append(subs, r.Subject)
+				}
+				if e.format == formatJSON {
+					return writeJSON(e.stdout, map[string]any{"restored": subs, "from": src})
+				}
+				fmt.Fprintf(e.stdout, "restored %d revocations from %s under a new epoch; the replicas take calls again\n", len(subs), src)
 				for _, s := range subs {
 					fmt.Fprintln(e.stdout, s)
 				}
@@ -73,8 +149,53 @@ the data directory (within a second).`,
 			})
 		},
 	}
-	cmd.AddCommand(revoke, unrevoke, list)
+	restore.Flags().StringVar(&from, "from", "", "a file from `revocations export` or `revocations --format json` (\"-\": stdin) instead of the data directory's copy")
+	restore.Flags().BoolVar(&force, "force", false, "replace the set even when it is not lost")
+	cmd.AddCommand(list, export, restore)
 	return cmd
+}
+
+// revocationFile is what `revocations export` prints; `restore --from`
+// also reads the {"revoked": [...]} of `revocations --format json`.
+type revocationFile struct {
+	Revocations []engine.Revocation `json:"revocations"`
+	Revoked     []string            `json:"revoked,omitempty"`
+}
+
+// maxRevocationFile bounds what restore --from reads.
+const maxRevocationFile = 64 << 20
+
+func (e *env) readRevocationFile(path string) ([]engine.Revocation, error) {
+	var r io.Reader = e.stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, airlock.Errorf(airlock.CodeNotFound, "file", "revocations restore: %v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxRevocationFile+1))
+	if err != nil {
+		return nil, airlock.Errorf(airlock.CodeInvalid, "file", "revocations restore: read %s: %v", path, err)
+	}
+	if len(b) > maxRevocationFile {
+		return nil, airlock.Errorf(airlock.CodeTooLarge, "file", "revocations restore: %s is larger than %d bytes", path, maxRevocationFile)
+	}
+	var f revocationFile
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, airlock.Errorf(airlock.CodeInvalid, "file", "revocations restore: %s: want the JSON of `revocations export` or `revocations --format json`: %v", path, err)
+	}
+	if f.Revocations == nil && f.Revoked == nil {
+		return nil, airlock.Errorf(airlock.CodeInvalid, "file", "revocations restore: %s has neither \"revocations\" nor \"revoked\"", path)
+	}
+	list := f.Revocations
+	for _, s := range f.Revoked {
+		list = append(list, engine.Revocation{Subject: s})
+	}
+	return list, nil
 }
 
 // say prints v as JSON with --format json, else the formatted text.

@@ -26,8 +26,9 @@ const (
 	ReasonUnknownTenant = "unknown_tenant"
 	ReasonBadPrincipal  = "principal"
 	// ReasonRevocationsStale: the shared revocation set could not be
-	// refreshed in time (see RevocationSet.SetMaxStale).
-	ReasonRevocationsStale = "revocations_stale"
+	// refreshed in time (see RevocationSet.SetMaxStale) or was lost (see
+	// LostStore).
+	ReasonRevocationsStale = airlock.ReasonRevocationsStale
 )
 
 // Outcomes of an audit record.

@@ -18,6 +18,7 @@ import (
 // one poll interval. A tenant's revocation covers all its instances.
 type RevocationSet struct {
 	st       store.Revocations
+	lost     LostStore // st, when it can find the set lost
 	poll     time.Duration
 	logger   *slog.Logger
 	onChange func()
@@ -40,13 +41,48 @@ func NewRevocationSet(ctx context.Context, st store.Revocations, poll time.Durat
 		poll = 250 * time.Millisecond
 	}
 	r := &RevocationSet{st: st, poll: poll, logger: logger, onChange: onChange, stop: make(chan struct{}), done: make(chan struct{})}
+	r.lost, _ = st.(LostStore)
 	empty := map[string]store.Revocation{}
 	r.set.Store(&empty)
 	if err := r.refresh(ctx, true); err != nil {
-		return nil, err
+		if r.Lost() == nil {
+			return nil, err
+		}
+		// Start refusing every call (Stale) on the last copy, so that an
+		// operator can restore the set through this process.
+		last, lerr := r.lost.LastKnown(ctx)
+		if lerr != nil {
+			return nil, err
+		}
+		m := make(map[string]store.Revocation, len(last))
+		for _, rv := range last {
+			m[rv.Subject] = rv
+		}
+		r.set.Store(&m)
 	}
 	go r.loop()
 	return r, nil
+}
+
+// LostStore is a shared store.Revocations that can find the set lost (a
+// Redis that restarted without its data): it then refuses every read and
+// write until an operator restores the set. While Lost is not nil the set
+// is Stale, so the gate refuses every call.
+type LostStore interface {
+	store.Revocations
+	// Lost is nil, or why the set is lost (an *airlock.Error, unavailable,
+	// revocations_stale).
+	Lost() error
+	// LastKnown is the last copy of the set kept before it was lost.
+	LastKnown(ctx context.Context) ([]store.Revocation, error)
+}
+
+// Lost is nil, or why the shared set was found lost (see LostStore).
+func (r *RevocationSet) Lost() error {
+	if r.lost != nil {
+		return r.lost.Lost()
+	}
+	return nil
 }
 
 // SetMaxStale makes the set Stale once no refresh has succeeded for d
@@ -57,8 +93,11 @@ func NewRevocationSet(ctx context.Context, st store.Revocations, poll time.Durat
 func (r *RevocationSet) SetMaxStale(d time.Duration) { r.maxStale.Store(int64(d)) }
 
 // Stale reports whether the set may be missing revocations: see
-// SetMaxStale.
+// SetMaxStale and LostStore.
 func (r *RevocationSet) Stale() bool {
+	if r.Lost() != nil {
+		return true
+	}
 	d := r.maxStale.Load()
 	return d > 0 && time.Since(time.Unix(0, r.lastOK.Load())) > time.Duration(d)
 }
@@ -174,7 +213,8 @@ func (r *RevocationSet) loop() {
 			return
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if err := r.refresh(ctx, false); err != nil && r.logger != nil {
+			// A lost set was logged once, when it was found lost.
+			if err := r.refresh(ctx, false); err != nil && r.logger != nil && r.Lost() == nil {
 				r.logger.Error("revocation poll failed; keeping the last known set", slog.String("error", err.Error()))
 			}
 			cancel()
