@@ -212,6 +212,11 @@ func (h *Host) load(ctx context.Context, p airlock.Principal, name string, wasm 
 	if err != nil {
 		return nil, err
 	}
+	if prof.Memory > h.budget.b.Memory {
+		// No run could ever start: say so now rather than at each run.
+		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonGuestMemory, "wasmhost: profile %s's memory cap of %d MiB is over the guests' memory budget of %d MiB",
+			prof.Name, prof.Memory>>20, h.budget.b.Memory>>20)
+	}
 	// The grant is checked twice: on the import section before any code is
 	// compiled, and on what the compiler decoded.
 	if err := checkImportSection(wasm, prof); err != nil {

@@ -257,6 +257,10 @@ func TestMemoryCap(t *testing.T) {
 		t.Fatalf("error %q does not name the cap", o.err)
 	}
 	wantAudit(t, en, "small/g1", wasmhost.ReasonMemoryLimit, "error")
+	// A profile whose cap alone is over the host's memory budget could
+	// never run: refused when loaded.
+	o = run(t, newHostBudget(t, en, wasmhost.Budget{Memory: 16 << 20}), "small", testGuest(t, "probe"), "mem", "4")
+	wantCode(t, o.err, airlock.CodeInvalid, wasmhost.ReasonGuestMemory)
 }
 
 func TestOutputCapped(t *testing.T) {
