@@ -249,7 +249,9 @@ the engine's policy like any other. SIGINT or SIGTERM stops it.`,
 			srv := &http.Server{Handler: hd, ReadHeaderTimeout: serveReadHeaderTimeout, ReadTimeout: serveReadTimeout,
 				IdleTimeout: serveIdleTimeout, MaxHeaderBytes: serveMaxHeaderBytes, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 			p := s.guest.Principal()
-			fmt.Fprintf(e.stdout, "airlock serve-guest: serving %s on http://%s (principal %s, profile %s)\n", filepath.Base(args[0]), ln.Addr(), p, s.guest.Profile().Name)
+			b := s.host.Budget()
+			fmt.Fprintf(e.stdout, "airlock serve-guest: serving %s on http://%s (principal %s, profile %s; at most %d instances and %d MiB of guest memory, %d per client)\n",
+				filepath.Base(args[0]), ln.Addr(), p, s.guest.Profile().Name, min(b.Instances, b.InstancesPerPrincipal), b.Memory>>20, hd.ClientInstances())
 			if f, ok := e.stdout.(interface{ Sync() error }); ok {
 				f.Sync()
 			}
