@@ -52,6 +52,8 @@ type Config struct {
 	Browser BrowserConfig `koanf:"browser" json:"browser"`
 	// Serve configures `airlock serve` (the engine itself does not read it).
 	Serve ServeConfig `koanf:"serve" json:"serve"`
+	// Guests budgets the WebAssembly guests of a process (guest.go).
+	Guests GuestsConfig `koanf:"guests" json:"guests"`
 	// State moves the shared parts (rate limits, revocations, DNS pins)
 	// to Redis, so that replicas act as one (fleet.go).
 	State StateConfig `koanf:"state" json:"state"`

@@ -39,14 +39,50 @@ func (e *Engine) GuestProfile(tenant string) (GuestProfile, error) {
 	return GuestProfile{Name: p.Name, Capabilities: p.Capabilities(), Memory: p.Memory, Deadline: p.Deadline}, nil
 }
 
-// Admit runs the gate's cadence for one inbound request to a served guest
-// (broker "serve", no capability): the principal is known, not revoked and
-// within its tenant's rate. It records one decision and returns its id; a
-// refusal is an *airlock.Error (revoked, rate_limited, denied).
-func (e *Engine) Admit(ctx context.Context, p airlock.Principal, target string) (string, error) {
-	call, err := e.begin(ctx, p, "", "serve", target)
+// GuestCall is one step of a WebAssembly guest under the gate: loading a
+// module, one run, one request to a served guest. It is one decision: End
+// records it.
+type GuestCall struct{ call *gate.Call }
+
+// ID returns the call's decision id.
+func (c *GuestCall) ID() string { return c.call.ID }
+
+// Context is the context the step runs under: it is cancelled when the
+// principal is revoked (context.Cause is then a revoked error) or the
+// engine shuts down, and End then reports that cause.
+func (c *GuestCall) Context() context.Context { return c.call.Ctx }
+
+// End records the call's decision, with err's code and reason (nil: ok),
+// and returns err in the public shape carrying the decision id. Call it
+// exactly once.
+func (c *GuestCall) End(err error) error { return c.call.End(err, 0, 0) }
+
+// BeginGuest runs the gate's cadence for one step of a guest (broker
+// "guest" for loading and running a module, "serve" for a request to a
+// served guest; no capability): the principal is known, not revoked and
+// within its tenant's rate. A refusal is recorded and returned as an
+// *airlock.Error (revoked, rate_limited, denied); otherwise the caller does
+// the step under the call's Context and Ends it, so that a link-time
+// refusal, a deadline or a memory cap is audited like any broker call.
+func (e *Engine) BeginGuest(ctx context.Context, p airlock.Principal, broker, target string) (*GuestCall, error) {
+	call, err := e.begin(ctx, p, "", broker, target)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return call.ID, call.End(nil, 0, 0)
+	return &GuestCall{call: call}, nil
+}
+
+// GuestsConfig is the budget of the WebAssembly guests one process runs at
+// once (`airlock run`, `airlock serve-guest`; the engine itself does not
+// read it). Zero fields take the host's defaults (wasmhost.DefaultBudget).
+type GuestsConfig struct {
+	// Instances running at once in the process.
+	Instances int `koanf:"instances" json:"instances"`
+	// InstancesPerPrincipal running at once for one principal.
+	InstancesPerPrincipal int `koanf:"instances_per_principal" json:"instances_per_principal"`
+	// MemoryMiB is the sum of the running instances' memory caps.
+	MemoryMiB int `koanf:"memory_mib" json:"memory_mib"`
+	// ClientInstances: a served guest's instances at once for one client
+	// (an IPv4 address or an IPv6 /64).
+	ClientInstances int `koanf:"client_instances" json:"client_instances"`
 }

@@ -42,9 +42,40 @@ func (e *guestExitError) ExitStatus() int     { return int(e.code) }
 // guestSetup is what run and serve-guest share: the engine with the
 // default tenant given the guest's profile, the host, and the loaded guest.
 type guestSetup struct {
-	en    *engine.Engine
-	host  *wasmhost.Host
-	guest *wasmhost.Guest
+	en     *engine.Engine
+	host   *wasmhost.Host
+	guest  *wasmhost.Guest
+	guests engine.GuestsConfig // the budget, flags applied
+}
+
+// guestFlags are serve-guest's overrides of the guests: budget.
+type guestFlags struct {
+	instances, memoryMiB, clientInstances int
+}
+
+func (f *guestFlags) register(cmd *cobra.Command) {
+	cmd.Flags().IntVar(&f.instances, "instances", 0, "guest instances running at once (default: guests.instances, else 16 per CPU); 503 with Retry-After above it")
+	cmd.Flags().IntVar(&f.memoryMiB, "memory-mib", 0, "MiB of guest memory at once, counting each instance at its profile's cap (default: guests.memory_mib, else half the machine's memory)")
+	cmd.Flags().IntVar(&f.clientInstances, "client-instances", 0, "instances at once per client, an IPv4 address or an IPv6 /64 (default: guests.client_instances, else a quarter of what the budget holds); 429 above it")
+}
+
+func (f *guestFlags) apply(g *engine.GuestsConfig) error {
+	if f == nil {
+		return nil
+	}
+	if f.instances < 0 || f.memoryMiB < 0 || f.clientInstances < 0 {
+		return usageErrorf("--instances, --memory-mib and --client-instances cannot be negative")
+	}
+	if f.instances > 0 {
+		g.Instances = f.instances
+	}
+	if f.memoryMiB > 0 {
+		g.MemoryMiB = f.memoryMiB
+	}
+	if f.clientInstances > 0 {
+		g.ClientInstances = f.clientInstances
+	}
+	return nil
 }
 
 func (s *guestSetup) close() error {
@@ -67,7 +98,7 @@ func (s *guestSetup) close() error {
 // the profile named (an unknown name is a configuration error) and loads
 // the module for principal tenant/instance. The import check runs here: an
 // ungranted import is a denied error (exit 3) before anything runs.
-func (e *env) loadGuest(ctx context.Context, pf *policyFlags, profile, path, instance string) (*guestSetup, error) {
+func (e *env) loadGuest(ctx context.Context, pf *policyFlags, gf *guestFlags, profile, path, instance string) (*guestSetup, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, usageErrorf("%s: %v", path, errors.Unwrap(err))
@@ -89,7 +120,11 @@ func (e *env) loadGuest(ctx context.Context, pf *policyFlags, profile, path, ins
 	}
 	tc.Profile = profile
 	cfg.Tenants[tenant] = tc
-	s := &guestSetup{}
+	if err := gf.apply(&cfg.Guests); err != nil {
+		return nil, err
+	}
+	gc := cfg.Guests
+	s := &guestSetup{guests: gc}
 	if s.en, err = engine.New(cfg); err != nil {
 		return nil, err
 	}
@@ -97,7 +132,8 @@ func (e *env) loadGuest(ctx context.Context, pf *policyFlags, profile, path, ins
 	if !cfg.InMemory {
 		cacheDir = filepath.Join(engine.Effective(cfg).DataDir, "wasm-cache")
 	}
-	if s.host, err = wasmhost.New(ctx, wasmhost.Config{Broker: s.en, CacheDir: cacheDir}); err != nil {
+	budget := wasmhost.Budget{Instances: gc.Instances, InstancesPerPrincipal: gc.InstancesPerPrincipal, Memory: int64(gc.MemoryMiB) << 20}
+	if s.host, err = wasmhost.New(ctx, wasmhost.Config{Broker: s.en, CacheDir: cacheDir, Budget: budget}); err != nil {
 		return nil, errors.Join(err, s.close())
 	}
 	if s.guest, err = s.host.Load(ctx, airlock.Principal{Tenant: tenant, Instance: instance}, filepath.Base(path), wasm); err != nil {
@@ -131,7 +167,7 @@ flags apply to the guest's tenant.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			s, err := e.loadGuest(ctx, &pf, profile, args[0], "run")
+			s, err := e.loadGuest(ctx, &pf, nil, profile, args[0], "run")
 			if err != nil {
 				return err
 			}
@@ -167,6 +203,7 @@ func orInt64(v, d int64) int64 {
 
 func newServeGuestCmd(e *env) *cobra.Command {
 	var pf policyFlags
+	var gf guestFlags
 	var profile, listen string
 	var clientRate float64
 	var clientBurst int
@@ -178,11 +215,14 @@ the request is the guest's standard input as an HTTP/1.1 message, and its
 standard output is the response (an HTTP/1.x response message, or plain bytes,
 which are a 200 body). The host owns the socket; the guest only handles.
 
-Per request: the client IP's rate is checked first (429, before any guest CPU),
-bodies over 4 MB are refused (413), a revoked tenant gets 503, and a guest that
-exits non-zero, passes its deadline or answers more than 8 MB is a 502. Any
-outbound call the guest makes goes through the engine's policy like any other.
-SIGINT or SIGTERM stops it.`,
+Per request: the client's rate and its instances at once are checked first
+(429, before any guest CPU; a client is an IPv4 address or an IPv6 /64), bodies
+over 4 MB are refused (413), a request that finds the process's budget of
+instances or guest memory full gets 503 with Retry-After, a revoked tenant gets
+503 (a revocation also stops the instances already running), and a guest that
+exits non-zero, passes its deadline or answers more than 8 MB is a 502. Each
+request is one audited decision. Any outbound call the guest makes goes through
+the engine's policy like any other. SIGINT or SIGTERM stops it.`,
 		Example: `  GOOS=wasip1 GOARCH=wasm go build -o handler.wasm ./examples/guests/handler
   airlock serve-guest handler.wasm --listen 127.0.0.1:8081 --profile network`,
 		Args: cobra.ExactArgs(1),
@@ -192,12 +232,13 @@ SIGINT or SIGTERM stops it.`,
 			if err != nil {
 				return err
 			}
-			s, err := e.loadGuest(ctx, &pf, profile, args[0], "serve")
+			s, err := e.loadGuest(ctx, &pf, &gf, profile, args[0], "serve")
 			if err != nil {
 				return err
 			}
 			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			hd, err := wasmhost.NewHandler(wasmhost.ServeConfig{Guest: s.guest, Admitter: s.en, ClientRate: clientRate, ClientBurst: clientBurst, Logger: logger})
+			hd, err := wasmhost.NewHandler(wasmhost.ServeConfig{Guest: s.guest, ClientRate: clientRate, ClientBurst: clientBurst,
+				ClientInstances: s.guests.ClientInstances, Logger: logger})
 			if err != nil {
 				return errors.Join(err, s.close())
 			}
@@ -208,7 +249,9 @@ SIGINT or SIGTERM stops it.`,
 			srv := &http.Server{Handler: hd, ReadHeaderTimeout: serveReadHeaderTimeout, ReadTimeout: serveReadTimeout,
 				IdleTimeout: serveIdleTimeout, MaxHeaderBytes: serveMaxHeaderBytes, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 			p := s.guest.Principal()
-			fmt.Fprintf(e.stdout, "airlock serve-guest: serving %s on http://%s (principal %s, profile %s)\n", filepath.Base(args[0]), ln.Addr(), p, s.guest.Profile().Name)
+			b := s.host.Budget()
+			fmt.Fprintf(e.stdout, "airlock serve-guest: serving %s on http://%s (principal %s, profile %s; at most %d instances and %d MiB of guest memory, %d per client)\n",
+				filepath.Base(args[0]), ln.Addr(), p, s.guest.Profile().Name, min(b.Instances, b.InstancesPerPrincipal), b.Memory>>20, hd.ClientInstances())
 			if f, ok := e.stdout.(interface{ Sync() error }); ok {
 				f.Sync()
 			}
@@ -239,8 +282,9 @@ SIGINT or SIGTERM stops it.`,
 	}
 	cmd.Flags().StringVar(&listen, "listen", defaultGuestListen, "address to listen on, host:port with an IP literal")
 	cmd.Flags().StringVar(&profile, "profile", defaultGuestProfile, "the handler's profile: compute, minimal, network, posix or one from the config file")
-	cmd.Flags().Float64Var(&clientRate, "client-rate", wasmhost.DefaultClientRate, "requests per second per client IP (429 above it)")
-	cmd.Flags().IntVar(&clientBurst, "client-burst", wasmhost.DefaultClientBurst, "burst of requests per client IP")
+	cmd.Flags().Float64Var(&clientRate, "client-rate", wasmhost.DefaultClientRate, "requests per second per client, an IPv4 address or an IPv6 /64 (429 above it)")
+	cmd.Flags().IntVar(&clientBurst, "client-burst", wasmhost.DefaultClientBurst, "burst of requests per client (an IPv4 address or an IPv6 /64)")
+	gf.register(cmd)
 	pf.register(cmd)
 	return cmd
 }

@@ -137,3 +137,25 @@ func TestServeGuest(t *testing.T) {
 		t.Fatal("serve-guest did not stop")
 	}
 }
+
+// A negative budget, from a flag or the config file, is refused before
+// any guest is compiled.
+func TestServeGuestBudgetConfig(t *testing.T) {
+	dir := t.TempDir()
+	wasm := filepath.Join(dir, "any.wasm")
+	if err := os.WriteFile(wasm, []byte("\x00asm\x01\x00\x00\x00"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "airlock.yaml")
+	if err := os.WriteFile(cfg, []byte("guests:\n  memory_mib: -1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"serve-guest", wasm, "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--instances", "-1"},
+		{"serve-guest", wasm, "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--config", cfg},
+	} {
+		if r := invoke(t, context.Background(), "", args); r.code != 2 || !strings.Contains(r.stderr, "negative") {
+			t.Fatalf("%v: exit %d %s, want 2 naming the negative budget", args, r.code, r.stderr)
+		}
+	}
+}

@@ -7,14 +7,16 @@
 // principal's profile does not grant, before anything is instantiated;
 // the resource limits of one invocation (a linear-memory cap and a
 // wall-clock deadline that stops a runaway guest); WASI without preopened
-// directories or environment, with capped stdout and stderr; the host
-// functions of the ABI in docs/wasm-abi.md; and the server flip (Handler),
-// where the host owns the listening socket and a fresh guest instance
-// answers each request.
+// directories or environment, with capped stdout and stderr; the budget
+// of instances running at once (in total, per principal, and by the sum of
+// their memory caps); the host functions of the ABI in docs/wasm-abi.md;
+// and the server flip (Handler), where the host owns the listening socket
+// and a fresh guest instance answers each request.
 //
-// It holds no policy: every host function calls the Broker (the engine),
-// whose gate decides, rate-limits and audits the call. It never dials or
-// resolves.
+// It holds no policy: loading a module, each run and every host function
+// are calls to the Broker (the engine), whose gate decides, rate-limits
+// and audits them, and cancels a running instance when its principal is
+// revoked. It never dials or resolves.
 //
 //	h, err := wasmhost.New(ctx, wasmhost.Config{Broker: en, CacheDir: dir})
 //	g, err := h.Load(ctx, airlock.Principal{Tenant: "t", Instance: "job-1"}, "summarise.wasm", wasm)

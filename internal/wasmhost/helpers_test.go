@@ -115,7 +115,12 @@ func newEngine(t testing.TB, cfg engine.Config, opts ...engine.Option) *engine.E
 
 func newHost(t testing.TB, b wasmhost.Broker) *wasmhost.Host {
 	t.Helper()
-	h, err := wasmhost.New(context.Background(), wasmhost.Config{Broker: b, CacheDir: cacheDir})
+	return newHostBudget(t, b, wasmhost.Budget{})
+}
+
+func newHostBudget(t testing.TB, b wasmhost.Broker, budget wasmhost.Budget) *wasmhost.Host {
+	t.Helper()
+	h, err := wasmhost.New(context.Background(), wasmhost.Config{Broker: b, CacheDir: cacheDir, Budget: budget})
 	if err != nil {
 		t.Fatalf("wasmhost.New: %v", err)
 	}

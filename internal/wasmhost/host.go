@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -40,6 +41,9 @@ const (
 // guest profile of a tenant. *engine.Engine satisfies it.
 type Broker interface {
 	GuestProfile(tenant string) (engine.GuestProfile, error)
+	// BeginGuest opens the gate call of one step of a guest (a load, a
+	// run, a served request), which the host Ends with its outcome.
+	BeginGuest(ctx context.Context, p airlock.Principal, broker, target string) (*engine.GuestCall, error)
 	Fetch(ctx context.Context, p airlock.Principal, req airlock.FetchRequest) (*airlock.Page, error)
 	FetchMany(ctx context.Context, p airlock.Principal, urls []string, opts airlock.FetchRequest) ([]airlock.FetchResult, string, error)
 	HTTP(ctx context.Context, p airlock.Principal, req airlock.HTTPRequest) (*airlock.HTTPResponse, error)
@@ -60,6 +64,9 @@ type Config struct {
 	CacheDir string
 	// Logger gets one record per guest run that fails. nil discards.
 	Logger *slog.Logger
+	// Budget caps the instances running at once (zero fields: the
+	// defaults of DefaultBudget).
+	Budget Budget
 }
 
 // Host compiles and runs guests. Create it with New and Close it when done;
@@ -68,6 +75,7 @@ type Host struct {
 	broker Broker
 	cache  wazero.CompilationCache
 	logger *slog.Logger
+	budget *budget
 
 	mu       sync.Mutex
 	runtimes map[string]*runtime // by grant set
@@ -85,7 +93,11 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if cfg.Broker == nil {
 		return nil, airlock.Errorf(airlock.CodeInvalid, "config", "wasmhost: no broker")
 	}
-	h := &Host{broker: cfg.Broker, logger: cfg.Logger, runtimes: map[string]*runtime{}}
+	b, err := cfg.Budget.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	h := &Host{broker: cfg.Broker, logger: cfg.Logger, budget: newBudget(b), runtimes: map[string]*runtime{}}
 	if h.logger == nil {
 		h.logger = slog.New(slog.DiscardHandler)
 	}
@@ -103,6 +115,15 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	return h, nil
 }
+
+// Budget returns the host's budget with its defaults filled in.
+func (h *Host) Budget() Budget { return h.budget.b }
+
+// Running returns how many instances are running now.
+func (h *Host) Running() int { r, _ := h.budget.stats(); return r }
+
+// Peak returns the most instances that have run at once.
+func (h *Host) Peak() int { _, p := h.budget.stats(); return p }
 
 // Close closes every runtime (and so every guest loaded from them) and the
 // compilation cache.
@@ -165,14 +186,36 @@ type Guest struct {
 // instantiated, the module's imports are compared with p's profile: an ungranted airlock
 // import is a denied error (reason capability) whose message names it,
 // e.g. "airlock.browse_fetch is not granted by profile compute". name is
-// the program name the guest sees as argv[0].
+// the program name the guest sees as argv[0]. The load is one gate call
+// (broker "guest", target "load NAME"): a revoked principal cannot load,
+// and a refusal is audited.
 func (h *Host) Load(ctx context.Context, p airlock.Principal, name string, wasm []byte) (*Guest, error) {
+	if name == "" {
+		name = "guest.wasm"
+	}
+	call, err := h.broker.BeginGuest(ctx, p, "guest", "load "+cut(name, 200))
+	if err != nil {
+		return nil, err
+	}
+	g, err := h.load(call.Context(), p, name, wasm)
+	if err := call.End(err); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func (h *Host) load(ctx context.Context, p airlock.Principal, name string, wasm []byte) (*Guest, error) {
 	if len(wasm) > MaxModuleBytes {
 		return nil, airlock.Errorf(airlock.CodeTooLarge, ReasonModule, "wasmhost: module of %d bytes; at most %d", len(wasm), MaxModuleBytes)
 	}
 	prof, err := h.broker.GuestProfile(p.Tenant)
 	if err != nil {
 		return nil, err
+	}
+	if prof.Memory > h.budget.b.Memory {
+		// No run could ever start: say so now rather than at each run.
+		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonGuestMemory, "wasmhost: profile %s's memory cap of %d MiB is over the guests' memory budget of %d MiB",
+			prof.Name, prof.Memory>>20, h.budget.b.Memory>>20)
 	}
 	// The grant is checked twice: on the import section before any code is
 	// compiled, and on what the compiler decoded.
@@ -203,9 +246,6 @@ func (h *Host) Load(ctx context.Context, p airlock.Principal, name string, wasm 
 		}
 	}
 	_, hasStart := cm.ExportedFunctions()["_start"]
-	if name == "" {
-		name = "guest.wasm"
-	}
 	return &Guest{h: h, p: p, profile: prof, compiled: cm, name: name, hasStart: hasStart}, nil
 }
 
@@ -246,15 +286,71 @@ type Result struct {
 }
 
 // Run instantiates a fresh instance and runs its _start under the
-// profile's memory cap and deadline. A guest that exits, with any code, is
-// a Result and a nil error. Errors: timeout/cpu_deadline when the deadline
-// stopped it, too_large/memory_limit when it asked for memory past the
-// cap, timeout/canceled when ctx ended first, upstream/trap when it
-// trapped, invalid/module when it does not instantiate.
+// profile's memory cap and deadline, as one gate call (broker "guest",
+// target "run NAME") whose decision records the outcome. A guest that
+// exits, with any code, is a Result and a nil error. Errors:
+// timeout/cpu_deadline when the deadline stopped it, too_large/memory_limit
+// when it asked for memory past the cap, revoked when its principal was
+// revoked meanwhile, timeout/canceled when ctx ended first, upstream/trap
+// when it trapped, invalid/module when it does not instantiate, and the
+// refusals of Start.
 func (g *Guest) Run(ctx context.Context, o RunOptions) (*Result, error) {
+	inv, err := g.Start(ctx, "guest", "run "+cut(g.name, 200))
+	if err != nil {
+		return nil, err
+	}
+	return inv.Run(o)
+}
+
+// Invocation is one run of a guest that has its slot in the host's budget
+// and its gate call, and has not run yet. Run it exactly once.
+type Invocation struct {
+	g       *Guest
+	call    *engine.GuestCall
+	release func()
+	ran     atomic.Bool
+}
+
+// Start takes a slot in the host's budget and opens the gate call (broker,
+// target) of one run, so that the caller learns the decision id before the
+// guest runs. Errors: unavailable (reason guest_instances or guest_memory,
+// with a RetryAfter) when the budget has no room; the gate's refusals
+// (revoked, rate_limited, denied); invalid/no_start.
+func (g *Guest) Start(ctx context.Context, broker, target string) (*Invocation, error) {
 	if !g.hasStart {
 		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonNoStart, "wasmhost: %s exports no _start (not a WASI command module)", g.name)
 	}
+	release, err := g.h.budget.acquire(g.p.String(), g.profile.Memory)
+	if err != nil {
+		return nil, err
+	}
+	call, err := g.h.broker.BeginGuest(ctx, g.p, broker, target)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return &Invocation{g: g, call: call, release: release}, nil
+}
+
+// ID returns the decision id of the run.
+func (i *Invocation) ID() string { return i.call.ID() }
+
+// Run runs the instance (see Guest.Run) under the gate call's context, so
+// that a revocation of the principal stops it at once, and ends the call
+// with the outcome.
+func (i *Invocation) Run(o RunOptions) (*Result, error) {
+	if !i.ran.CompareAndSwap(false, true) {
+		return nil, airlock.Errorf(airlock.CodeInternal, "", "wasmhost: an invocation run twice")
+	}
+	defer i.release()
+	res, err := i.g.run(i.call.Context(), o)
+	if err := i.call.End(err); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (g *Guest) run(ctx context.Context, o RunOptions) (*Result, error) {
 	start := time.Now()
 	stdout := &cappedWriter{w: o.Stdout, n: orDefault(o.MaxStdout, DefaultMaxStdout)}
 	stderr := &cappedWriter{w: o.Stderr, n: orDefault(o.MaxStderr, DefaultMaxStderr)}

@@ -46,6 +46,27 @@ func TestUngrantedImportRefusedBeforeRunning(t *testing.T) {
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("server got %d requests from refused guests", n)
 	}
+	// Each refusal at link time is one guest decision of its principal.
+	for _, profile := range []string{"compute", "minimal"} {
+		wantAudit(t, en, profile+"/g1", "capability", "deny")
+	}
+}
+
+// wantAudit checks that principal has exactly one guest decision with
+// reason, and that its outcome is outcome.
+func wantAudit(t testing.TB, en *engine.Engine, principal, reason, outcome string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := en.FlushAudit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := en.AuditQuery(ctx, airlock.AuditQuery{Principal: principal, Broker: "guest", Reason: reason})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Outcome != outcome || recs[0].ID == "" {
+		t.Fatalf("guest decisions of %s with reason %s: %+v, want one %s", principal, reason, recs, outcome)
+	}
 }
 
 func TestImportsPerProfile(t *testing.T) {
@@ -195,6 +216,7 @@ func TestRunawayGuestStoppedAtDeadline(t *testing.T) {
 		t.Fatalf("the runaway ran %s past a 300ms deadline", elapsed)
 	}
 	t.Logf("runaway stopped after %s (deadline 300ms, including load)", elapsed)
+	wantAudit(t, en, "tight/g1", wasmhost.ReasonCPUDeadline, "error")
 	// The host is healthy: the next guest runs.
 	srv := httptest.NewServer(titled("still here"))
 	defer srv.Close()
@@ -234,6 +256,11 @@ func TestMemoryCap(t *testing.T) {
 	if !strings.Contains(o.err.Error(), "profile small allows 25165824") {
 		t.Fatalf("error %q does not name the cap", o.err)
 	}
+	wantAudit(t, en, "small/g1", wasmhost.ReasonMemoryLimit, "error")
+	// A profile whose cap alone is over the host's memory budget could
+	// never run: refused when loaded.
+	o = run(t, newHostBudget(t, en, wasmhost.Budget{Memory: 16 << 20}), "small", testGuest(t, "probe"), "mem", "4")
+	wantCode(t, o.err, airlock.CodeInvalid, wasmhost.ReasonGuestMemory)
 }
 
 func TestOutputCapped(t *testing.T) {

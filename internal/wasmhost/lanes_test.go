@@ -150,7 +150,9 @@ func TestLanes(t *testing.T) {
 func TestGateAppliesToGuestCalls(t *testing.T) {
 	cfg := engine.Config{Tenants: map[string]engine.TenantConfig{
 		"posix": {Profile: "posix", Secrets: map[string]engine.SecretRef{"k": {Env: "K"}}},
-		"slow":  {Profile: "posix", Rate: 0.001, Burst: 2, Secrets: map[string]engine.SecretRef{"k": {Env: "K"}}},
+		// Burst 4: loading the guest and running it are calls too, then
+		// two signs.
+		"slow": {Profile: "posix", Rate: 0.001, Burst: 4, Secrets: map[string]engine.SecretRef{"k": {Env: "K"}}},
 	}}
 	en := newEngine(t, cfg, engine.WithGetenv(func(k string) string {
 		if k == "K" {
@@ -177,9 +179,11 @@ func TestGateAppliesToGuestCalls(t *testing.T) {
 		if err := en.Revoke(context.Background(), "posix", "test"); err != nil {
 			t.Fatal(err)
 		}
-		lines := probe(t, h, "posix", "sign", "k", "x")
-		if len(lines) != 1 || lines[0].Error == nil || lines[0].Error.Code != airlock.CodeRevoked {
-			t.Fatalf("sign after revocation: %+v", lines)
+		// A revoked principal's guest is not even loaded.
+		o := run(t, h, "posix", testGuest(t, "probe"), "sign", "k", "x")
+		wantCode(t, o.err, airlock.CodeRevoked, "revoked")
+		if o.res != nil || o.stdout != "" {
+			t.Fatalf("the guest ran: %+v %q", o.res, o.stdout)
 		}
 	})
 }

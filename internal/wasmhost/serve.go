@@ -3,7 +3,6 @@ package wasmhost
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,29 +25,35 @@ import (
 const (
 	DefaultServeMaxBody     = 4 << 20 // request body cap (413 above it)
 	DefaultServeMaxResponse = 8 << 20 // response cap (502 above it)
-	DefaultClientRate       = 50.0    // requests per second per client IP
+	DefaultClientRate       = 50.0    // requests per second per client
 	DefaultClientBurst      = 100
-	// clientTableMax bounds the per-IP limiter table; idle entries are
+	// DefaultClientShare: a client's instances at once default to this
+	// fraction of what the host's budget holds for the guest.
+	DefaultClientShare = 0.25
+	// clientTableMax bounds the per-client table; idle entries are
 	// dropped when it is full.
 	clientTableMax = 65536
 )
 
-// Admitter runs the gate for one inbound request: revoked, tenant rate.
-// *engine.Engine satisfies it.
-type Admitter interface {
-	Admit(ctx context.Context, p airlock.Principal, target string) (string, error)
-}
+// Reasons of the handler's own refusals.
+const (
+	ReasonClientRate      = "client_rate"      // the client's request rate
+	ReasonClientInstances = "client_instances" // the client's instances at once
+)
 
 // ServeConfig configures a Handler.
 type ServeConfig struct {
-	// Guest handles each request in a fresh instance (required).
+	// Guest handles each request in a fresh instance (required). Its
+	// host's Budget caps the instances running at once.
 	Guest *Guest
-	// Admitter is asked before each request reaches the guest (required).
-	Admitter Admitter
-	// ClientRate and ClientBurst limit requests per client IP (0: the
-	// defaults).
-	ClientRate  float64
-	ClientBurst int
+	// ClientRate and ClientBurst limit requests per client, and
+	// ClientInstances its instances at once (0: the defaults; for
+	// ClientInstances, DefaultClientShare of what the host's budget holds
+	// for the guest, at least 1). A client is an IPv4 address or an IPv6
+	// /64, so that one host's block of addresses is one client.
+	ClientRate      float64
+	ClientBurst     int
+	ClientInstances int
 	// MaxBody and MaxResponse cap request and response bodies (0: the
 	// defaults).
 	MaxBody, MaxResponse int64
@@ -56,26 +61,42 @@ type ServeConfig struct {
 }
 
 // Handler is the server flip: the host owns the listening socket, and per
-// request it checks the client's rate (429, before any guest CPU), the body
-// size (413) and the principal (503 when revoked, 429 past the tenant's
-// rate), then runs a fresh instance of the guest with the request as an
-// HTTP/1.1 message on stdin and answers what it writes on stdout: an
-// HTTP/1.x response message, or plain bytes, which are a 200 body. A guest
-// that exits non-zero, passes its deadline or its memory cap, or answers
-// too much is a 502. Its outbound calls go through the engine like any
-// guest's. Safe for concurrent use.
+// request it checks the client's rate and its instances at once (429 with
+// Retry-After, before any guest CPU), the body size (413), the host's
+// budget of instances (503 with Retry-After) and the principal (503 when
+// revoked, 429 past the tenant's rate), then runs a fresh instance of the
+// guest with the request as an HTTP/1.1 message on stdin and answers what
+// it writes on stdout: an HTTP/1.x response message, or plain bytes, which
+// are a 200 body. A revocation of the principal stops a running instance
+// (503). A guest that exits non-zero, passes its deadline or its memory
+// cap, or answers too much is a 502. Each request that reaches the gate is
+// one decision (broker "serve") recording its outcome. Its outbound calls
+// go through the engine like any guest's. Safe for concurrent use.
 type Handler struct {
 	cfg     ServeConfig
 	logger  *slog.Logger
 	mu      sync.Mutex
-	clients map[netip.Addr]*rate.Limiter
+	clients map[netip.Prefix]*client
 	runs    atomic.Int64
+}
+
+// client is the state of one client key.
+type client struct {
+	lim    *rate.Limiter
+	active int // instances running for it
 }
 
 // NewHandler builds a Handler.
 func NewHandler(cfg ServeConfig) (*Handler, error) {
-	if cfg.Guest == nil || cfg.Admitter == nil {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "config", "wasmhost: a served guest needs a guest and an admitter")
+	if cfg.Guest == nil {
+		return nil, airlock.Errorf(airlock.CodeInvalid, "config", "wasmhost: a served guest needs a guest")
+	}
+	if cfg.ClientRate < 0 || cfg.ClientBurst < 0 || cfg.ClientInstances < 0 || cfg.MaxBody < 0 || cfg.MaxResponse < 0 {
+		return nil, airlock.Errorf(airlock.CodeInvalid, "config", "wasmhost: a negative limit for a served guest")
+	}
+	if cfg.ClientInstances == 0 {
+		fits := cfg.Guest.h.budget.fits(cfg.Guest.profile.Memory)
+		cfg.ClientInstances = max(1, int(float64(fits)*DefaultClientShare))
 	}
 	if cfg.ClientRate <= 0 {
 		cfg.ClientRate = DefaultClientRate
@@ -89,7 +110,7 @@ func NewHandler(cfg ServeConfig) (*Handler, error) {
 	if cfg.MaxResponse <= 0 {
 		cfg.MaxResponse = DefaultServeMaxResponse
 	}
-	h := &Handler{cfg: cfg, logger: cfg.Logger, clients: map[netip.Addr]*rate.Limiter{}}
+	h := &Handler{cfg: cfg, logger: cfg.Logger, clients: map[netip.Prefix]*client{}}
 	if h.logger == nil {
 		h.logger = slog.New(slog.DiscardHandler)
 	}
@@ -99,40 +120,80 @@ func NewHandler(cfg ServeConfig) (*Handler, error) {
 // Runs returns how many guest instances the handler has started.
 func (h *Handler) Runs() int64 { return h.runs.Load() }
 
-func (h *Handler) allowClient(ip netip.Addr) (bool, time.Duration) {
+// ClientInstances returns the instances one client may run at once.
+func (h *Handler) ClientInstances() int { return h.cfg.ClientInstances }
+
+// clientKey is the limits' key of a client address: an IPv4 address, or
+// the /64 of an IPv6 address (one host's usual allocation, so that
+// rotating through it does not make new clients). A v4-mapped address is
+// its IPv4 address.
+func clientKey(ip netip.Addr) netip.Prefix {
+	ip = ip.Unmap()
+	bits := 32
+	if ip.Is6() {
+		bits = 64
+	}
+	p, err := ip.WithZone("").Prefix(bits)
+	if err != nil { // the zero Addr: one key for whatever has no address
+		return netip.Prefix{}
+	}
+	return p
+}
+
+// admitClient checks the client's rate and its instances at once, and
+// takes one of its instance slots; release gives it back. On refusal it
+// returns the reason and when to retry.
+func (h *Handler) admitClient(key netip.Prefix) (release func(), reason string, retry time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	l := h.clients[ip]
-	if l == nil {
+	c := h.clients[key]
+	if c == nil {
 		if len(h.clients) >= clientTableMax {
-			for a, x := range h.clients {
-				if x.Tokens() >= float64(h.cfg.ClientBurst) { // idle: full bucket
-					delete(h.clients, a)
+			for k, x := range h.clients {
+				if x.active == 0 && x.lim.Tokens() >= float64(h.cfg.ClientBurst) { // idle: full bucket
+					delete(h.clients, k)
 				}
 			}
 			if len(h.clients) >= clientTableMax {
-				return false, time.Second
+				return nil, ReasonClientRate, time.Second
 			}
 		}
-		l = rate.NewLimiter(rate.Limit(h.cfg.ClientRate), h.cfg.ClientBurst)
-		h.clients[ip] = l
+		c = &client{lim: rate.NewLimiter(rate.Limit(h.cfg.ClientRate), h.cfg.ClientBurst)}
+		h.clients[key] = c
 	}
-	r := l.Reserve()
+	if c.active >= h.cfg.ClientInstances {
+		return nil, ReasonClientInstances, budgetRetryAfter
+	}
+	r := c.lim.Reserve()
 	if d := r.Delay(); d > 0 {
 		r.Cancel()
-		return false, d
+		return nil, ReasonClientRate, d
 	}
-	return true, 0
+	c.active++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			c.active--
+		})
+	}, "", 0
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ap, _ := netip.ParseAddrPort(r.RemoteAddr)
 	ip := ap.Addr().Unmap()
-	if ok, retry := h.allowClient(ip); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
-		h.fail(w, http.StatusTooManyRequests, airlock.Errorf(airlock.CodeRateLimited, "client_rate", "too many requests from %s", ip))
+	release, reason, retry := h.admitClient(clientKey(ip))
+	if release == nil {
+		setRetryAfter(w, retry)
+		msg := "too many requests from %s"
+		if reason == ReasonClientInstances {
+			msg = "too many requests at once from %s"
+		}
+		h.fail(w, http.StatusTooManyRequests, airlock.Errorf(airlock.CodeRateLimited, reason, msg, clientKey(ip)))
 		return
 	}
+	defer release()
 	if r.ContentLength > h.cfg.MaxBody {
 		h.fail(w, http.StatusRequestEntityTooLarge, airlock.Errorf(airlock.CodeTooLarge, "body", "request body of %d bytes; at most %d", r.ContentLength, h.cfg.MaxBody))
 		return
@@ -146,8 +207,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, http.StatusRequestEntityTooLarge, airlock.Errorf(airlock.CodeTooLarge, "body", "request body over %d bytes", h.cfg.MaxBody))
 		return
 	}
-	g := h.cfg.Guest
-	id, err := h.cfg.Admitter.Admit(r.Context(), g.Principal(), cut(r.Method+" "+r.URL.Path, 256))
+	inv, err := h.cfg.Guest.Start(r.Context(), "serve", cut(r.Method+" "+r.URL.Path, 256))
 	if err != nil {
 		status := http.StatusServiceUnavailable
 		switch airlock.CodeOf(err) {
@@ -156,18 +216,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case airlock.CodeDenied:
 			status = http.StatusForbidden
 		}
+		setRetryAfter(w, airlock.RetryAfter(err))
 		h.fail(w, status, err)
 		return
 	}
+	id := inv.ID()
 	w.Header().Set("X-Airlock-Decision", id)
 
 	var out bytes.Buffer
 	h.runs.Add(1)
-	res, err := g.Run(r.Context(), RunOptions{Stdin: bytes.NewReader(requestMessage(r, body, ip, id)), Stdout: &out, MaxStdout: h.cfg.MaxResponse + 1})
+	res, err := inv.Run(RunOptions{Stdin: bytes.NewReader(requestMessage(r, body, ip, id)), Stdout: &out, MaxStdout: h.cfg.MaxResponse + 1})
 	switch {
 	case err != nil:
 		h.logger.Warn("served guest failed", slog.String("decision_id", id), slog.String("error", err.Error()))
-		h.fail(w, http.StatusBadGateway, err)
+		status := http.StatusBadGateway
+		switch airlock.CodeOf(err) {
+		case airlock.CodeRevoked, airlock.CodeUnavailable: // revoked or shutting down meanwhile
+			status = http.StatusServiceUnavailable
+		}
+		h.fail(w, status, err)
 		return
 	case res.ExitCode != 0:
 		h.fail(w, http.StatusBadGateway, airlock.Errorf(airlock.CodeUpstream, "guest_exit", "the guest exited with code %d", res.ExitCode))
@@ -177,6 +244,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.respond(w, out.Bytes())
+}
+
+func setRetryAfter(w http.ResponseWriter, d time.Duration) {
+	if d > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
+	}
 }
 
 // requestMessage renders the request the guest reads on stdin.

@@ -2,10 +2,13 @@ package wasmhost_test
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,13 +21,18 @@ import (
 // flipServer serves wasm for tenant through a Handler on loopback.
 func flipServer(t testing.TB, en *engine.Engine, tenant string, wasm []byte, cfg wasmhost.ServeConfig) (*httptest.Server, *wasmhost.Handler) {
 	t.Helper()
-	h := newHost(t, en)
+	return flipServerOn(t, newHost(t, en), tenant, wasm, cfg)
+}
+
+// flipServerOn serves wasm for tenant on host h.
+func flipServerOn(t testing.TB, h *wasmhost.Host, tenant string, wasm []byte, cfg wasmhost.ServeConfig) (*httptest.Server, *wasmhost.Handler) {
+	t.Helper()
 	g, err := h.Load(context.Background(), airlock.Principal{Tenant: tenant, Instance: "served"}, "handler.wasm", wasm)
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
 	t.Cleanup(func() { g.Close(context.Background()) })
-	cfg.Guest, cfg.Admitter = g, en
+	cfg.Guest = g
 	hd, err := wasmhost.NewHandler(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -167,5 +175,151 @@ func TestServedGuestIsNoPivot(t *testing.T) {
 	}
 	if denied != 4 {
 		t.Fatalf("%d fetch denials audited for network/served, want 4", denied)
+	}
+}
+
+// result is one response of a request made off the test goroutine.
+type result struct {
+	status int
+	hdr    http.Header
+	body   string
+	err    error
+}
+
+func get(c *http.Client, url string) result {
+	resp, err := c.Get(url)
+	if err != nil {
+		return result{err: err}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return result{status: resp.StatusCode, hdr: resp.Header, body: string(b)}
+}
+
+// A revocation cancels the served instance already running for the
+// principal: the request is answered 503 revoked at once, not at the
+// guest's deadline with a 502.
+func TestServeFlipRevokedMidFlight(t *testing.T) {
+	en := newEngine(t, engine.Config{
+		Profiles: map[string]engine.ProfileConfig{"served": {Deadline: 10 * time.Second, MemoryMiB: 64}},
+		Tenants:  map[string]engine.TenantConfig{"served": {Profile: "served"}},
+	})
+	srv, hd := flipServer(t, en, "served", testGuest(t, "flip"), wasmhost.ServeConfig{})
+	done := make(chan result, 1)
+	go func() { done <- get(srv.Client(), srv.URL+"/spin") }()
+	for hd.Runs() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := en.Revoke(context.Background(), "served", "test"); err != nil {
+		t.Fatal(err)
+	}
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(60 * time.Second): // hang guard only
+		t.Fatal("no answer a minute after the revocation")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.status != 503 || !strings.Contains(r.body, `"code":"revoked"`) {
+		t.Fatalf("revoked mid-flight: %d %s, want 503 revoked", r.status, cut(r.body))
+	}
+	if err := en.FlushAudit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := en.AuditQuery(context.Background(), airlock.AuditQuery{Broker: "serve", Reason: "revoked"})
+	if err != nil || len(recs) != 1 || recs[0].Outcome != "deny" {
+		t.Fatalf("serve decisions with reason revoked: %+v %v, want one deny", recs, err)
+	}
+}
+
+// clientFrom is an HTTP client whose connections leave from the loopback
+// address ip, so that one test plays several clients.
+func clientFrom(t testing.TB, ip string) *http.Client {
+	tr := &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}).DialContext, DisableKeepAlives: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+// A flood from several client addresses to a handler that runs to its
+// deadline never runs more instances at once than the host's budget: the
+// rest are answered 503 with Retry-After before any guest runs.
+func TestServeFlipInstanceBudget(t *testing.T) {
+	en := newEngine(t, engine.Config{
+		Profiles: map[string]engine.ProfileConfig{"served": {Deadline: time.Second, MemoryMiB: 64}},
+		Tenants:  map[string]engine.TenantConfig{"served": {Profile: "served"}},
+	})
+	const capInstances, clients, perClient = 4, 3, 8
+	h := newHostBudget(t, en, wasmhost.Budget{Instances: capInstances})
+	srv, hd := flipServerOn(t, h, "served", testGuest(t, "flip"), wasmhost.ServeConfig{ClientInstances: capInstances})
+	var wg sync.WaitGroup
+	results := make(chan result, clients*perClient)
+	for c := range clients {
+		cl := clientFrom(t, fmt.Sprintf("127.0.0.%d", c+2))
+		for range perClient {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results <- get(cl, srv.URL+"/spin")
+			}()
+		}
+	}
+	wg.Wait()
+	close(results)
+	ran, refused := 0, 0
+	for r := range results {
+		switch {
+		case r.err != nil:
+			t.Fatal(r.err)
+		case r.status == 502 && strings.Contains(r.body, `"reason":"cpu_deadline"`):
+			ran++
+		case r.status == 503 && strings.Contains(r.body, `"reason":"guest_instances"`):
+			refused++
+			if r.hdr.Get("Retry-After") == "" {
+				t.Fatalf("503 without Retry-After: %s", r.body)
+			}
+		default:
+			t.Fatalf("%d %s", r.status, cut(r.body))
+		}
+	}
+	if peak := h.Peak(); peak > capInstances || peak == 0 {
+		t.Fatalf("%d instances at once, want 1 to %d", peak, capInstances)
+	}
+	if refused == 0 || int64(ran) != hd.Runs() {
+		t.Fatalf("%d ran (%d runs counted), %d refused: want some refused before running", ran, hd.Runs(), refused)
+	}
+	t.Logf("%d ran, %d refused; at most %d at once", ran, refused, h.Peak())
+}
+
+// One client address holds at most ClientInstances instances at once; the
+// others get 429 with Retry-After.
+func TestServeFlipClientInstances(t *testing.T) {
+	en := newEngine(t, engine.Config{
+		Profiles: map[string]engine.ProfileConfig{"served": {Deadline: time.Second, MemoryMiB: 64}},
+		Tenants:  map[string]engine.TenantConfig{"served": {Profile: "served"}},
+	})
+	h := newHostBudget(t, en, wasmhost.Budget{Instances: 8})
+	srv, _ := flipServerOn(t, h, "served", testGuest(t, "flip"), wasmhost.ServeConfig{ClientInstances: 1})
+	cl := clientFrom(t, "127.0.0.2")
+	var wg sync.WaitGroup
+	results := make(chan result, 3)
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results <- get(cl, srv.URL+"/spin")
+		}()
+	}
+	wg.Wait()
+	close(results)
+	limited := 0
+	for r := range results {
+		if r.status == 429 && strings.Contains(r.body, `"reason":"client_instances"`) && r.hdr.Get("Retry-After") != "" {
+			limited++
+		}
+	}
+	if limited == 0 || h.Peak() != 1 {
+		t.Fatalf("%d refused, %d at once: want one client held to one instance", limited, h.Peak())
 	}
 }

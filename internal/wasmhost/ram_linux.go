@@ -1,0 +1,12 @@
+package wasmhost
+
+import "syscall"
+
+// totalRAM is the machine's RAM in bytes, or 0.
+func totalRAM() int64 {
+	var si syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&si); err != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit)
+}
