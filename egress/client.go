@@ -585,6 +585,21 @@ func (c *Client) CloseIdleConnections() {
 	}
 }
 
+// ReleaseIdle closes every idle pooled connection and keeps the pool, so
+// that a connection in use now returns to a pool the next call reaches (a
+// connection budget that is full asks for it; see Dialer.Conns).
+func (c *Client) ReleaseIdle() {
+	c.mu.Lock()
+	hts := make([]*hostTransport, 0, len(c.pool))
+	for _, ht := range c.pool {
+		hts = append(hts, ht)
+	}
+	c.mu.Unlock()
+	for _, ht := range hts {
+		ht.closeIdle()
+	}
+}
+
 var errRetryH2 = errors.New("egress: connection negotiated h2")
 
 // hostTransport carries requests to one pinned address with one SNI, TLS
