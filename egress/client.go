@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -585,14 +586,17 @@ func (c *Client) CloseIdleConnections() {
 	}
 }
 
-// ReleaseIdle closes every idle pooled connection and keeps the pool, so
-// that a connection in use now returns to a pool the next call reaches (a
-// connection budget that is full asks for it; see Dialer.Conns).
+// ReleaseIdle closes the idle pooled connections of every destination
+// that has no request in flight, and keeps the pool (a connection budget
+// that is full asks for it; see Dialer.Conns). A busy destination keeps its
+// idle connections: its next request would only dial again.
 func (c *Client) ReleaseIdle() {
 	c.mu.Lock()
 	hts := make([]*hostTransport, 0, len(c.pool))
 	for _, ht := range c.pool {
-		hts = append(hts, ht)
+		if ht.inflight.Load() == 0 {
+			hts = append(hts, ht)
+		}
 	}
 	c.mu.Unlock()
 	for _, ht := range hts {
@@ -614,6 +618,7 @@ type hostTransport struct {
 	h1       *http.Transport
 	h2t      *http2.Transport
 	lastUsed time.Time
+	inflight atomic.Int64 // requests in RoundTrip
 
 	mu     sync.Mutex
 	h2     *http2.ClientConn
@@ -711,6 +716,8 @@ func (ht *hostTransport) adoptH2(conn net.Conn) (*http2.ClientConn, error) {
 }
 
 func (ht *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ht.inflight.Add(1)
+	defer ht.inflight.Add(-1)
 	if ht.key.scheme != "https" {
 		return ht.h1.RoundTrip(req)
 	}

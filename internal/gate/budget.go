@@ -143,9 +143,10 @@ func (b *Budgets) pool(name, tenant string) *pool {
 	return b.pools[name].tenants[tenant]
 }
 
-// OnFull sets a function Acquire calls, once per wait, when the budget
-// has no room at the scope of tenant ("" for the process): a holder of idle
-// resources (a connection pool) can free them. f must not call Acquire.
+// OnFull adds a function Acquire calls when the budget has no room at the
+// scope of tenant ("" for the process), and every 50 ms while a caller
+// waits: a holder of idle resources (a connection pool) can free them. f
+// must not call Acquire.
 func (b *Budgets) OnFull(name, tenant string, f func()) {
 	if p := b.pool(name, tenant); p != nil {
 		p.mu.Lock()
@@ -344,6 +345,7 @@ var (
 	budgetInUseDesc   = prometheus.NewDesc("airlock_budget_in_use", "Units of a resource budget in use (connections, bytes, crawls, sessions).", []string{"budget", "scope"}, nil)
 	budgetLimitDesc   = prometheus.NewDesc("airlock_budget_limit", "The limit of a resource budget.", []string{"budget", "scope"}, nil)
 	budgetWaitingDesc = prometheus.NewDesc("airlock_budget_waiting", "Callers waiting for room in a resource budget.", []string{"budget", "scope"}, nil)
+	budgetPeakDesc    = prometheus.NewDesc("airlock_budget_peak", "The most units of a resource budget in use at once since start.", []string{"budget", "scope"}, nil)
 	budgetRefusedDesc = prometheus.NewDesc("airlock_budget_refused_total", "Requests refused for want of room in a resource budget.", []string{"budget", "scope"}, nil)
 )
 
@@ -352,6 +354,7 @@ func (b *Budgets) Describe(ch chan<- *prometheus.Desc) {
 	ch <- budgetInUseDesc
 	ch <- budgetLimitDesc
 	ch <- budgetWaitingDesc
+	ch <- budgetPeakDesc
 	ch <- budgetRefusedDesc
 }
 
@@ -361,6 +364,7 @@ func (b *Budgets) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(budgetInUseDesc, prometheus.GaugeValue, float64(u.InUse), u.Budget, u.Scope)
 		ch <- prometheus.MustNewConstMetric(budgetLimitDesc, prometheus.GaugeValue, float64(u.Limit), u.Budget, u.Scope)
 		ch <- prometheus.MustNewConstMetric(budgetWaitingDesc, prometheus.GaugeValue, float64(u.Waiting), u.Budget, u.Scope)
+		ch <- prometheus.MustNewConstMetric(budgetPeakDesc, prometheus.GaugeValue, float64(u.Peak), u.Budget, u.Scope)
 		ch <- prometheus.MustNewConstMetric(budgetRefusedDesc, prometheus.CounterValue, float64(u.Refused), u.Budget, u.Scope)
 	}
 }
@@ -379,6 +383,10 @@ type pool struct {
 	waiters []*waiter
 	reclaim []func()
 }
+
+// reclaimEvery is how often a waiting caller asks the holders of idle
+// units to free them.
+const reclaimEvery = 50 * time.Millisecond
 
 type waiter struct {
 	n       int64
@@ -413,19 +421,36 @@ func (p *pool) acquire(ctx context.Context, n int64, deadline time.Time) error {
 	p.waiters = append(p.waiters, w)
 	reclaim := slices.Clone(p.reclaim)
 	p.mu.Unlock()
-	for _, f := range reclaim {
-		f()
-	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	// Holders of idle units are asked to free them now and again while
+	// the caller waits: what was busy a moment ago may be idle now.
+	var tick <-chan time.Time
+	if len(reclaim) > 0 {
+		for _, f := range reclaim {
+			f()
+		}
+		t := time.NewTicker(reclaimEvery)
+		defer t.Stop()
+		tick = t.C
+	}
 	var err error
-	select {
-	case <-w.ready:
-		return nil
-	case <-ctx.Done():
-		err = context.Cause(ctx)
-	case <-timer.C:
-		err = p.full(n)
+wait:
+	for {
+		select {
+		case <-w.ready:
+			return nil
+		case <-ctx.Done():
+			err = context.Cause(ctx)
+			break wait
+		case <-timer.C:
+			err = p.full(n)
+			break wait
+		case <-tick:
+			for _, f := range reclaim {
+				f()
+			}
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
