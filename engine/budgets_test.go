@@ -339,3 +339,41 @@ func TestBudgetsBytesInFlight(t *testing.T) {
 		t.Errorf("bytes in flight after the calls: %v, want 0", v)
 	}
 }
+
+// TestBudgetsBrowserSessions: browser sessions take a slot of the tenant's
+// share and of the process's; a caller's session that finds none is
+// refused at once, and closing a session gives its slot back.
+func TestBudgetsBrowserSessions(t *testing.T) {
+	e, p := browserEngine(t, func(c *engine.Config) {
+		c.Tenants["other"] = engine.TenantConfig{Profile: "posix", Exceptions: []string{"127.0.0.1"}}
+		c.Budgets = engine.BudgetsConfig{BrowserSessions: 1, Tenant: engine.TenantBudgets{BrowserSessions: 1}}
+	})
+	ctx := testCtx(t)
+	other := airlock.Principal{Tenant: "other"}
+	info, err := e.BrowserOpen(ctx, p, engine.BrowserOpenRequest{})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	_, err = e.BrowserOpen(ctx, p, engine.BrowserOpenRequest{})
+	if ae := wantCode(t, err, airlock.CodeRateLimited, "budget"); !strings.Contains(ae.Message, "tenant local") {
+		t.Errorf("refusal does not name the tenant's share: %v", ae.Message)
+	}
+	_, err = e.BrowserOpen(ctx, other, engine.BrowserOpenRequest{})
+	if ae := wantCode(t, err, airlock.CodeRateLimited, "budget"); !strings.Contains(ae.Message, "process") {
+		t.Errorf("refusal does not name the process budget: %v", ae.Message)
+	}
+	if err := e.BrowserClose(ctx, p, info.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	info, err = e.BrowserOpen(ctx, other, engine.BrowserOpenRequest{})
+	if err != nil {
+		t.Fatalf("other's open after the first session closed: %v", err)
+	}
+	if err := e.BrowserClose(ctx, other, info.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	mfs, _ := scrape(t, e)
+	if v, _ := metricValue(mfs, "airlock_budget_in_use", map[string]string{"budget": "browser_sessions", "scope": "process"}); v != 0 {
+		t.Errorf("browser sessions in use after both closed: %v", v)
+	}
+}
