@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -54,7 +55,7 @@ func (s *countSlots) inUse() int {
 // finds no slot is refused rate_limited without reaching the server.
 func TestConnSlotsHeldUntilClose(t *testing.T) {
 	var live atomic.Int64
-	srv, _, _ := startServer(t, modeHTTP, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
 	srv.Config.ConnState = func(c net.Conn, st http.ConnState) {
 		switch st {
 		case http.StateNew:
@@ -63,6 +64,8 @@ func TestConnSlotsHeldUntilClose(t *testing.T) {
 			live.Add(-1)
 		}
 	}
+	srv.Start()
+	t.Cleanup(srv.Close)
 	d, _ := staticDialer(t, nil, exceptLocal...)
 	slots := &countSlots{limit: 1}
 	d.Conns = slots
