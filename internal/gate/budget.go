@@ -233,13 +233,19 @@ func (c connSlots) Acquire(ctx context.Context) (func(), error) {
 // Reader returns r whose reads are counted against the tenant's budget
 // name as they arrive (in steps of budgetStep bytes), and a release
 // function that gives the bytes back: the caller calls it when it no
-// longer holds what it read. A read that finds no room returns the
-// *BudgetError.
+// longer holds what it read. A read that finds no room within the wait
+// returns the *BudgetError (rate_limited); a body that grows past the
+// whole budget is too_large at once.
 func (b *Budgets) Reader(ctx context.Context, name, tenant string, r io.Reader) (io.Reader, func()) {
 	if b.pool(name, tenant) == nil && b.pool(name, "") == nil {
 		return r, func() {}
 	}
 	br := &budgetReader{ctx: ctx, b: b, name: name, tenant: tenant, r: r}
+	for _, p := range []*pool{b.pool(name, tenant), b.pool(name, "")} {
+		if p != nil && (br.whole == nil || p.limit < br.whole.limit) {
+			br.whole = p
+		}
+	}
 	return br, br.release
 }
 
@@ -250,6 +256,7 @@ type budgetReader struct {
 	b            *Budgets
 	name, tenant string
 	r            io.Reader
+	whole        *pool // the smallest limit: a body past it can never fit
 	read, held   int64
 	mu           sync.Mutex
 	releases     []func()
@@ -260,6 +267,17 @@ func (br *budgetReader) Read(p []byte) (int, error) {
 	// Take room before reading: what is read is then always covered.
 	if br.held-br.read < int64(len(p)) {
 		step := max(int64(len(p))-(br.held-br.read), budgetStep)
+		if w := br.whole; br.held+step > w.limit {
+			// One body larger than the whole budget: too_large at once,
+			// rather than a wait that cannot end well.
+			step = w.limit - br.held
+			if step <= 0 {
+				w.mu.Lock()
+				w.refused++
+				w.mu.Unlock()
+				return 0, &BudgetError{Budget: w.budget, Scope: w.scope, Limit: w.limit, Want: br.held + int64(len(p))}
+			}
+		}
 		rel, err := br.b.Acquire(br.ctx, br.name, br.tenant, step)
 		if err != nil {
 			return 0, err

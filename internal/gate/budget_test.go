@@ -265,10 +265,23 @@ func TestBudgetReader(t *testing.T) {
 	}
 	// A body larger than the budget is refused once it passes it.
 	r, release = b.Reader(context.Background(), BudgetBytes, "a", strings.NewReader(strings.Repeat("x", 2<<20)))
-	defer release()
 	_, err := io.Copy(io.Discard, r)
-	if airlock.ReasonOf(err) != ReasonBudget {
-		t.Errorf("a body over the budget: got %v, want a budget refusal", err)
+	release()
+	if airlock.CodeOf(err) != airlock.CodeTooLarge || airlock.ReasonOf(err) != ReasonBudget {
+		t.Errorf("a body over the whole budget: got %v, want too_large budget", err)
+	}
+	// Bodies that fit alone but not together: the second waits, then is
+	// refused rate_limited.
+	r1, rel1 := b.Reader(context.Background(), BudgetBytes, "a", strings.NewReader(strings.Repeat("x", 700<<10)))
+	defer rel1()
+	if _, err := io.Copy(io.Discard, r1); err != nil {
+		t.Fatal(err)
+	}
+	r2, rel2 := b.Reader(context.Background(), BudgetBytes, "a", strings.NewReader(strings.Repeat("x", 700<<10)))
+	defer rel2()
+	_, err = io.Copy(io.Discard, r2)
+	if airlock.CodeOf(err) != airlock.CodeRateLimited || airlock.ReasonOf(err) != ReasonBudget {
+		t.Errorf("a body that does not fit beside another: got %v, want rate_limited budget", err)
 	}
 }
 
