@@ -206,8 +206,8 @@ func TestBudgetsCrawlConnections(t *testing.T) {
 	}
 }
 
-// TestBudgetsCrawls: crawls and fetch batches take a slot of the crawls
-// budget; one that finds none in time is refused rate_limited.
+// TestBudgetsCrawls: crawls, crawl jobs and fetch batches take a slot of
+// the crawls budget; one that finds none in time is refused rate_limited.
 func TestBudgetsCrawls(t *testing.T) {
 	ctx := testCtx(t)
 	e := newEngine(t, engine.Config{DefaultTenant: "a", Tenants: budgetTenants("a", "b"),
@@ -229,6 +229,16 @@ func TestBudgetsCrawls(t *testing.T) {
 	res, _, err := e.FetchMany(ctx, airlock.Principal{Tenant: "b"}, []string{slow.URL + "/fast"}, airlock.FetchRequest{})
 	if err != nil || len(res) != 1 || res[0].Error != nil {
 		t.Errorf("tenant b's batch: %+v, %v", res, err)
+	}
+	// A crawl job waits in the same line: with no slot in time, it fails
+	// rate_limited.
+	job, err := e.StartCrawlJob(ctx, airlock.Principal{Tenant: "a"}, airlock.CrawlRequest{URLs: []string{slow.URL + "/fast"}, IgnoreRobots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waitJob(t, e, airlock.Principal{Tenant: "a"}, job.ID, "finished", finished)
+	if got.State != airlock.JobFailed || got.Error == nil || got.Error.Code != airlock.CodeRateLimited || got.Error.Reason != "budget" {
+		t.Errorf("a crawl job with no slot: state %s, error %+v; want failed rate_limited budget", got.State, got.Error)
 	}
 	stop()
 	<-done
