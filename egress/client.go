@@ -622,6 +622,7 @@ type hostTransport struct {
 
 	mu     sync.Mutex
 	h2     *http2.ClientConn
+	extra  []*http2.ClientConn // h2 connections dialled in a race or replaced: no new requests, closed by closeIdle
 	h1only bool
 	spare  chan net.Conn // an h1-negotiated conn dialled by RoundTrip, for h1's DialTLSContext
 }
@@ -707,8 +708,17 @@ func (ht *hostTransport) adoptH2(conn net.Conn) (*http2.ClientConn, error) {
 		return nil, err
 	}
 	ht.mu.Lock()
-	if ht.h2 == nil || !ht.h2.CanTakeNewRequest() {
+	switch {
+	case ht.h2 == nil:
 		ht.h2 = cc
+	case !ht.h2.CanTakeNewRequest():
+		ht.extra = append(ht.extra, ht.h2)
+		ht.h2 = cc
+	default:
+		// Requests racing on a new destination each dialled: this one
+		// serves its request, then waits for closeIdle (or its idle
+		// timeout) holding a descriptor.
+		ht.extra = append(ht.extra, cc)
 	}
 	ht.h1only = false
 	ht.mu.Unlock()
@@ -765,6 +775,10 @@ func (ht *hostTransport) closeIdle() {
 		go cc.Shutdown(context.Background())
 		ht.h2 = nil
 	}
+	for _, cc := range ht.extra {
+		go cc.Shutdown(context.Background()) // graceful: its requests in flight finish first
+	}
+	ht.extra = nil
 	ht.mu.Unlock()
 	select {
 	case c := <-ht.spare:

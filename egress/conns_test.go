@@ -156,3 +156,49 @@ func TestConnSlotsErrors(t *testing.T) {
 		t.Errorf("udp exchange slots: in use %d, acquired %d; want 0, 1", slots.inUse(), slots.acquired)
 	}
 }
+
+// TestConnSlotsH2Race: requests racing to a new h2 destination each dial a
+// connection; ReleaseIdle closes every one of them, not only the one kept
+// for new requests, so that their slots come back.
+func TestConnSlotsH2Race(t *testing.T) {
+	release := make(chan struct{})
+	var arrived sync.WaitGroup
+	srv, _, roots := startServer(t, modeH2, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Done()
+		<-release
+		w.Write([]byte("ok"))
+	}))
+	d, _ := staticDialer(t, nil, exceptLocal...)
+	slots := &countSlots{limit: 100}
+	d.Conns = slots
+	c := newTestClient(t, d, roots)
+	const n = 8
+	arrived.Add(n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := c.Get(context.Background(), srv.URL+"/")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ReadAll(resp)
+		}()
+	}
+	arrived.Wait()
+	close(release)
+	wg.Wait()
+	if slots.acquired < 1 {
+		t.Fatal("no slot taken")
+	}
+	c.ReleaseIdle()
+	deadline := time.Now().Add(10 * time.Second)
+	for slots.inUse() != 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := slots.inUse(); got != 0 {
+		t.Errorf("slots still held after ReleaseIdle: %d of %d dialled", got, slots.acquired)
+	}
+}
