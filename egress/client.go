@@ -587,14 +587,16 @@ func (c *Client) CloseIdleConnections() {
 }
 
 // ReleaseIdle closes the idle pooled connections of every destination
-// that has no request in flight, and keeps the pool (a connection budget
-// that is full asks for it; see Dialer.Conns). A busy destination keeps its
-// idle connections: its next request would only dial again.
+// with no request in flight and none in the last second, and keeps the
+// pool (a connection budget that is full asks for it; see Dialer.Conns).
+// A busy destination keeps its idle connections: its next request would
+// only dial again.
 func (c *Client) ReleaseIdle() {
 	c.mu.Lock()
 	hts := make([]*hostTransport, 0, len(c.pool))
+	now := time.Now()
 	for _, ht := range c.pool {
-		if ht.inflight.Load() == 0 {
+		if ht.inflight.Load() == 0 && now.Sub(ht.lastUsed) >= releaseIdleAfter {
 			hts = append(hts, ht)
 		}
 	}
@@ -603,6 +605,10 @@ func (c *Client) ReleaseIdle() {
 		ht.closeIdle()
 	}
 }
+
+// releaseIdleAfter: ReleaseIdle spares destinations used more recently (a
+// variable for tests).
+var releaseIdleAfter = time.Second
 
 var errRetryH2 = errors.New("egress: connection negotiated h2")
 

@@ -54,6 +54,7 @@ func (s *countSlots) inUse() int {
 // slot while it is pooled, gives it back when it is closed, and a dial that
 // finds no slot is refused rate_limited without reaching the server.
 func TestConnSlotsHeldUntilClose(t *testing.T) {
+	noIdleGrace(t)
 	var live atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
 	srv.Config.ConnState = func(c net.Conn, st http.ConnState) {
@@ -161,6 +162,7 @@ func TestConnSlotsErrors(t *testing.T) {
 // connection; ReleaseIdle closes every one of them, not only the one kept
 // for new requests, so that their slots come back.
 func TestConnSlotsH2Race(t *testing.T) {
+	noIdleGrace(t)
 	release := make(chan struct{})
 	var arrived sync.WaitGroup
 	srv, _, roots := startServer(t, modeH2, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -200,5 +202,38 @@ func TestConnSlotsH2Race(t *testing.T) {
 	}
 	if got := slots.inUse(); got != 0 {
 		t.Errorf("slots still held after ReleaseIdle: %d of %d dialled", got, slots.acquired)
+	}
+}
+
+// noIdleGrace lets ReleaseIdle close the connections of a destination used
+// a moment ago.
+func noIdleGrace(t *testing.T) {
+	saved := releaseIdleAfter
+	releaseIdleAfter = 0
+	t.Cleanup(func() { releaseIdleAfter = saved })
+}
+
+// TestReleaseIdleSparesBusyDestinations: ReleaseIdle keeps the idle
+// connections of a destination used within the grace period, so that a
+// busy destination does not close and dial again.
+func TestReleaseIdleSparesBusyDestinations(t *testing.T) {
+	srv, n, _ := startServer(t, modeHTTP, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	d, _ := staticDialer(t, nil, exceptLocal...)
+	slots := &countSlots{limit: 4}
+	d.Conns = slots
+	c := newTestClient(t, d, nil)
+	for range 3 {
+		resp, err := c.Get(context.Background(), srv.URL+"/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ReadAll(resp)
+		c.ReleaseIdle()
+	}
+	if got := n.conns.Load(); got != 1 {
+		t.Errorf("connections for three requests with ReleaseIdle between them: got %d, want 1", got)
+	}
+	if slots.inUse() != 1 {
+		t.Errorf("slots in use: got %d, want the one kept-alive connection", slots.inUse())
 	}
 }

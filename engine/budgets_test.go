@@ -385,3 +385,28 @@ func TestBudgetsBrowserSessions(t *testing.T) {
 		t.Errorf("browser sessions in use after both closed: %v", v)
 	}
 }
+
+// TestBudgetsIdleConnectionsReclaimed: pooled keep-alive connections hold
+// slots, but a call to another destination that finds the share full of
+// idle ones gets a slot once they are closed (after the one-second grace a
+// destination in use keeps its own), instead of waiting for their idle
+// timeout.
+func TestBudgetsIdleConnectionsReclaimed(t *testing.T) {
+	ctx := testCtx(t)
+	e := newEngine(t, engine.Config{DefaultTenant: "a", Tenants: budgetTenants("a"),
+		Budgets: engine.BudgetsConfig{Wait: 5 * time.Second, Tenant: engine.TenantBudgets{Connections: 2}}})
+	var g connGauge
+	var urls []string
+	for range 4 {
+		urls = append(urls, serveCounted(t, &g, okHandler("fine")).URL+"/")
+	}
+	for i, u := range urls {
+		if _, err := e.HTTP(ctx, airlock.Principal{Tenant: "a"}, airlock.HTTPRequest{URL: u}); err != nil {
+			t.Fatalf("destination %d with the share full of idle connections: %v", i, err)
+		}
+	}
+	mfs, _ := scrape(t, e)
+	if v, _ := metricValue(mfs, "airlock_budget_in_use", map[string]string{"budget": "connections", "scope": "tenant a"}); v > 2 {
+		t.Errorf("connections held: %v, want at most 2", v)
+	}
+}
