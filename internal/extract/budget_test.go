@@ -147,31 +147,36 @@ func peakHeap(f func()) uint64 {
 	return 0
 }
 
-// TestMeasureExtractMemory measures the peak heap an extraction takes per
-// input byte on large generated pages of several shapes: the factor the
-// engine's extraction budget multiplies input sizes by. It is a
-// measurement: set AIRLOCK_MEASURE_EXTRACT=1 to run it.
-func TestMeasureExtractMemory(t *testing.T) {
-	if os.Getenv("AIRLOCK_MEASURE_EXTRACT") == "" {
-		t.Skip("a measurement: set AIRLOCK_MEASURE_EXTRACT=1")
-	}
+// BenchmarkExtractPeakHeap measures the peak heap an extraction takes per
+// input byte (heapB/inB) on large generated pages of several shapes: the
+// factor the engine's extraction budget multiplies input sizes by
+// (budgets.extract_factor). Run it once per case:
+//
+//	go test ./internal/extract -run '^$' -bench ExtractPeakHeap -benchtime 1x
+//
+// AIRLOCK_MEASURE_SHAPES and AIRLOCK_MEASURE_SIZES (MiB) choose the cases.
+func BenchmarkExtractPeakHeap(b *testing.B) {
 	// Warm up: the first extraction loads lazily built tables (dates,
 	// languages) that stay for the life of the process.
 	Extract(context.Background(), Input{URL: "http://example.com/", Body: largePage("article", 64<<10)}, Options{})
 	for _, shape := range measureShapes() {
 		for _, size := range measureSizes() {
 			page := largePage(shape, size)
-			var err error
-			start := time.Now()
-			peak := peakHeap(func() {
-				_, err = Extract(context.Background(), Input{URL: "http://example.com/", Body: page, ContentType: "text/html; charset=utf-8"}, Options{})
+			b.Run(fmt.Sprintf("%s/%dMiB", shape, size>>20), func(b *testing.B) {
+				var worst uint64
+				for range b.N {
+					var err error
+					peak := peakHeap(func() {
+						_, err = Extract(context.Background(), Input{URL: "http://example.com/", Body: page, ContentType: "text/html; charset=utf-8"}, Options{})
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					worst = max(worst, peak)
+				}
+				b.ReportMetric(float64(worst)/float64(len(page)), "heapB/inB")
+				b.ReportMetric(float64(worst)/(1<<20), "peakMiB")
 			})
-			if err != nil {
-				t.Errorf("%s %d: %v", shape, size, err)
-				continue
-			}
-			t.Logf("%-8s %5.1f MiB: peak heap %7.1f MiB, %5.1f bytes per input byte, %v", shape, float64(len(page))/(1<<20),
-				float64(peak)/(1<<20), float64(peak)/float64(len(page)), time.Since(start).Round(time.Millisecond))
 		}
 	}
 }
