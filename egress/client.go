@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -585,6 +586,30 @@ func (c *Client) CloseIdleConnections() {
 	}
 }
 
+// ReleaseIdle closes the idle pooled connections of every destination
+// with no request in flight and none in the last second, and keeps the
+// pool (a connection budget that is full asks for it; see Dialer.Conns).
+// A busy destination keeps its idle connections: its next request would
+// only dial again.
+func (c *Client) ReleaseIdle() {
+	c.mu.Lock()
+	hts := make([]*hostTransport, 0, len(c.pool))
+	now := time.Now()
+	for _, ht := range c.pool {
+		if ht.inflight.Load() == 0 && now.Sub(ht.lastUsed) >= releaseIdleAfter {
+			hts = append(hts, ht)
+		}
+	}
+	c.mu.Unlock()
+	for _, ht := range hts {
+		ht.closeIdle()
+	}
+}
+
+// releaseIdleAfter: ReleaseIdle spares destinations used more recently (a
+// variable for tests).
+var releaseIdleAfter = time.Second
+
 var errRetryH2 = errors.New("egress: connection negotiated h2")
 
 // hostTransport carries requests to one pinned address with one SNI, TLS
@@ -599,9 +624,11 @@ type hostTransport struct {
 	h1       *http.Transport
 	h2t      *http2.Transport
 	lastUsed time.Time
+	inflight atomic.Int64 // requests in RoundTrip
 
 	mu     sync.Mutex
 	h2     *http2.ClientConn
+	extra  []*http2.ClientConn // h2 connections dialled in a race or replaced: no new requests, closed by closeIdle
 	h1only bool
 	spare  chan net.Conn // an h1-negotiated conn dialled by RoundTrip, for h1's DialTLSContext
 }
@@ -687,8 +714,17 @@ func (ht *hostTransport) adoptH2(conn net.Conn) (*http2.ClientConn, error) {
 		return nil, err
 	}
 	ht.mu.Lock()
-	if ht.h2 == nil || !ht.h2.CanTakeNewRequest() {
+	switch {
+	case ht.h2 == nil:
 		ht.h2 = cc
+	case !ht.h2.CanTakeNewRequest():
+		ht.extra = append(ht.extra, ht.h2)
+		ht.h2 = cc
+	default:
+		// Requests racing on a new destination each dialled: this one
+		// serves its request, then waits for closeIdle (or its idle
+		// timeout) holding a descriptor.
+		ht.extra = append(ht.extra, cc)
 	}
 	ht.h1only = false
 	ht.mu.Unlock()
@@ -696,6 +732,8 @@ func (ht *hostTransport) adoptH2(conn net.Conn) (*http2.ClientConn, error) {
 }
 
 func (ht *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ht.inflight.Add(1)
+	defer ht.inflight.Add(-1)
 	if ht.key.scheme != "https" {
 		return ht.h1.RoundTrip(req)
 	}
@@ -743,6 +781,10 @@ func (ht *hostTransport) closeIdle() {
 		go cc.Shutdown(context.Background())
 		ht.h2 = nil
 	}
+	for _, cc := range ht.extra {
+		go cc.Shutdown(context.Background()) // graceful: its requests in flight finish first
+	}
+	ht.extra = nil
 	ht.mu.Unlock()
 	select {
 	case c := <-ht.spare:

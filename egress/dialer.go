@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -58,6 +59,17 @@ func (f AuditorFunc) Audit(d Decision) { f(d) }
 // plain error becomes Code rate_limited.
 type Limiter func(ctx context.Context, key string) error
 
+// ConnSlots bounds the connections a Dialer holds open at once (a
+// descriptor budget): DialResolved takes a slot before it connects, and the
+// connection gives it back when it is closed, however long it stays in a
+// pool. Acquire may wait; a non-nil error refuses the dial (an *Error is
+// returned as is, a context error is a timeout, any other error is
+// rate_limited). Implementations must be safe for concurrent use, and
+// release may be called more than once.
+type ConnSlots interface {
+	Acquire(ctx context.Context) (release func(), err error)
+}
+
 // Call carries the per-request options of a dial, exchange or fetch.
 type Call struct {
 	Key    string   // caller key for the limiter hook and the audit record
@@ -88,6 +100,11 @@ type Dialer struct {
 	Auditor        Auditor
 	Logger         *slog.Logger              // nil: no log records
 	Proxies        map[string]*UpstreamProxy // the only upstream proxies a Call may name
+	// Conns, when set, bounds the connections open at once: every
+	// connection DialResolved opens (HTTP, exchanges, the forward proxy,
+	// through an upstream proxy or not) holds one of its slots until it
+	// is closed.
+	Conns ConnSlots
 }
 
 // Resolution is a decided, pinned target: dial only these addresses.
@@ -308,6 +325,33 @@ func (d *Dialer) DialResolved(ctx context.Context, network string, r Resolution,
 	if len(r.Addrs) == 0 {
 		return nil, &Error{Code: CodeDenied, Reason: ReasonNoPolicy, Op: "dial", Target: r.Target.String(), Detail: "unresolved target"}
 	}
+	if d.Conns == nil {
+		return d.dialResolved(ctx, network, r, c)
+	}
+	release, err := d.Conns.Acquire(ctx)
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			code, reason := ctxCode(ctx, err)
+			if code == CodeUpstream {
+				code, reason = CodeRateLimited, ReasonRateLimited
+			}
+			e = &Error{Code: code, Reason: reason, Op: "dial", Target: r.Target.String(), Err: err}
+		}
+		if e.Target == "" {
+			e.Target = r.Target.String()
+		}
+		return nil, e
+	}
+	conn, err := d.dialResolved(ctx, network, r, c)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return slotted(conn, release), nil
+}
+
+func (d *Dialer) dialResolved(ctx context.Context, network string, r Resolution, c *Call) (net.Conn, error) {
 	if c != nil && c.Proxy != "" {
 		if network != "tcp" {
 			return nil, invalid("dial", r.Target.String(), ReasonProxy, "upstream proxies carry TCP only")
@@ -418,4 +462,43 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 		return nil, invalid("dial", address, ReasonMalformed, "network "+network+" is not tcp or udp")
 	}
 	return d.Dial(ctx, network, lane, t, nil)
+}
+
+// slotConn gives its ConnSlots slot back when it is closed.
+type slotConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// slotConnCW is a slotConn over a connection that can half-close.
+type slotConnCW struct{ *slotConn }
+
+func (c slotConnCW) CloseWrite() error {
+	return c.Conn.(interface{ CloseWrite() error }).CloseWrite()
+}
+
+func slotted(conn net.Conn, release func()) net.Conn {
+	sc := &slotConn{Conn: conn, release: release}
+	if _, ok := conn.(interface{ CloseWrite() error }); ok {
+		return slotConnCW{sc}
+	}
+	return sc
+}
+
+// netConn unwraps a slotted connection.
+func netConn(c net.Conn) net.Conn {
+	switch s := c.(type) {
+	case *slotConn:
+		return s.Conn
+	case slotConnCW:
+		return s.Conn
+	}
+	return c
 }

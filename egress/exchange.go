@@ -294,7 +294,7 @@ func (d *Dialer) ExchangeUDP(ctx context.Context, target string, req []byte, o *
 	defer conn.Close()
 	peer := remoteAddrPort(conn)
 	x := exchange{ctx: ctx, target: target, peer: peer}
-	uc, ok := conn.(*net.UDPConn)
+	uc, ok := netConn(conn).(*net.UDPConn)
 	if !ok || !peer.IsValid() {
 		return nil, x.fail(CodeInternal, ReasonConnect, fmt.Sprintf("dialer returned a %T for udp", conn), nil)
 	}

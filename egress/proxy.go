@@ -263,6 +263,21 @@ func (p *Proxy) Close() error {
 	return nil
 }
 
+// CloseIdleConnections closes the idle upstream connections of forwarded
+// requests (a connection budget that is full asks for it); tunnels and
+// requests in flight are not touched.
+func (p *Proxy) CloseIdleConnections() {
+	p.mu.Lock()
+	trs := make([]*http.Transport, 0, len(p.transports))
+	for _, tr := range p.transports {
+		trs = append(trs, tr)
+	}
+	p.mu.Unlock()
+	for _, tr := range trs {
+		tr.CloseIdleConnections()
+	}
+}
+
 // refuse records the Decision of a request refused before Resolve.
 func (p *Proxy) refuse(ctx context.Context, call *Call, t Target, err error) {
 	dec := Decision{Lane: LaneHTTP, Host: t.Host, Port: t.Port, Key: call.Key, Reason: ReasonOf(err), Detail: err.Error()}

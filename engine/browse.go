@@ -142,6 +142,11 @@ func (e *Engine) FetchMany(ctx context.Context, p airlock.Principal, urls []stri
 	if len(urls) > maxN {
 		return nil, "", call.End(airlock.Errorf(airlock.CodeTooLarge, "batch", "%d URLs in one batch; at most %d", len(urls), maxN), 0, 0)
 	}
+	release, err := e.budgets.Acquire(call.Ctx, gate.BudgetCrawls, call.Tenant.Name, 1)
+	if err != nil {
+		return nil, "", call.End(err, 0, 0)
+	}
+	defer release()
 	out := make([]airlock.FetchResult, len(urls))
 	sem := make(chan struct{}, conc)
 	var wg sync.WaitGroup
@@ -241,6 +246,11 @@ func (e *Engine) crawlIn(call *gate.Call, shared crawl.Shared, join bool, req ai
 		return nil, 0, err
 	}
 	call.Batch = true // each page fetched is a request of its own
+	release, err := e.budgets.Acquire(call.Ctx, gate.BudgetCrawls, call.Tenant.Name, 1)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer release()
 	d := e.newDoer(call, n, req.Proxy, egress.ProfileGo, req.Cache)
 	req.Proxy = d.proxy
 	if emit == nil {

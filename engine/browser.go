@@ -167,6 +167,7 @@ type browserSession struct {
 	narrow    *egress.Checker
 	created   time.Time
 	lastUsed  atomic.Int64 // unix nanoseconds
+	release   func()       // gives back the session's browser_sessions budget
 
 	s *browser.Session
 
@@ -220,6 +221,8 @@ func (m *browserManager) proxy(tenant string) (*tenantProxy, error) {
 	tp.srv = &http.Server{Handler: m.reportRefusals(tp.p), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(m.e.logger.Handler(), slog.LevelDebug)}
 	go tp.srv.Serve(ln)
+	m.e.budgets.OnFull(gate.BudgetConnections, tenant, tp.p.CloseIdleConnections)
+	m.e.budgets.OnFull(gate.BudgetConnections, "", tp.p.CloseIdleConnections)
 	m.proxies[tenant] = tp
 	return tp, nil
 }
@@ -366,6 +369,24 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 	bs := &browserSession{id: "bs_" + randomHex(12), principal: p, profile: req.Profile, ephemeral: req.Profile == "", pooled: pooled,
 		pass: randomHex(24), narrow: narrow, created: time.Now(), subs: map[chan BrowserEvent]struct{}{}}
 	bs.lastUsed.Store(bs.created.UnixNano())
+	// The sessions budget: a render session of the chromium provider
+	// waits in line like a fetch; a caller's own session is refused at
+	// once when there is no room.
+	take := m.e.budgets.TryAcquire
+	if pooled {
+		take = m.e.budgets.Acquire
+	}
+	release, err := take(ctx, gate.BudgetBrowsers, p.Tenant, 1)
+	if err != nil {
+		return nil, err
+	}
+	bs.release = release
+	opened := false
+	defer func() {
+		if !opened {
+			release()
+		}
+	}()
 
 	m.mu.Lock()
 	if m.closed {
@@ -440,6 +461,7 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 		m.closeSession(context.WithoutCancel(ctx), bs, bs.ephemeral)
 		return nil, errShuttingDown()
 	}
+	opened = true
 	return bs, nil
 }
 
@@ -463,6 +485,9 @@ func decideURL(chk, narrow *egress.Checker, raw string) error {
 }
 
 func (m *browserManager) forget(bs *browserSession) {
+	if bs.release != nil {
+		bs.release()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.sessions, bs.id)

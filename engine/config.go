@@ -43,11 +43,14 @@ type Config struct {
 	// admin over the network; the CLI on the data directory still works.
 	AdminTokens []string `koanf:"admin_tokens" json:"admin_tokens"`
 
-	Egress EgressConfig           `koanf:"egress" json:"egress"`
-	Limits LimitsConfig           `koanf:"limits" json:"limits"`
-	Audit  AuditConfig            `koanf:"audit" json:"audit"`
-	Routes map[string]RouteConfig `koanf:"routes" json:"routes"`
-	Browse BrowseConfig           `koanf:"browse" json:"browse"`
+	Egress EgressConfig `koanf:"egress" json:"egress"`
+	Limits LimitsConfig `koanf:"limits" json:"limits"`
+	// Budgets bound the resources the calls in flight hold, per tenant
+	// and for the whole process (budgets.go).
+	Budgets BudgetsConfig          `koanf:"budgets" json:"budgets"`
+	Audit   AuditConfig            `koanf:"audit" json:"audit"`
+	Routes  map[string]RouteConfig `koanf:"routes" json:"routes"`
+	Browse  BrowseConfig           `koanf:"browse" json:"browse"`
 	// Browser configures the headless browser sessions (browser.go).
 	Browser BrowserConfig `koanf:"browser" json:"browser"`
 	// Serve configures `airlock serve` (the engine itself does not read it).
@@ -130,6 +133,9 @@ type TenantConfig struct {
 	// Rate and Burst override the per-tenant broker call limit.
 	Rate  float64 `koanf:"rate" json:"rate"`
 	Burst int     `koanf:"burst" json:"burst"`
+	// Budgets override this tenant's share of the resource budgets
+	// (budgets.tenant); zero fields keep the default share.
+	Budgets TenantBudgets `koanf:"budgets" json:"budgets"`
 }
 
 // SecretRef says where a secret's value comes from: exactly one of Env and
@@ -174,6 +180,73 @@ type LimitsConfig struct {
 	TenantBurst     int           `koanf:"tenant_burst" json:"tenant_burst"`
 	ConnectAttempts int           `koanf:"connect_attempts" json:"connect_attempts"`
 	ConnectWindow   time.Duration `koanf:"connect_window" json:"connect_window"`
+}
+
+// Defaults of the resource budgets (budgets.*). Zero in the config means
+// the default; negative values are configuration errors.
+const (
+	// DefaultBudgetConnections is the process's upstream connections at
+	// once, lowered to the descriptor limit (RLIMIT_NOFILE at start) less
+	// the reserve when that is smaller.
+	DefaultBudgetConnections = 4096
+	// DescriptorReserve is what the connection budget leaves of the
+	// descriptor limit for the listener, the store, logs and children
+	// (half the limit when the limit is below twice this).
+	DescriptorReserve                  = 512
+	DefaultBudgetTenantConnections     = 512 // at most half the process total
+	DefaultBudgetTenantBytesInFlight   = 256 << 20
+	DefaultBudgetCrawls                = 64
+	DefaultBudgetTenantCrawls          = 16
+	DefaultBudgetBrowserSessions       = 32
+	DefaultBudgetTenantBrowserSessions = 8
+	// DefaultBudgetExtractBytes is the memory the extractions running at
+	// once may take, estimated as input bytes × ExtractFactor.
+	DefaultBudgetExtractBytes = 2 << 30
+	// DefaultExtractFactor is the measured peak heap of an extraction per
+	// input byte (see docs/configuration.md, budgets).
+	DefaultExtractFactor = 192
+	DefaultBudgetWait    = 10 * time.Second
+	DefaultBudgetQueue   = 1024
+)
+
+// BudgetsConfig bounds what the calls in flight hold at once: for the
+// whole process, and each tenant's share (Tenant, overridden by
+// tenants.<name>.budgets). A call that finds no room waits in a bounded
+// line (Wait, Queue), then is refused rate_limited with reason budget;
+// one request larger than a whole budget is too_large.
+type BudgetsConfig struct {
+	// Connections bounds the upstream connections open at once, pooled
+	// ones included [DefaultBudgetConnections, and at most the descriptor
+	// limit less DescriptorReserve: a larger value is a config error].
+	Connections int `koanf:"connections" json:"connections"`
+	// Crawls bounds the crawls, crawl jobs and fetch batches running
+	// at once [64].
+	Crawls int `koanf:"crawls" json:"crawls"`
+	// BrowserSessions bounds the browser sessions open at once,
+	// rendering sessions included [32].
+	BrowserSessions int `koanf:"browser_sessions" json:"browser_sessions"`
+	// ExtractBytes bounds the estimated memory of the extractions running
+	// at once: input bytes × ExtractFactor [2 GiB]. An input whose
+	// estimate alone is larger is refused too_large.
+	ExtractBytes int64 `koanf:"extract_bytes" json:"extract_bytes"`
+	// ExtractFactor is the estimate's bytes of memory per input byte [192].
+	ExtractFactor int `koanf:"extract_factor" json:"extract_factor"`
+	// Wait is the longest a call waits for room [10s].
+	Wait time.Duration `koanf:"wait" json:"wait"`
+	// Queue bounds the calls waiting for one budget at one scope [1024].
+	Queue int `koanf:"queue" json:"queue"`
+	// Tenant is each tenant's share.
+	Tenant TenantBudgets `koanf:"tenant" json:"tenant"`
+}
+
+// TenantBudgets is one tenant's share of the budgets.
+type TenantBudgets struct {
+	// Connections [512, at most half of budgets.connections].
+	Connections int `koanf:"connections" json:"connections"`
+	// BytesInFlight bounds the response body bytes being read [256 MiB].
+	BytesInFlight   int64 `koanf:"bytes_in_flight" json:"bytes_in_flight"`
+	Crawls          int   `koanf:"crawls" json:"crawls"`                     // [16]
+	BrowserSessions int   `koanf:"browser_sessions" json:"browser_sessions"` // [8]
 }
 
 // AuditConfig tunes the audit pipeline.

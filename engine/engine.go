@@ -20,6 +20,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -39,6 +40,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/browse"
+	"github.com/airlockhq/airlock/internal/extract"
 	"github.com/airlockhq/airlock/internal/fleet"
 	"github.com/airlockhq/airlock/internal/gate"
 	"github.com/airlockhq/airlock/internal/store"
@@ -81,6 +83,7 @@ type Engine struct {
 	closed         bool
 	stopBg         chan struct{}
 	bgDone         chan struct{}
+	budgets        *gate.Budgets   // resource budgets (budgets.go)
 	jobs           *jobTable       // crawl jobs (jobs.go)
 	browser        *browserManager // browser sessions (browser.go)
 	fleet          *fleet.Fleet    // shared state on Redis, or nil (fleet.go)
@@ -144,6 +147,7 @@ func defaults(cfg Config) Config {
 	if len(cfg.Tenants) == 0 {
 		cfg.Tenants = map[string]TenantConfig{airlock.LocalTenant: {Profile: gate.ProfilePosix}}
 	}
+	cfg.Budgets = budgetDefaults(cfg.Budgets)
 	return cfg
 }
 
@@ -212,6 +216,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		return nil, configErr("egress.tls_profile: %v", err)
 	}
 
+	e.budgets = newBudgets(cfg)
 	tenants := map[string]*gate.Tenant{}
 	for name, tc := range cfg.Tenants {
 		pname := tc.Profile
@@ -241,6 +246,11 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		if tc.Rate > 0 {
 			t.Limit = gate.Limit{Rate: tc.Rate, Burst: max(tc.Burst, 1)}
 		}
+		// Every connection the tenant opens holds a slot of its share and
+		// of the process's until it closes; a full share first closes the
+		// tenant's idle pooled connections.
+		d.Conns = e.budgets.ConnSlots(name)
+		e.budgets.OnFull(gate.BudgetConnections, name, t.Client.ReleaseIdle)
 		for sname, ref := range tc.Secrets {
 			v, err := readSecret(ref, o.getenv)
 			if err != nil {
@@ -319,6 +329,11 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		e.closeFleet()
 		return nil, err
 	}
+	e.budgets.OnFull(gate.BudgetConnections, "", func() {
+		for _, t := range tenants {
+			t.Client.ReleaseIdle()
+		}
+	})
 	g := gate.New(gate.Config{Tenants: tenants, Limiter: limiter, Revocations: e.revs, Auditor: e.audit, Logger: o.logger,
 		Connect: gate.Limit{Rate: float64(cfg.Limits.ConnectAttempts) / cfg.Limits.ConnectWindow.Seconds(), Burst: cfg.Limits.ConnectAttempts}})
 	gp.Store(g)
@@ -334,7 +349,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 			o.logger.Error("redis metrics not registered", slog.String("error", err.Error()))
 		}
 	}
-	e.registry.MustRegister(bi, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	e.registry.MustRegister(bi, e.budgets, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "airlock_broker_calls_in_flight", Help: "Broker calls in progress."}, func() float64 { return float64(g.Active()) }))
 	e.startJobs()
 	go e.retention()
@@ -356,6 +371,9 @@ func validate(cfg Config, getenv func(string) string) error {
 		return err
 	}
 	if err := cfg.State.validate(); err != nil {
+		return err
+	}
+	if err := validateBudgets(cfg); err != nil {
 		return err
 	}
 	if _, err := buildDispatcher(cfg.Browse, getenv, nil); err != nil {
@@ -595,6 +613,8 @@ func (e *Engine) begin(ctx context.Context, p airlock.Principal, c airlock.Capab
 	if e.closing.Load() {
 		return nil, call.End(errShuttingDown(), 0, 0)
 	}
+	// Extractions under the call share the process's extraction budget.
+	call.Ctx = extract.WithBudget(call.Ctx, extractBudget{b: e.budgets, factor: int64(e.cfg.Budgets.ExtractFactor)})
 	return call, nil
 }
 
@@ -650,6 +670,11 @@ func (e *Engine) doHTTP(call *gate.Call, c *egress.Client, r *egress.Request, re
 	if err != nil {
 		return nil, 0, err
 	}
+	// The body's bytes count against the tenant's bytes in flight while
+	// they are read.
+	counted, release := e.budgets.Reader(call.Ctx, gate.BudgetBytes, call.Tenant.Name, resp.Body)
+	defer release()
+	resp.Body = readCloser{Reader: counted, Closer: resp.Body}
 	body, err := egress.ReadAll(resp)
 	if err != nil {
 		return nil, int64(len(body)), err
@@ -665,6 +690,11 @@ func (e *Engine) doHTTP(call *gate.Call, c *egress.Client, r *egress.Request, re
 		}
 	}
 	return &airlock.HTTPResponse{Status: resp.StatusCode, Header: h, Body: body, URL: resp.URL.String(), Redirects: resp.Redirects, Proto: resp.Proto}, int64(len(body)), nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 const redactedMark = "[REDACTED]"

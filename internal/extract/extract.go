@@ -62,6 +62,23 @@ type Options struct {
 // latency and memory.
 var pool = make(chan struct{}, runtime.GOMAXPROCS(0))
 
+// Budget admits extractions by the size of their input: the memory an
+// extraction takes grows with its input, so concurrent extractions share a
+// budget of input bytes (times a factor the implementation chooses).
+// Acquire may wait; an error refuses the extraction and is returned by
+// Extract as is. Implementations must be safe for concurrent use.
+type Budget interface {
+	Acquire(ctx context.Context, inputBytes int64) (release func(), err error)
+}
+
+type budgetKey struct{}
+
+// WithBudget returns a context whose extractions ask b for room before
+// they run.
+func WithBudget(ctx context.Context, b Budget) context.Context {
+	return context.WithValue(ctx, budgetKey{}, b)
+}
+
 // Extract turns a response into a Page. It fills the content fields
 // (content_type, title, description, lang, canonical, site_name, author,
 // published, meta, headings, links, text, markdown, tables, truncated) and
@@ -76,8 +93,11 @@ var pool = make(chan struct{}, runtime.GOMAXPROCS(0))
 // airlock.ExtractNone mode no text, Markdown or tables are produced.
 //
 // At most GOMAXPROCS extractions run at once; Extract waits for a turn
-// until ctx is done, and returns ctx's error then. Errors:
+// until ctx is done, and returns ctx's error then. When ctx carries a
+// Budget (WithBudget), Extract first asks it for room for the input.
+// Errors:
 //   - *airlock.Error with code too_large when the body is over the cap;
+//   - the Budget's error when it refuses;
 //   - *BotWallError (code upstream, reason bot_wall) when the page is a
 //     captcha, a bot challenge or a bot-filter denial instead of content;
 //   - *airlock.Error with code upstream, reason pdf, or code timeout,
@@ -97,6 +117,13 @@ func Extract(ctx context.Context, in Input, o Options) (*airlock.Page, error) {
 	case "", airlock.ExtractFull, airlock.ExtractNone:
 	default:
 		return nil, airlock.Errorf(airlock.CodeInvalid, "extract_mode", "extract: unknown mode %q", o.Mode)
+	}
+	if b, ok := ctx.Value(budgetKey{}).(Budget); ok {
+		release, err := b.Acquire(ctx, int64(len(in.Body)))
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 	}
 	select {
 	case pool <- struct{}{}:
