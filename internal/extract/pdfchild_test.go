@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -77,6 +78,16 @@ func waitGone(p child.Proc, limit time.Duration) time.Duration {
 		time.Sleep(time.Millisecond)
 	}
 	return time.Since(start)
+}
+
+// TestCyclicPDFFile: testdata/pdf/cyclic.pdf, which the airlock binary's
+// tests (internal/cli) feed the real command, is what cyclicPDF writes.
+func TestCyclicPDFFile(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("testdata", "pdf", "cyclic.pdf"))
+	if err != nil || !bytes.Equal(b, cyclicPDF()) {
+		t.Errorf("testdata/pdf/cyclic.pdf is not what cyclicPDF writes (%v): regenerate it", err)
+	}
 }
 
 // TestPDFChildCPULimit: a child spinning on a cyclic page tree is killed
