@@ -1,7 +1,6 @@
 package child
 
 import (
-	"bytes"
 	"os"
 	"strconv"
 	"strings"
@@ -64,12 +63,14 @@ func Children(ppid int) []Proc {
 }
 
 // Find lists the live processes, this one excepted, whose command line
-// match accepts.
-func Find(match func(args []string) bool) []Proc {
+// match accepts: /proc/PID/cmdline as it is, arguments ended by NUL bytes
+// (a process that rewrote its title, as Chromium's helpers do, may have
+// one argument with spaces instead; see HasArg).
+func Find(match func(cmdline string) bool) []Proc {
 	return scan(nil, match)
 }
 
-func scan(keep func(Proc) bool, match func(args []string) bool) []Proc {
+func scan(keep func(Proc) bool, match func(cmdline string) bool) []Proc {
 	ents, _ := os.ReadDir("/proc")
 	self := os.Getpid()
 	var out []Proc
@@ -84,7 +85,7 @@ func scan(keep func(Proc) bool, match func(args []string) bool) []Proc {
 		}
 		if match != nil {
 			b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-			if err != nil || !match(strings.Split(string(bytes.TrimSuffix(b, []byte{0})), "\x00")) {
+			if err != nil || !match(string(b)) {
 				continue
 			}
 		}
@@ -92,3 +93,23 @@ func scan(keep func(Proc) bool, match func(args []string) bool) []Proc {
 	}
 	return out
 }
+
+// HasArg reports whether cmdline (as Find gives it) holds arg as a whole
+// argument: at the start or after a NUL or a space, and followed by a NUL,
+// a space or the end.
+func HasArg(cmdline, arg string) bool {
+	for i := 0; ; {
+		j := strings.Index(cmdline[i:], arg)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(arg)
+		if (j == 0 || sep(cmdline[j-1])) && (end == len(cmdline) || sep(cmdline[end])) {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+func sep(c byte) bool { return c == 0 || c == ' ' }
