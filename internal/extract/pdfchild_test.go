@@ -43,7 +43,7 @@ func TestPDFChildDiesWithParent(t *testing.T) {
 	// Wait for the child to be spinning: on its parent, with CPU time.
 	var kid child.Proc
 	deadline := time.Now().Add(30 * time.Second) // hang guard
-	for kid.PID == 0 || kid.CPU < 100*time.Millisecond {
+	for kid.PID == 0 || kid.CPU < 500*time.Millisecond {
 		if time.Now().After(deadline) {
 			t.Fatalf("no spinning PDF child under the parent after 30 s (child %+v); parent stderr: %s", kid, stderr.String())
 		}
