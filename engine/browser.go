@@ -143,6 +143,7 @@ type browserManager struct {
 	proxies  map[string]*tenantProxy
 	tmpRoot  string     // in-memory engines: the root, made on first use
 	pool     renderPool // the chromium provider's sessions (chromium.go)
+	runtime  *browser.Runtime
 
 	stop chan struct{}
 	done chan struct{}
@@ -179,8 +180,24 @@ func newBrowserManager(e *Engine, cfg BrowserConfig) *browserManager {
 	m := &browserManager{e: e, cfg: cfg.withDefaults(), sessions: map[string]*browserSession{},
 		profiles: map[string]string{}, proxies: map[string]*tenantProxy{},
 		stop: make(chan struct{}), done: make(chan struct{})}
+	m.runtime = browser.NewRuntime(m.runtimeDir())
+	if n, err := m.runtime.Sweep(); err != nil {
+		e.logger.Warn("browser: sweep of leftover Chromium processes", "error", err)
+	} else if n > 0 {
+		e.logger.Warn("browser: killed the Chromium processes a dead airlock left behind", "processes", n)
+	}
 	go m.reaper()
 	return m
+}
+
+// runtimeDir is where the manager records its browsers' user-data-dirs for
+// the next start's sweep: the data directory's browser/run, or for
+// in-memory engines, whose roots are temporary, one directory per user.
+func (m *browserManager) runtimeDir() string {
+	if !m.e.cfg.InMemory {
+		return filepath.Join(m.e.cfg.DataDir, "browser", "run")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("airlock-browser-run-%d", os.Geteuid()))
 }
 
 // root is where profiles and session files live: the data directory's
@@ -445,6 +462,7 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 		Decide:     func(raw string) error { return decideURL(chk, narrow, raw) },
 		OnEvent:    func(ev browser.Event) { m.onEvent(bs, ev) },
 		Logger:     m.e.logger.With(slog.String("browser_session", bs.id)),
+		Runtime:    m.runtime,
 	})
 	if err != nil {
 		m.forget(bs)

@@ -37,7 +37,7 @@ import (
 // engine (batch writer, revocation poller, retention loop, store pools),
 // server and connection a test starts must be gone when it ends.
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) != "" || os.Getenv(replicaEnv) != "" {
+	if os.Getenv(helperEnv) != "" || os.Getenv(replicaEnv) != "" || os.Getenv(browserHelperEnv) != "" {
 		os.Exit(m.Run()) // the kill -9 child: it never ends cleanly
 	}
 	os.Exit(leakcheck.Main(m, "engine", leakcheck.Options{}))

@@ -59,6 +59,12 @@
 // stale_ref error. Snapshots are cut at a character budget
 // (DefaultSnapshotChars) with a marker naming the offset to page on.
 //
+// Processes. Chromium runs as PID 1 of a PID namespace of its own (with its
+// own /proc; see child.InPIDNamespace), so that its zygotes, renderers and
+// services die with it, and it dies with this process. Options.Runtime
+// records its --user-data-dir while it runs, so that the next start can
+// sweep what a killed process left (Runtime.Sweep).
+//
 // Files. Upload reads and download and interact screenshots write only
 // under Options.FilesDir: "..", absolute paths outside it and symlinks
 // that lead out are refused before any browser call.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/child"
 )
 
 // DefaultExecPath is Debian's Chromium binary. The /usr/bin/chromium wrapper
@@ -73,6 +75,11 @@ type Options struct {
 
 	// Logger receives Chromium's protocol errors at debug level; nil: none.
 	Logger *slog.Logger
+
+	// Runtime, if set, records the browser's user-data-dir while it runs,
+	// so that the next process can sweep what this one leaves behind if it
+	// dies (see Runtime.Sweep). nil records nothing.
+	Runtime *Runtime
 }
 
 // Session is one Chromium process with one page target. Its methods are
@@ -96,6 +103,8 @@ type Session struct {
 	console *consoleRing // the page's console messages; has its own lock
 	netlog  *netRing     // the requests layer 1 saw; has its own lock
 
+	nsWarn sync.Once // logs once that Chromium runs without a PID namespace
+
 	tabSeq int // the last tab number; guarded by mu
 	tabMu  sync.RWMutex
 	tabOf  map[string]string // target id → tab id
@@ -112,6 +121,9 @@ type Session struct {
 
 // instance is one launched browser.
 type instance struct {
+	profileDir    string
+	namespaced    atomic.Bool // Chromium is PID 1 of its own PID namespace
+	unrecord      func()      // removes the Runtime record
 	allocCancel   context.CancelFunc
 	browserCtx    context.Context
 	browserCancel context.CancelFunc
@@ -170,10 +182,11 @@ func checkExec(path string) error {
 }
 
 // flags returns the allocator options: chromedp's defaults, then ours.
-func (s *Session) flags() []chromedp.ExecAllocatorOption {
+func (s *Session) flags(b *instance) []chromedp.ExecAllocatorOption {
 	o := s.opts
 	opts := append([]chromedp.ExecAllocatorOption(nil), chromedp.DefaultExecAllocatorOptions[:]...)
 	return append(opts,
+		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) { s.tieToParent(b, cmd) }),
 		chromedp.ExecPath(o.ExecPath),
 		chromedp.UserDataDir(o.ProfileDir),
 		chromedp.Flag("headless", true),
@@ -198,19 +211,42 @@ func (s *Session) flags() []chromedp.ExecAllocatorOption {
 	)
 }
 
+// tieToParent makes Chromium's whole process tree die with this process:
+// Chromium runs as PID 1 of a PID namespace of its own (when the kernel
+// lets this process make one), so that when it dies the kernel kills its
+// zygotes, renderers and services too, however wedged; and it gets
+// SIGKILL when the thread that started it exits (chromedp starts it from a
+// goroutine locked to its thread for the browser's life).
+func (s *Session) tieToParent(b *instance, cmd *exec.Cmd) {
+	if err := child.InPIDNamespace(cmd); err != nil {
+		s.nsWarn.Do(func() {
+			if l := s.opts.Logger; l != nil {
+				l.Warn("browser: Chromium runs without a PID namespace; its helpers are killed by --user-data-dir instead", "error", err)
+			}
+		})
+		return
+	}
+	b.namespaced.Store(true)
+}
+
 func (s *Session) launch(ctx context.Context) (*instance, error) {
 	if err := os.MkdirAll(s.opts.ProfileDir, 0o700); err != nil {
 		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: profile directory: %w", err)
 	}
+	unrecord, err := s.opts.Runtime.add(s.opts.ProfileDir)
+	if err != nil {
+		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: %w", err)
+	}
+	b := &instance{profileDir: s.opts.ProfileDir, unrecord: unrecord, closing: make(chan struct{})}
 	life := context.WithoutCancel(ctx)
-	allocCtx, allocCancel := chromedp.NewExecAllocator(life, s.flags()...)
+	allocCtx, allocCancel := chromedp.NewExecAllocator(life, s.flags(b)...)
 	var copts []chromedp.ContextOption
 	if l := s.opts.Logger; l != nil {
 		logf := func(f string, a ...any) { l.Debug(fmt.Sprintf(f, a...)) }
 		copts = append(copts, chromedp.WithLogf(logf), chromedp.WithErrorf(logf))
 	}
 	browserCtx, browserCancel := chromedp.NewContext(allocCtx, copts...)
-	b := &instance{allocCancel: allocCancel, browserCtx: browserCtx, browserCancel: browserCancel, closing: make(chan struct{})}
+	b.allocCancel, b.browserCtx, b.browserCancel = allocCancel, browserCtx, browserCancel
 
 	// The first Run allocates the browser and lives as long as browserCtx,
 	// so ctx cannot be its context: watch ctx while it runs instead.
@@ -222,7 +258,7 @@ func (s *Session) launch(ctx context.Context) (*instance, error) {
 		case <-started:
 		}
 	}()
-	err := chromedp.Do(browserCtx, chromedp.Func(func(context.Context, *chromedp.Target) error { return nil }))
+	err = chromedp.Do(browserCtx, chromedp.Func(func(context.Context, *chromedp.Target) error { return nil }))
 	close(started)
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
@@ -245,6 +281,8 @@ func (s *Session) launch(ctx context.Context) (*instance, error) {
 }
 
 // kill stops the browser at once (no graceful close) and waits for it.
+// Without a PID namespace, the helpers Chromium leaves behind are killed
+// by their --user-data-dir; then the Runtime record goes.
 func (b *instance) kill() {
 	if b.stopEvents != nil {
 		b.stopEvents()
@@ -252,6 +290,13 @@ func (b *instance) kill() {
 	b.browserCancel()
 	b.allocCancel()
 	b.events.Wait()
+	if !b.namespaced.Load() {
+		killLeftovers(b.profileDir)
+	}
+	if b.unrecord != nil {
+		b.unrecord()
+		b.unrecord = nil
+	}
 }
 
 // lost reports whether the connection to the browser has dropped.

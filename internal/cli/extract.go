@@ -13,10 +13,6 @@ import (
 
 func init() { commands = append(commands, newExtractCmd, newPDFTextCmd) }
 
-// maxPDFChildInput bounds what the hidden PDF subcommand reads: the parent
-// has already applied its own cap.
-const maxPDFChildInput = 256 << 20
-
 func newExtractCmd(e *env) *cobra.Command {
 	var base, contentType, mode, format string
 	var maxBytes int64
@@ -99,7 +95,7 @@ func newPDFTextCmd(e *env) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return extract.WritePDFText(e.stdout, e.stdin, maxPDFChildInput)
+			return extract.RunPDFChild(e.stdout, e.stdin)
 		},
 	}
 }

@@ -28,7 +28,8 @@ const (
 	ReasonInputTooLarge = "input_too_large" // the body is larger than Options.MaxInputBytes
 	ReasonBotWall       = "bot_wall"        // see BotWallError
 	ReasonPDF           = "pdf"             // the PDF could not be read
-	ReasonCPUDeadline   = "cpu_deadline"    // the PDF reader ran out of time
+	ReasonCPUDeadline   = "cpu_deadline"    // the PDF reader ran out of time (wall clock or CPU)
+	ReasonMemoryLimit   = "memory_limit"    // the PDF reader ran out of memory
 )
 
 // Input is one fetched response to extract.
@@ -100,8 +101,10 @@ func WithBudget(ctx context.Context, b Budget) context.Context {
 //   - the Budget's error when it refuses;
 //   - *BotWallError (code upstream, reason bot_wall) when the page is a
 //     captcha, a bot challenge or a bot-filter denial instead of content;
-//   - *airlock.Error with code upstream, reason pdf, or code timeout,
-//     reason cpu_deadline, when a PDF cannot be read.
+//   - *airlock.Error with code upstream, reason pdf, when a PDF cannot be
+//     read; code timeout, reason cpu_deadline, when its reader ran past
+//     PDFTimeout or PDFCPULimit; code too_large, reason memory_limit, when
+//     it ran out of PDFMemoryLimit.
 //
 // Extract is safe for concurrent use.
 func Extract(ctx context.Context, in Input, o Options) (*airlock.Page, error) {

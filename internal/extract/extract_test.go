@@ -698,6 +698,22 @@ func minimalPDF(pages ...string) []byte {
 			fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>", 5+2*i),
 			fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(stream), stream))
 	}
+	return pdfFile(objs)
+}
+
+// cyclicPDF is a hostile PDF whose page tree's only kid is the tree
+// itself: a reader that walks /Kids to find page 1 never ends, and
+// allocates nothing while it spins.
+func cyclicPDF() []byte {
+	return pdfFile([]string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [2 0 R] /Count 1 >>",
+	})
+}
+
+// pdfFile writes objs as objects 1, 2, ... of a PDF 1.4 file with a cross
+// reference table; object 1 is the catalog.
+func pdfFile(objs []string) []byte {
 	var b bytes.Buffer
 	b.WriteString("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
 	offsets := make([]int, len(objs))

@@ -16,11 +16,16 @@ const helperEnv = "AIRLOCK_EXTRACT_TEST_HELPER"
 func TestMain(m *testing.M) {
 	switch os.Getenv(helperEnv) {
 	case "pdftext":
-		if err := WritePDFText(os.Stdout, os.Stdin, 64<<20); err != nil {
+		if err := RunPDFChild(os.Stdout, os.Stdin); err != nil {
 			fmt.Fprintln(os.Stderr, "airlock:", err)
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "pdfparent":
+		PDFCommand = helperCommand("pdftext")
+		runPDFParent()
+	case "alloc":
+		runAlloc()
 	case "hang":
 		// A parser stuck in a hostile file.
 		time.Sleep(time.Hour)

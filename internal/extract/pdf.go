@@ -3,6 +3,7 @@ package extract
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,10 +14,14 @@ import (
 	"github.com/ledongthuc/pdf"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/internal/child"
 )
 
 // PDF text is read in a child process: a parser stuck in a hostile file
 // cannot be stopped from another goroutine, but a process can be killed.
+// The child is started by internal/child: it dies with this process, and
+// the kernel kills it at its CPU and memory limits even if this process
+// is stuck.
 
 // PDFSubcommand is the hidden subcommand of the airlock binary that reads a
 // PDF on standard input and writes its text on standard output (see
@@ -25,14 +30,25 @@ const PDFSubcommand = "__pdftext"
 
 // PDF limits.
 const (
-	DefaultPDFTimeout = 10 * time.Second // the child is killed past it
-	MaxPDFTextBytes   = 8 << 20          // text kept from one PDF
-	maxPDFPages       = 5000
-	pdfChildMemLimit  = "512MiB" // GOMEMLIMIT of the child
+	DefaultPDFTimeout     = 10 * time.Second // wall clock: the child is killed past it
+	DefaultPDFCPULimit    = 10 * time.Second // CPU time: the kernel kills the child past it (RLIMIT_CPU)
+	DefaultPDFMemoryLimit = 1 << 30          // private writable memory of the child (RLIMIT_DATA)
+	MaxPDFTextBytes       = 8 << 20          // text kept from one PDF
+	maxPDFPages           = 5000
+	pdfChildMemLimit      = "512MiB"  // GOMEMLIMIT of the child: its GC works to stay under it
+	maxPDFChildInput      = 256 << 20 // what the child reads; the parent sends at most MaxInputBytes
 )
 
-// PDFTimeout is how long the PDF child may run. Tests may lower it.
-var PDFTimeout = DefaultPDFTimeout
+// The PDF child's limits. Tests may change them.
+var (
+	// PDFTimeout is how long the PDF child may run, by the wall clock.
+	PDFTimeout = DefaultPDFTimeout
+	// PDFCPULimit is the CPU time after which the kernel kills the child:
+	// it holds even when this process is stuck or gone.
+	PDFCPULimit = DefaultPDFCPULimit
+	// PDFMemoryLimit bounds the child's heap and stacks (RLIMIT_DATA).
+	PDFMemoryLimit int64 = DefaultPDFMemoryLimit
+)
 
 // PDFCommand builds the child process that turns a PDF (its standard
 // input) into text (its standard output). The default re-executes the
@@ -62,14 +78,19 @@ func pdfText(parent context.Context, body []byte) (string, error) {
 	cmd.Stdin = bytes.NewReader(body)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	cmd.WaitDelay = time.Second
-	err = cmd.Run()
+	err = child.Run(cmd, child.Limits{CPU: PDFCPULimit, Data: PDFMemoryLimit})
 	if err := parent.Err(); err != nil {
 		return "", err
 	}
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
 		return "", airlock.Errorf(airlock.CodeTimeout, ReasonCPUDeadline, "extract: PDF reader killed after %s", PDFTimeout)
-	}
-	if err != nil {
+	case errors.Is(err, child.ErrCPULimit):
+		return "", airlock.Errorf(airlock.CodeTimeout, ReasonCPUDeadline, "extract: PDF reader stopped at its CPU limit: %w", err)
+	case err != nil && goOutOfMemory(errOut.String()):
+		return "", airlock.Errorf(airlock.CodeTooLarge, ReasonMemoryLimit,
+			"extract: PDF reader stopped at its memory limit of %d bytes", PDFMemoryLimit)
+	case err != nil:
 		msg := strings.TrimSpace(firstLine(errOut.String()))
 		if msg == "" {
 			msg = err.Error()
@@ -81,6 +102,28 @@ func pdfText(parent context.Context, body []byte) (string, error) {
 		text = clip(text, MaxPDFTextBytes)
 	}
 	return strings.TrimRight(strings.ToValidUTF8(text, "\uFFFD"), "\n"), nil
+}
+
+// goOutOfMemory reports whether stderr is a Go runtime's death of a
+// failed allocation (at RLIMIT_DATA): "fatal error: runtime: out of
+// memory", "fatal error: out of memory allocating heap arena metadata", ....
+func goOutOfMemory(stderr string) bool {
+	for l := range strings.Lines(stderr) {
+		if strings.HasPrefix(l, "fatal error: ") && strings.Contains(l, "out of memory") {
+			return true
+		}
+	}
+	return false
+}
+
+// RunPDFChild is the PDF child process (PDFSubcommand): it ties itself to
+// its parent (child.Enter: SIGTERM ends it at once, the parent's death
+// kills it) and writes the text of the PDF on r to w (WritePDFText).
+func RunPDFChild(w io.Writer, r io.Reader) error {
+	if err := child.Enter(); err != nil {
+		return err
+	}
+	return WritePDFText(w, r, maxPDFChildInput)
 }
 
 func firstLine(s string) string {
