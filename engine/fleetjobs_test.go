@@ -77,23 +77,37 @@ func jobURLs(t *testing.T, e *engine.Engine, id string) (map[string]int, int) {
 	}
 }
 
-// joinedRuns counts the audited crawl runs that joined a job.
-func joinedRuns(t *testing.T, e *engine.Engine, id string) int {
+// joinedRuns counts the audited crawl runs that joined a job, read on e.
+// The other replicas' records reach e through the fleet's audit stream,
+// after their own writers flush: it waits (a hang guard of 10 s) until at
+// least min of them have arrived.
+func joinedRuns(t *testing.T, e *engine.Engine, id string, min int, others ...*engine.Engine) int {
 	t.Helper()
-	if err := e.FlushAudit(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := e.AuditQuery(testCtx(t), airlock.AuditQuery{Broker: "crawl", Limit: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, r := range recs {
-		if strings.Contains(r.Target, "job="+id+" joined") {
-			n++
+	for _, o := range others {
+		if err := o.FlushAudit(testCtx(t)); err != nil {
+			t.Fatal(err)
 		}
 	}
-	return n
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := e.FlushAudit(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := e.AuditQuery(testCtx(t), airlock.AuditQuery{Broker: "crawl", Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range recs {
+			if strings.Contains(r.Target, "job="+id+" joined") {
+				n++
+			}
+		}
+		if n >= min || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // A crawl job started on one of three replicas is worked by all three: a
@@ -125,10 +139,10 @@ func TestFleetCrawlJobShared(t *testing.T) {
 	if paths != pages || extra != 0 {
 		t.Fatalf("%d pages requested, %d requested again; want %d once each", paths, extra, pages)
 	}
-	if n := joinedRuns(t, es[0], job.ID); n < 1 {
+	if n := joinedRuns(t, es[0], job.ID, 1, es[1:]...); n < 1 {
 		t.Fatalf("%d replicas joined the job; want the other two working it", n)
 	}
-	t.Logf("2,000 pages on 3 replicas: %d ms, %d runs joined", done.Summary.ElapsedMS, joinedRuns(t, es[0], job.ID))
+	t.Logf("2,000 pages on 3 replicas: %d ms, %d runs joined", done.Summary.ElapsedMS, joinedRuns(t, es[0], job.ID, 0))
 }
 
 // A shared job cancelled on a replica that does not run it stops on all.
