@@ -59,13 +59,13 @@ const (
 
 // Reasons for policy verdicts and failures after parsing.
 const (
-	ReasonAllowed         Reason = "allowed"   // an allow verdict with no special cause
-	ReasonException       Reason = "exception" // allowed through an operator floor exception
-	ReasonNoPolicy        Reason = "no_policy" // the zero Policy: nothing is open
-	ReasonLane            Reason = "lane"      // the lane is not opened by the policy
-	ReasonDenyList        Reason = "deny_list"
-	ReasonNotAllowed      Reason = "not_allowed" // an allow-list exists and the target is not on it
-	ReasonDNSMixed        Reason = "dns_mixed"
+	ReasonAllowed    Reason = "allowed"   // an allow verdict with no special cause
+	ReasonException  Reason = "exception" // allowed through an operator floor exception
+	ReasonNoPolicy   Reason = "no_policy" // the zero Policy: nothing is open
+	ReasonLane       Reason = "lane"      // the lane is not opened by the policy
+	ReasonDenyList   Reason = "deny_list"
+	ReasonNotAllowed Reason = "not_allowed" // an allow-list exists and the target is not on it
+	ReasonDNSMixed   Reason = "dns_mixed"
 	// ReasonInternalAddress: a name resolved to an address the policy
 	// refuses, whatever its class (Error.Class keeps the class). The
 	// verdicts and decisions keep the class itself; only errors fold it,
