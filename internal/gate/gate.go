@@ -46,7 +46,7 @@ type Tenant struct {
 	Dialer  *egress.Dialer
 	Client  *egress.Client
 	Secrets map[string][]byte // never leaves the engine
-	Routes  map[string]bool   // nil: every route
+	Routes  map[string]bool   // the routes it may call; "*": every route; nil or empty: none
 
 	limitKey string // the rate limiter key, set by New
 }
