@@ -51,7 +51,7 @@ routes:
 `, srv.URL)), 0o600)
 	route := func(path string) result {
 		var stdout, stderr lockedBuffer
-		e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, }
+		e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
 		code := run(context.Background(), e, []string{"route", "api", "GET", path, "--format", "json", "--config", cfg, "--data-dir", filepath.Join(dir, "data"), "--include"}, commands)
 		return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
 	}
@@ -102,5 +102,15 @@ func TestMCPStdioHidesAnswers(t *testing.T) {
 	}
 	if code := wait(); code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestHintNamesTheAnswer: the operator at the terminal is told which
+// address a name resolved to (a workload never is), and how to reach it.
+func TestHintNamesTheAnswer(t *testing.T) {
+	t.Parallel()
+	r := invoke(t, context.Background(), "", []string{"fetch", "--data-dir", t.TempDir(), "--resolve", "svc.test=10.1.2.3", "http://svc.test/"})
+	if r.code != 3 || !strings.Contains(r.stderr, "internal_address") || !strings.Contains(r.stderr, "hint: ") || !strings.Contains(r.stderr, "--except 10.1.2.3 ") {
+		t.Errorf("fetch of a name into the floor: %d %q, want internal_address and a hint naming --except 10.1.2.3", r.code, r.stderr)
 	}
 }
