@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlockhq/airlock/engine"
 )
 
 // cliRouteToken has bytes that percent-encoding changes.
@@ -112,5 +114,20 @@ func TestHintNamesTheAnswer(t *testing.T) {
 	r := invoke(t, context.Background(), "", []string{"fetch", "--data-dir", t.TempDir(), "--resolve", "svc.test=10.1.2.3", "http://svc.test/"})
 	if r.code != 3 || !strings.Contains(r.stderr, "internal_address") || !strings.Contains(r.stderr, "hint: ") || !strings.Contains(r.stderr, "--except 10.1.2.3 ") {
 		t.Errorf("fetch of a name into the floor: %d %q, want internal_address and a hint naming --except 10.1.2.3", r.code, r.stderr)
+	}
+}
+
+// TestImplicitTenantRoutes: the tenant "local" that policy flags create
+// when no tenant is configured is granted every route, as the engine's
+// implicit tenant is; a configured tenant keeps its own list.
+func TestImplicitTenantRoutes(t *testing.T) {
+	var cfg engine.Config
+	name, tc, err := defaultTenant(&cfg)
+	if err != nil || name != "local" || len(tc.Routes) != 1 || tc.Routes[0] != engine.AllRoutes {
+		t.Errorf("implicit tenant %q: routes %v (%v), want [*]", name, tc.Routes, err)
+	}
+	cfg = engine.Config{Tenants: map[string]engine.TenantConfig{"local": {Profile: "posix"}}}
+	if _, tc, _ := defaultTenant(&cfg); tc.Routes != nil {
+		t.Errorf("configured tenant: routes %v, want its own (none)", tc.Routes)
 	}
 }
