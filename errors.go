@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 )
 
 // Code is the coarse class of a failure: one of the ten codes every surface
@@ -57,7 +58,23 @@ const (
 	// set cannot be trusted (Redis cannot be read, or lost its data), so
 	// every broker call is refused.
 	ReasonRevocationsStale = "revocations_stale"
+	// ReasonInternalAddress: a name the caller gave resolves to an address
+	// the policy refuses (loopback, private, link-local, metadata, a deny
+	// list range, a mix of public and internal answers, ...). One reason
+	// whatever the class, so that refusals cannot map internal DNS; the
+	// audit record keeps the class and the address. A literal address the
+	// caller gave keeps its class ("private", "loopback", ...).
+	ReasonInternalAddress = "internal_address"
 )
+
+// PublicMessager is implemented by errors whose Error text carries detail
+// for the operator only (a resolved address, resolver answers, a DNS
+// server): PublicMessage is the text a workload may read. egress's *Error
+// implements it.
+type PublicMessager interface {
+	error
+	PublicMessage() string
+}
 
 // genericMessage replaces the message of internal errors on public surfaces.
 const genericMessage = "internal error"
@@ -107,6 +124,12 @@ func (e *Error) Error() string {
 
 // Unwrap returns the underlying cause.
 func (e *Error) Unwrap() error { return e.Err }
+
+// PublicMessage returns Error with the text of every error in the chain
+// that has a public message replaced by that public message.
+func (e *Error) PublicMessage() string {
+	return publicText(e.Error(), e.Err)
+}
 
 // ErrorCode returns the code as a string, so that *Error satisfies the same
 // classification interface as errors of packages that do not import airlock.
@@ -190,10 +213,51 @@ func ExitCode(err error) int {
 	}
 }
 
+// PublicMessageOf returns the text of err that a workload may read:
+// err.Error() with the text of each error in its chain that implements
+// PublicMessager (the outermost first) replaced by its public message.
+// Wrapping with %w keeps this working; wrapping an egress error with %v
+// does not (its detail is then part of the wrapper's own text), so errors
+// are always wrapped with %w. PublicMessageOf of nil is "".
+func PublicMessageOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	return publicText(err.Error(), err)
+}
+
+// publicText rewrites text, which contains the text of err's chain, so that
+// every PublicMessager's full text is replaced by its public message.
+func publicText(text string, err error) string {
+	var walk func(error, int)
+	walk = func(err error, depth int) {
+		if err == nil || depth > 64 {
+			return
+		}
+		if pm, ok := err.(PublicMessager); ok {
+			if full := pm.Error(); full != "" && strings.Contains(text, full) {
+				if pub := pm.PublicMessage(); pub != full {
+					text = strings.ReplaceAll(text, full, pub)
+				}
+			}
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap(), depth+1)
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e, depth+1)
+			}
+		}
+	}
+	walk(err, 0)
+	return text
+}
+
 // Public returns the shape of err that a surface may show to its caller.
-// Code and Reason come from CodeOf and ReasonOf. Message is err.Error(),
-// except for internal errors, whose detail is for the operator's log only:
-// they get a generic message. decisionID is used when not empty; otherwise
+// Code and Reason come from CodeOf and ReasonOf. Message is
+// PublicMessageOf(err), except for internal errors, whose detail is for the
+// operator's log only: they get a generic message. decisionID is used when not empty; otherwise
 // the DecisionID of the outermost *Error in the chain that has one. Public
 // of nil is the zero Error.
 func Public(err error, decisionID string) Error {
@@ -205,7 +269,7 @@ func Public(err error, decisionID string) Error {
 	if code == CodeInternal {
 		pub.Message = genericMessage
 	} else {
-		pub.Message = err.Error()
+		pub.Message = PublicMessageOf(err)
 	}
 	if pub.DecisionID == "" {
 		pub.DecisionID = decisionIDOf(err)

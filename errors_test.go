@@ -253,3 +253,42 @@ func ExamplePublic() {
 	// {"error":{"code":"denied","reason":"loopback","message":"fetch: foreign: denied (loopback)","decision_id":"01HZX3"}}
 	// 3
 }
+
+// publicErr is an error with a public message, as egress's are.
+type publicErr struct{ full, public string }
+
+func (e *publicErr) Error() string         { return e.full }
+func (e *publicErr) PublicMessage() string { return e.public }
+func (e *publicErr) ErrorCode() string     { return "denied" }
+func (e *publicErr) ErrorReason() string   { return airlock.ReasonInternalAddress }
+
+func TestPublicMessageOf(t *testing.T) {
+	inner := &publicErr{full: "check x [10.1.2.3:80] denied", public: "check x denied"}
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"nil", nil, ""},
+		{"plain", errors.New("boom"), "boom"},
+		{"bare", inner, "check x denied"},
+		{"wrapped", fmt.Errorf("fetch: %w", inner), "fetch: check x denied"},
+		{"twice", fmt.Errorf("a: %w", fmt.Errorf("b: %w", inner)), "a: b: check x denied"},
+		{"vocabulary", airlock.Errorf(airlock.CodeDenied, airlock.ReasonInternalAddress, "crawl: %w", inner), "crawl: check x denied"},
+		{"joined", errors.Join(errors.New("first"), inner), "first\ncheck x denied"},
+		{"two %w", fmt.Errorf("%w (mid-flight: %w)", errors.New("revoked"), inner), "revoked (mid-flight: check x denied)"},
+	}
+	for _, tt := range tests {
+		if got := airlock.PublicMessageOf(tt.err); got != tt.want {
+			t.Errorf("%s: airlock.PublicMessageOf = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	pub := airlock.Public(fmt.Errorf("fetch: %w", inner), "id")
+	if pub.Message != "fetch: check x denied" || pub.Reason != airlock.ReasonInternalAddress || pub.Code != airlock.CodeDenied {
+		t.Errorf("Public = %+v", pub)
+	}
+	var e *airlock.Error = airlock.Errorf(airlock.CodeDenied, "r", "x: %w", inner)
+	if e.PublicMessage() != "x: check x denied" || e.Error() != "x: check x [10.1.2.3:80] denied" {
+		t.Errorf("*Error: PublicMessage %q, Error %q", e.PublicMessage(), e.Error())
+	}
+}

@@ -69,6 +69,13 @@ type Request struct {
 	Call    Call        // caller key, narrowing, upstream proxy
 	// MaxRedirects overrides the client's when non-nil (0 = follow none).
 	MaxRedirects *int
+	// CheckRedirect, when set, is asked about every redirect target after
+	// it parsed and before it is decided or followed; an error refuses the
+	// hop and ends the request. An *Error is returned as it is (its Op and
+	// Hop set); an error with ErrorCode() and ErrorReason() methods is
+	// wrapped with that code and reason; any other error is wrapped as
+	// denied, reason redirect.
+	CheckRedirect func(next *url.URL) error
 }
 
 // Response is the answer to the last hop. Body is decoded and capped: a Read
@@ -215,6 +222,26 @@ func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 					e.Hop, e.Op = hop+1, "redirect"
 				}
 				return nil, err
+			}
+			if r.CheckRedirect != nil {
+				u := *next.URL // the hook cannot change where the request goes
+				if err := r.CheckRedirect(&u); err != nil {
+					cancel()
+					var e *Error
+					var cl interface {
+						ErrorCode() string
+						ErrorReason() string
+					}
+					switch {
+					case errors.As(err, &e):
+					case errors.As(err, &cl):
+						e = &Error{Code: Code(cl.ErrorCode()), Reason: Reason(cl.ErrorReason()), Err: err}
+					default:
+						e = &Error{Code: CodeDenied, Reason: ReasonRedirect, Err: err}
+					}
+					e.Op, e.Hop = "redirect", hop+1
+					return nil, e
+				}
 			}
 			redirects = append(redirects, t.String())
 			switch resp.StatusCode {

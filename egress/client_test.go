@@ -176,10 +176,19 @@ func wantError(t testing.TB, err error, code Code, reason Reason) *Error {
 	if !errors.As(err, &e) {
 		t.Fatalf("error = %v (%T), want *Error %s (%s)", err, err, code, reason)
 	}
-	if e.Code != code || e.Reason != reason {
+	if e.Code != code || !reasonMatches(e, reason) {
 		t.Errorf("error = %s (%s), want %s (%s); %v", e.Code, e.Reason, code, reason, e)
 	}
 	return e
+}
+
+// reasonMatches reports whether e has reason want, or is the folded
+// internal_address refusal of a name whose answer's class is want.
+func reasonMatches(e *Error, want Reason) bool {
+	if e.Reason == want {
+		return true
+	}
+	return e.Reason == ReasonInternalAddress && e.Class == want && e.Name != ""
 }
 
 // fetchAll does the request and reads the whole body.
@@ -1535,5 +1544,40 @@ func TestClientDNSOncePerRequest(t *testing.T) {
 	resp, _ = fetchAll(t, c, &Request{URL: fmt.Sprintf("http://once.test:%d/d", port)})
 	if resp.Addr.Addr() != netip.MustParseAddr("127.0.0.3") {
 		t.Errorf("second request went to %v, want the second answer 127.0.0.3", resp.Addr)
+	}
+}
+
+// TestClientCheckRedirect: the hook sees each redirect target before it is
+// followed, and its error refuses the hop without a request to it.
+func TestClientCheckRedirect(t *testing.T) {
+	srv, counts, _ := startServer(t, modeHTTP, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/start" {
+			http.Redirect(w, r, "/next?k=v", http.StatusFound)
+			return
+		}
+		io.WriteString(w, "next")
+	}))
+	d, _ := staticDialer(t, nil, exceptLocal...)
+	c := newTestClient(t, d, nil)
+	var seen []string
+	refuse := errors.New("no")
+	_, err := c.Do(context.Background(), &Request{URL: srv.URL + "/start", CheckRedirect: func(u *url.URL) error {
+		seen = append(seen, u.String())
+		return refuse
+	}})
+	e := wantError(t, err, CodeDenied, ReasonRedirect)
+	if e.Hop != 1 || e.Op != "redirect" || !errors.Is(err, refuse) {
+		t.Errorf("error %+v, want hop 1, op redirect, wrapping the hook's error", e)
+	}
+	if want := srv.URL + "/next?k=v"; len(seen) != 1 || seen[0] != want {
+		t.Errorf("hook saw %q, want [%s]", seen, want)
+	}
+	if n := counts.reqs.Load(); n != 1 {
+		t.Errorf("server saw %d requests, want 1 (the refused hop is never requested)", n)
+	}
+	mine := &Error{Code: CodeDenied, Reason: "mine"}
+	_, err = c.Do(context.Background(), &Request{URL: srv.URL + "/start", CheckRedirect: func(*url.URL) error { return mine }})
+	if e := wantError(t, err, CodeDenied, "mine"); e != mine || e.Hop != 1 {
+		t.Errorf("error %+v, want the hook's own *Error at hop 1", e)
 	}
 }

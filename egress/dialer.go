@@ -163,7 +163,7 @@ func (d *Dialer) Resolve(ctx context.Context, lane Lane, t Target, c *Call) (Res
 			dec.Addrs = []netip.Addr{t.Addr}
 		}
 		d.record(ctx, dec)
-		return res, d.deniedErr(t, v, c.Hop)
+		return res, deniedErr(t, v, c.Hop)
 	}
 	if c.Admit != nil {
 		if err := c.Admit(t); err != nil {
@@ -198,7 +198,7 @@ func (d *Dialer) Resolve(ctx context.Context, lane Lane, t Target, c *Call) (Res
 	if !v.Allow {
 		dec.Reason, dec.Rule, dec.Addr = v.Reason, v.Rule, v.Addr
 		d.record(ctx, dec)
-		return res, d.deniedErr(t, v, c.Hop)
+		return res, answerDenied(t, v, c.Hop)
 	}
 	if d.Pins != nil {
 		ttl := d.PinTTL
@@ -216,7 +216,7 @@ func (d *Dialer) Resolve(ctx context.Context, lane Lane, t Target, c *Call) (Res
 			dec.Detail = fmt.Sprintf("%s answered %s, pinned to %v", t.Host, a, pinned)
 			d.record(ctx, dec)
 			return res, &Error{Code: CodeDenied, Reason: ReasonDNSRebinding, Op: "resolve", Target: t.Host,
-				Addr: netip.AddrPortFrom(a, t.Port), Hop: c.Hop, Detail: dec.Detail}
+				Addr: netip.AddrPortFrom(a, t.Port), Hop: c.Hop, Detail: "answers differ from the pinned answers", Internal: dec.Detail}
 		}
 	}
 	res.Addrs, res.Excepted = addrs, v.Excepted
@@ -274,7 +274,30 @@ func (d *Dialer) lookup(ctx context.Context, host string) ([]netip.Addr, error) 
 	return addrs, nil
 }
 
-func (d *Dialer) deniedErr(t Target, v Verdict, hop int) *Error {
+// answerDenied is the error for a name whose answers the policy refused.
+// An answer in an address class or on the deny list (and a mix of allowed
+// and refused answers) is one public reason, internal_address, whatever the
+// class, so that refusals cannot map internal DNS; Class and Addr keep the
+// detail for the operator. A refusal that says nothing about the answers
+// (not on the allow list) keeps its reason.
+func answerDenied(t Target, v Verdict, hop int) *Error {
+	if v.Reason == ReasonNotAllowed || v.Reason == ReasonNoPolicy || v.Reason == ReasonLane || v.Reason == ReasonDNSNoAddress {
+		return deniedErr(t, v, hop)
+	}
+	e := &Error{Code: CodeDenied, Reason: ReasonInternalAddress, Class: v.Reason, Name: t.Host, Op: "check", Target: t.String(), Hop: hop}
+	if v.Addr.IsValid() {
+		e.Addr = netip.AddrPortFrom(v.Addr, t.Port)
+	}
+	switch {
+	case v.Reason == ReasonDNSMixed:
+		e.Internal = "an answer is " + string(v.MixedWith)
+	case v.Rule != "":
+		e.Internal = "matched " + v.Rule
+	}
+	return e
+}
+
+func deniedErr(t Target, v Verdict, hop int) *Error {
 	e := &Error{Code: CodeDenied, Reason: v.Reason, Op: "check", Target: t.String(), Hop: hop}
 	if v.Addr.IsValid() {
 		e.Addr = netip.AddrPortFrom(v.Addr, t.Port)
@@ -406,9 +429,15 @@ func (d *Dialer) dialAddr(ctx context.Context, network string, r Resolution, ap 
 			}
 			got = netip.AddrPortFrom(got.Addr().Unmap(), got.Port())
 			if got != netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()) {
-				return denied("dial", address, ReasonDNSRebinding, "socket address differs from the pinned address "+ap.String())
+				return &Error{Code: CodeDenied, Reason: ReasonDNSRebinding, Op: "dial", Target: r.Target.String(), Addr: got,
+					Detail: "socket address differs from the pinned address", Internal: "pinned " + ap.String()}
 			}
 			if v := r.checker.CheckAddr(r.Lane, name, ap.Addr(), ap.Port()); !v.Allow {
+				if name != "" {
+					e := answerDenied(r.Target, v, 0)
+					e.Op = "dial"
+					return e
+				}
 				return &Error{Code: CodeDenied, Reason: v.Reason, Op: "dial", Target: r.Target.String(), Addr: ap}
 			}
 			return nil

@@ -41,6 +41,10 @@
 //
 // Every error is an *Error whose Code follows Airlock's error vocabulary
 // (denied, invalid, not_found, timeout, upstream, too_large, ...) and whose
-// Reason names the cause (loopback, metadata, dns_mixed, parse_ambiguous,
-// redirect_limit, ...).
+// Reason names the cause (loopback, metadata, parse_ambiguous,
+// redirect_limit, ...). A name whose answers the policy refuses is reason
+// internal_address whatever their class (Class keeps it), so that a
+// refusal shown to a workload cannot map internal DNS. Error() is the full
+// text, for the operator; PublicMessage() is the text a workload may read:
+// no resolved address, resolver answer or DNS server.
 package egress

@@ -3,7 +3,9 @@ package egress
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
+	"os"
 	"strings"
 )
 
@@ -57,13 +59,18 @@ const (
 
 // Reasons for policy verdicts and failures after parsing.
 const (
-	ReasonAllowed         Reason = "allowed"   // an allow verdict with no special cause
-	ReasonException       Reason = "exception" // allowed through an operator floor exception
-	ReasonNoPolicy        Reason = "no_policy" // the zero Policy: nothing is open
-	ReasonLane            Reason = "lane"      // the lane is not opened by the policy
-	ReasonDenyList        Reason = "deny_list"
-	ReasonNotAllowed      Reason = "not_allowed" // an allow-list exists and the target is not on it
-	ReasonDNSMixed        Reason = "dns_mixed"
+	ReasonAllowed    Reason = "allowed"   // an allow verdict with no special cause
+	ReasonException  Reason = "exception" // allowed through an operator floor exception
+	ReasonNoPolicy   Reason = "no_policy" // the zero Policy: nothing is open
+	ReasonLane       Reason = "lane"      // the lane is not opened by the policy
+	ReasonDenyList   Reason = "deny_list"
+	ReasonNotAllowed Reason = "not_allowed" // an allow-list exists and the target is not on it
+	ReasonDNSMixed   Reason = "dns_mixed"
+	// ReasonInternalAddress: a name resolved to an address the policy
+	// refuses, whatever its class (Error.Class keeps the class). The
+	// verdicts and decisions keep the class itself; only errors fold it,
+	// so that a refusal cannot be used to map internal DNS.
+	ReasonInternalAddress Reason = "internal_address"
 	ReasonDNSRebinding    Reason = "dns_rebinding"
 	ReasonDNSNotFound     Reason = "dns_not_found"
 	ReasonDNSNoAddress    Reason = "dns_no_address"
@@ -90,18 +97,39 @@ const (
 // Error is the one error type egress returns. Code and Reason follow
 // Airlock's error vocabulary; Target, Addr and Hop say where it happened.
 // Inspect it with errors.As; it unwraps to the underlying cause, if any.
+//
+// Error() is the full text, for the operator (logs, audit): it carries the
+// address involved, the operator-only detail and the cause's text.
+// PublicMessage() is the text a workload may read: no resolved address,
+// no resolver answers, no DNS server, no operator detail.
 type Error struct {
 	Code   Code
 	Reason Reason
 	Op     string         // "parse", "check", "resolve", "dial", "redirect", "read", "exchange", ...
 	Target string         // the target as the caller gave it, or the redirect location
-	Addr   netip.AddrPort // the address involved, when there is one
+	Addr   netip.AddrPort // the address involved, when there is one; never public
 	Hop    int            // redirect hop (0 = the original request)
-	Detail string         // a human sentence; never secret
-	Err    error          // the underlying cause, if any
+	Detail string         // a human sentence; never secret, never an address
+	// Name is the host name whose answers were refused (reason
+	// internal_address), and Class the class of the refused answer
+	// (loopback, private, dns_mixed, ...); Class is never public.
+	Name  string
+	Class Reason
+	// Internal is detail for the operator only (resolver answers, pinned
+	// addresses, an upstream proxy's address); never public.
+	Internal string
+	Err      error // the underlying cause, if any
 }
 
-func (e *Error) Error() string {
+func (e *Error) Error() string { return e.text(false) }
+
+// PublicMessage is the text a workload may read: Error() without the
+// address, the class of a refused answer, the operator-only detail, and
+// with the cause reduced to what it says about the failure (a network
+// error's addresses and a DNS error's server are dropped).
+func (e *Error) PublicMessage() string { return e.text(true) }
+
+func (e *Error) text(public bool) string {
 	var b strings.Builder
 	b.WriteString("egress: ")
 	if e.Op != "" {
@@ -111,19 +139,37 @@ func (e *Error) Error() string {
 	if e.Target != "" {
 		fmt.Fprintf(&b, "%q ", e.Target)
 	}
-	if e.Addr.IsValid() {
+	if e.Addr.IsValid() && !public {
 		fmt.Fprintf(&b, "[%s] ", e.Addr)
 	}
 	if e.Hop > 0 {
 		fmt.Fprintf(&b, "(redirect hop %d) ", e.Hop)
 	}
 	fmt.Fprintf(&b, "%s (%s)", e.Code, e.Reason)
-	if phrase, ok := deniedPhrase[e.Reason]; ok && e.Code == CodeDenied && e.Detail == "" {
+	switch {
+	case e.Reason == ReasonInternalAddress && e.Code == CodeDenied:
+		name := e.Name
+		if name == "" {
+			name = "the name"
+		}
+		fmt.Fprintf(&b, ": refused by policy: %s resolves to an address the policy refuses", name)
+		if !public && e.Class != "" {
+			fmt.Fprintf(&b, " (%s", e.Class)
+			if e.Addr.IsValid() {
+				fmt.Fprintf(&b, " %s", e.Addr.Addr())
+			}
+			b.WriteString(")")
+		}
+	case e.Code == CodeDenied && e.Detail == "":
+		phrase, ok := deniedPhrase[e.Reason]
+		if !ok {
+			break
+		}
 		// Say it the way a person reads it: "refused by policy: private
 		// address 10.0.0.5".
 		b.WriteString(": refused by policy: ")
 		b.WriteString(phrase)
-		if e.Addr.IsValid() {
+		if e.Addr.IsValid() && !public {
 			if strings.HasSuffix(phrase, "address") {
 				fmt.Fprintf(&b, " %s", e.Addr.Addr())
 			} else {
@@ -135,11 +181,99 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Detail)
 	}
-	if e.Err != nil {
+	if e.Internal != "" && !public {
 		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		b.WriteString(e.Internal)
+	}
+	if e.Err != nil {
+		cause := e.Err.Error()
+		if public {
+			cause = publicCause(e.Err)
+		}
+		if cause != "" {
+			b.WriteString(": ")
+			b.WriteString(cause)
+		}
 	}
 	return b.String()
+}
+
+// publicCause is the public text of a cause that is not an *Error:
+// network errors lose their local and remote addresses, DNS errors their
+// server, and anything else that still looks like an IP address (with or
+// without a port) is replaced by "[address]".
+func publicCause(err error) string {
+	if err == nil {
+		return ""
+	}
+	if pm, ok := err.(interface{ PublicMessage() string }); ok {
+		return pm.PublicMessage()
+	}
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	var sysErr *os.SyscallError
+	switch {
+	case errors.As(err, &dnsErr):
+		msg := "lookup"
+		if dnsErr.Name != "" {
+			msg += " " + dnsErr.Name
+		}
+		return scrubAddrs(msg + ": " + dnsErr.Err)
+	case errors.As(err, &opErr):
+		if opErr.Err == nil {
+			return opErr.Op
+		}
+		return opErr.Op + ": " + publicCause(opErr.Err)
+	case errors.As(err, &sysErr):
+		return sysErr.Syscall + ": " + publicCause(sysErr.Err)
+	}
+	return scrubAddrs(err.Error())
+}
+
+// scrubAddrs replaces every run of characters that parses as an IP address
+// or an IP:port by "[address]".
+func scrubAddrs(s string) string {
+	isAddrByte := func(c byte) bool {
+		return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' ||
+			c == '.' || c == ':' || c == '[' || c == ']' || c == '%'
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if !isAddrByte(s[i]) {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && isAddrByte(s[j]) {
+			j++
+		}
+		run := s[i:j]
+		// A run may end with sentence punctuation: try it with trailing
+		// dots and colons trimmed as well.
+		core := strings.TrimRight(run, ".:")
+		if looksLikeAddr(core) {
+			b.WriteString("[address]")
+			b.WriteString(run[len(core):])
+		} else {
+			b.WriteString(run)
+		}
+		i = j
+	}
+	return b.String()
+}
+
+func looksLikeAddr(s string) bool {
+	if !strings.ContainsAny(s, ".:") {
+		return false
+	}
+	if _, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
+		return true
+	}
+	if _, err := netip.ParseAddrPort(s); err == nil {
+		return true
+	}
+	return false
 }
 
 func (e *Error) Unwrap() error { return e.Err }

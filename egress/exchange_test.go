@@ -109,7 +109,7 @@ func checkErr(t *testing.T, err error, code Code, reason Reason, op string) *Err
 	if !errors.As(err, &e) {
 		t.Fatalf("error = %v (%T), want an *Error %s/%s", err, err, code, reason)
 	}
-	if e.Code != code || e.Reason != reason || e.Op != op {
+	if e.Code != code || !reasonMatches(e, reason) || e.Op != op {
 		t.Errorf("error = %v: code %q reason %q op %q, want %q %q %q", err, e.Code, e.Reason, e.Op, code, reason, op)
 	}
 	return e

@@ -300,7 +300,9 @@ func (p *Proxy) fail(w http.ResponseWriter, status int, err error) {
 	h := w.Header()
 	h.Set(HeaderAirlockCode, string(e.Code))
 	h.Set(HeaderAirlockReason, string(e.Reason))
-	http.Error(w, e.Error(), status)
+	// The page's content is readable by the workload driving the browser:
+	// only the public text goes there (the decision log has the rest).
+	http.Error(w, e.PublicMessage(), status)
 }
 
 func proxyStatus(e *Error) int {

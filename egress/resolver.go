@@ -267,10 +267,11 @@ func (r *DNSResolver) query(ctx context.Context, fqdn string, qt uint16) famResu
 	m.SetQuestion(fqdn, qt)
 	m.RecursionDesired = true
 	var lastErr error
+	var lastServer string // operator detail: never in a public message
 	for _, server := range r.servers {
 		in, err := exchangeDNS(ctx, m, server)
 		if err != nil {
-			lastErr = err
+			lastErr, lastServer = err, server
 			if ctx.Err() != nil {
 				break
 			}
@@ -282,13 +283,17 @@ func (r *DNSResolver) query(ctx context.Context, fqdn string, qt uint16) famResu
 		case dns.RcodeNameError:
 			return famResult{err: &Error{Code: CodeNotFound, Reason: ReasonDNSNotFound, Op: "resolve", Target: strings.TrimSuffix(fqdn, ".")}}
 		default:
-			lastErr = errors.New("DNS server " + server + " answered " + dns.RcodeToString[in.Rcode])
+			lastErr, lastServer = errors.New("the DNS server answered "+dns.RcodeToString[in.Rcode]), server
 		}
 	}
-	if ctx.Err() != nil || isTimeout(lastErr) {
-		return famResult{err: &Error{Code: CodeTimeout, Reason: ReasonDNSTimeout, Op: "resolve", Target: strings.TrimSuffix(fqdn, "."), Err: lastErr}}
+	internal := ""
+	if lastServer != "" {
+		internal = "DNS server " + lastServer
 	}
-	return famResult{err: &Error{Code: CodeUpstream, Reason: ReasonDNSError, Op: "resolve", Target: strings.TrimSuffix(fqdn, "."), Err: lastErr}}
+	if ctx.Err() != nil || isTimeout(lastErr) {
+		return famResult{err: &Error{Code: CodeTimeout, Reason: ReasonDNSTimeout, Op: "resolve", Target: strings.TrimSuffix(fqdn, "."), Internal: internal, Err: lastErr}}
+	}
+	return famResult{err: &Error{Code: CodeUpstream, Reason: ReasonDNSError, Op: "resolve", Target: strings.TrimSuffix(fqdn, "."), Internal: internal, Err: lastErr}}
 }
 
 func exchangeDNS(ctx context.Context, m *dns.Msg, server string) (*dns.Msg, error) {

@@ -84,7 +84,7 @@ func (p *UpstreamProxy) dial(ctx context.Context, d *Dialer, target netip.AddrPo
 		if ctx.Err() != nil || isTimeout(err) {
 			code = CodeTimeout
 		}
-		return &Error{Code: code, Reason: ReasonProxy, Op: "proxy", Target: target.String(), Detail: "via " + p.String(), Err: err}
+		return &Error{Code: code, Reason: ReasonProxy, Op: "proxy", Addr: target, Detail: "through an upstream proxy", Internal: "via " + p.String(), Err: err}
 	}
 	if p.kind == "socks5" {
 		var auth *proxy.Auth

@@ -50,7 +50,7 @@ func cacheKey(t egress.Target, r *egress.Request) string {
 // returned.
 func (e *Engine) cachedHTTP(call *gate.Call, r *egress.Request) (*airlock.HTTPResponse, int64, error) {
 	if !cacheable(r) {
-		resp, in, err := e.doHTTP(call, call.Tenant.Client, r, "")
+		resp, in, err := e.doHTTP(call, call.Tenant.Client, r, nil)
 		if resp != nil {
 			resp.Cache = CacheSkip
 		}
@@ -70,7 +70,7 @@ func (e *Engine) cachedHTTP(call *gate.Call, r *egress.Request) (*airlock.HTTPRe
 		}
 		return &airlock.HTTPResponse{Status: ent.Status, Header: ent.Header, Body: ent.Body, URL: t.String(), Proto: "cache", Cache: CacheHit}, 0, nil
 	}
-	resp, in, err := e.doHTTP(call, call.Tenant.Client, r, "")
+	resp, in, err := e.doHTTP(call, call.Tenant.Client, r, nil)
 	if err != nil {
 		return nil, in, err
 	}

@@ -5,6 +5,9 @@ import (
 )
 
 // Defaults of the gate, each also a config value.
+// AllRoutes in a tenant's routes list grants every configured route.
+const AllRoutes = "*"
+
 const (
 	DefaultDataDir          = "./airlock-data"
 	DefaultTenantRate       = 2000.0 // broker calls per second per tenant
@@ -127,8 +130,10 @@ type TenantConfig struct {
 	// Secrets are named signing keys, read from the environment or a file;
 	// their values never leave the engine.
 	Secrets map[string]SecretRef `koanf:"secrets" json:"secrets"`
-	// Routes lists the credentialed routes this tenant may call; empty means
-	// every configured route.
+	// Routes lists the credentialed routes this tenant may call. Absent or
+	// empty grants none (least privilege); AllRoutes ("*") grants every
+	// configured route. Without any tenant configured, the implicit tenant
+	// "local" gets AllRoutes.
 	Routes []string `koanf:"routes" json:"routes"`
 	// Rate and Burst override the per-tenant broker call limit.
 	Rate  float64 `koanf:"rate" json:"rate"`

@@ -67,7 +67,7 @@ func (d *callDoer) Do(ctx context.Context, req *airlock.HTTPRequest) (*airlock.H
 	if d.cache || req.Cache {
 		resp, _, err = d.e.cachedHTTP(&sub, er)
 	} else {
-		resp, _, err = d.e.doHTTP(&sub, d.call.Tenant.Client, er, "")
+		resp, _, err = d.e.doHTTP(&sub, d.call.Tenant.Client, er, nil)
 	}
 	if err != nil {
 		d.call.RefusedRequest(req.URL, err)

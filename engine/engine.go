@@ -100,11 +100,14 @@ type Engine struct {
 }
 
 type route struct {
-	name    string
-	base    egress.Target
-	header  string
-	value   string // the header value (prefix + credential); never leaves the engine
-	secret  string // the credential alone: what responses and errors are scrubbed of
+	name   string
+	base   egress.Target
+	header string
+	value  string // the header value (prefix + credential); never leaves the engine
+	// redact finds the credential (alone, verbatim and percent-encoded) in
+	// everything the caller receives: final URL, redirects, headers, body,
+	// error text.
+	redact  *gate.Redactor
 	methods map[string]bool
 	prefix  string
 	// origin narrows every call of the route to its base's host and port,
@@ -145,7 +148,8 @@ func defaults(cfg Config) Config {
 		cfg.Audit.MaxRows = DefaultAuditMaxRows
 	}
 	if len(cfg.Tenants) == 0 {
-		cfg.Tenants = map[string]TenantConfig{airlock.LocalTenant: {Profile: gate.ProfilePosix}}
+		// The person at their own terminal: every route.
+		cfg.Tenants = map[string]TenantConfig{airlock.LocalTenant: {Profile: gate.ProfilePosix, Routes: []string{AllRoutes}}}
 	}
 	cfg.Budgets = budgetDefaults(cfg.Budgets)
 	return cfg
@@ -258,11 +262,10 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 			}
 			t.Secrets[sname] = v
 		}
-		if len(tc.Routes) > 0 {
-			t.Routes = map[string]bool{}
-			for _, r := range tc.Routes {
-				t.Routes[r] = true
-			}
+		// No list (or an empty one) grants no route; "*" grants every one.
+		t.Routes = map[string]bool{}
+		for _, r := range tc.Routes {
+			t.Routes[r] = true
 		}
 		for _, h := range tc.Tokens {
 			e.tokens[h] = name
@@ -424,7 +427,7 @@ func validate(cfg Config, getenv func(string) string) error {
 			}
 		}
 		for _, r := range tc.Routes {
-			if _, ok := cfg.Routes[r]; !ok {
+			if _, ok := cfg.Routes[r]; !ok && r != AllRoutes {
 				return configErr("tenant %q: unknown route %q", name, r)
 			}
 		}
@@ -553,7 +556,7 @@ func buildRoute(name string, rc RouteConfig, getenv func(string) string) (*route
 	if err != nil {
 		return nil, configErr("routes.%s: credential: %v", name, err)
 	}
-	r := &route{name: name, base: base, header: http.CanonicalHeaderKey(rc.Header), value: rc.Prefix + string(v), secret: string(v), methods: map[string]bool{}, prefix: rc.PathPrefix}
+	r := &route{name: name, base: base, header: http.CanonicalHeaderKey(rc.Header), value: rc.Prefix + string(v), redact: gate.NewRedactor(string(v)), methods: map[string]bool{}, prefix: rc.PathPrefix}
 	if r.prefix == "" {
 		r.prefix = "/"
 	}
@@ -656,7 +659,7 @@ func (e *Engine) HTTP(ctx context.Context, p airlock.Principal, req airlock.HTTP
 	if req.Cache {
 		resp, in, err = e.cachedHTTP(call, er)
 	} else {
-		resp, in, err = e.doHTTP(call, call.Tenant.Client, er, "")
+		resp, in, err = e.doHTTP(call, call.Tenant.Client, er, nil)
 	}
 	if err = call.End(err, in, int64(len(req.Body))); err != nil {
 		return nil, err
@@ -665,10 +668,16 @@ func (e *Engine) HTTP(ctx context.Context, p airlock.Principal, req airlock.HTTP
 	return resp, nil
 }
 
-func (e *Engine) doHTTP(call *gate.Call, c *egress.Client, r *egress.Request, redact string) (*airlock.HTTPResponse, int64, error) {
+// doHTTP makes the request and reads the answer. A non-nil redact runs
+// over every string of the answer and of the error, and refuses a redirect
+// target that carries the credential.
+func (e *Engine) doHTTP(call *gate.Call, c *egress.Client, r *egress.Request, redact *gate.Redactor) (*airlock.HTTPResponse, int64, error) {
+	if redact != nil {
+		r.CheckRedirect = redact.CheckRedirect
+	}
 	resp, err := c.Do(call.Ctx, r)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, redact.Error(err)
 	}
 	// The body's bytes count against the tenant's bytes in flight while
 	// they are read.
@@ -677,33 +686,23 @@ func (e *Engine) doHTTP(call *gate.Call, c *egress.Client, r *egress.Request, re
 	resp.Body = readCloser{Reader: counted, Closer: resp.Body}
 	body, err := egress.ReadAll(resp)
 	if err != nil {
-		return nil, int64(len(body)), err
+		return nil, int64(len(body)), redact.Error(err)
 	}
-	h := map[string][]string(resp.Header)
-	if redact != "" {
-		body = redactBytes(body, redact)
-		for k, vs := range h {
-			for i, v := range vs {
-				vs[i] = strings.ReplaceAll(v, redact, redactedMark)
-			}
-			h[k] = vs
-		}
+	out := &airlock.HTTPResponse{Status: resp.StatusCode, Header: map[string][]string(resp.Header), Body: body,
+		URL: resp.URL.String(), Redirects: resp.Redirects, Proto: resp.Proto}
+	if redact != nil {
+		out.Body = redact.Bytes(out.Body)
+		redact.Header(out.Header)
+		out.URL = redact.String(out.URL)
+		out.Redirects = slices.Clone(out.Redirects)
+		redact.Strings(out.Redirects)
 	}
-	return &airlock.HTTPResponse{Status: resp.StatusCode, Header: h, Body: body, URL: resp.URL.String(), Redirects: resp.Redirects, Proto: resp.Proto}, int64(len(body)), nil
+	return out, int64(len(body)), nil
 }
 
 type readCloser struct {
 	io.Reader
 	io.Closer
-}
-
-const redactedMark = "[REDACTED]"
-
-func redactBytes(b []byte, secret string) []byte {
-	if secret == "" || !strings.Contains(string(b), secret) {
-		return b
-	}
-	return []byte(strings.ReplaceAll(string(b), secret, redactedMark))
 }
 
 // Exchange makes a one-shot TCP, UDP or TLS exchange (capability tcp, udp or
@@ -778,7 +777,7 @@ func (e *Engine) Route(ctx context.Context, p airlock.Principal, req airlock.Rou
 		return nil, err
 	}
 	r, ok := e.routes[req.Name]
-	if !ok || call.Tenant.Routes != nil && !call.Tenant.Routes[req.Name] {
+	if !ok || !call.Tenant.Routes[req.Name] && !call.Tenant.Routes[AllRoutes] {
 		return nil, call.End(airlock.Errorf(airlock.CodeNotFound, "route", "no route named %q for tenant %s", req.Name, p.Tenant), 0, 0)
 	}
 	method := strings.ToUpper(req.Method)
@@ -804,23 +803,12 @@ func (e *Engine) Route(ctx context.Context, p airlock.Principal, req airlock.Rou
 	}
 	h.Set(r.header, r.value)
 	resp, in, err := e.doHTTP(call, call.Tenant.Client, &egress.Request{Method: method, URL: u, Header: h, Body: req.Body,
-		Call: egress.Call{Key: call.Key(), Narrow: r.origin}}, r.secret)
-	if err != nil {
-		err = scrubErr(err, r.secret)
-	}
+		Call: egress.Call{Key: call.Key(), Narrow: r.origin}}, r.redact)
 	if err = call.End(err, in, int64(len(req.Body))); err != nil {
 		return nil, err
 	}
 	resp.DecisionID = call.ID
 	return resp, nil
-}
-
-// scrubErr makes sure no error text carries the credential.
-func scrubErr(err error, secret string) error {
-	if secret == "" || !strings.Contains(err.Error(), secret) {
-		return err
-	}
-	return airlock.Errorf(airlock.CodeOf(err), airlock.ReasonOf(err), "%s", strings.ReplaceAll(err.Error(), secret, redactedMark))
 }
 
 func (r *route) join(path string) (string, error) {

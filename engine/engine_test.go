@@ -376,7 +376,7 @@ func TestCapabilityAbsence(t *testing.T) {
 	profiles := []string{"compute", "minimal", "network", "posix"}
 	tenants := map[string]engine.TenantConfig{}
 	for _, p := range profiles {
-		tenants[p] = engine.TenantConfig{Profile: p, Secrets: map[string]engine.SecretRef{"k": {Env: "SECRET_K"}}}
+		tenants[p] = engine.TenantConfig{Profile: p, Secrets: map[string]engine.SecretRef{"k": {Env: "SECRET_K"}}, Routes: []string{engine.AllRoutes}}
 	}
 	key := []byte("sign-key-for-capability-test")
 	e := newEngine(t, engine.Config{
@@ -598,7 +598,7 @@ func TestPolicyIntersection(t *testing.T) {
 		{name: "address of another tenant's exception", tenant: "gamma", url: urls[3], reason: "loopback"},
 		{name: "exceptions do not leak to another tenant", tenant: "beta", url: urls[1], reason: "loopback"},
 		{name: "narrowing cannot borrow an exception", tenant: "beta", url: urls[1], narrow: &airlock.Narrowing{Allow: []string{"127.0.0.1"}}, reason: "loopback"},
-		{name: "beta reaches nothing on loopback by name", tenant: "beta", url: u1Name, reason: "loopback"},
+		{name: "beta reaches nothing on loopback by name", tenant: "beta", url: u1Name, reason: "internal_address"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -780,7 +780,7 @@ func TestOneDecisionPerCall(t *testing.T) {
 	e := newEngine(t, engine.Config{
 		DefaultTenant: "t",
 		Tenants: map[string]engine.TenantConfig{
-			"t":    {Profile: "posix", Exceptions: []string{"127.0.0.1"}, Secrets: map[string]engine.SecretRef{"k": {Env: "K"}}},
+			"t":    {Profile: "posix", Exceptions: []string{"127.0.0.1"}, Secrets: map[string]engine.SecretRef{"k": {Env: "K"}}, Routes: []string{"r"}},
 			"comp": {Profile: "compute"},
 		},
 		Routes: map[string]engine.RouteConfig{"r": {BaseURL: srv.URL, Header: "X-Key", ValueEnv: "K"}},
@@ -1267,7 +1267,7 @@ func TestSecretCanary(t *testing.T) {
 	e := newEngine(t, engine.Config{
 		DefaultTenant: "acme",
 		Tenants: map[string]engine.TenantConfig{
-			"acme":     {Profile: "network", Exceptions: []string{"127.0.0.1"}, Secrets: map[string]engine.SecretRef{"signing": {Env: "ACME_SIGNING"}}},
+			"acme":     {Profile: "network", Exceptions: []string{"127.0.0.1"}, Secrets: map[string]engine.SecretRef{"signing": {Env: "ACME_SIGNING"}}, Routes: []string{engine.AllRoutes}},
 			"intruder": {Profile: "network", Routes: []string{"outside"}},
 		},
 		Routes: map[string]engine.RouteConfig{

@@ -51,7 +51,7 @@ func TestFirecrawlProviderGoesThroughThePolicy(t *testing.T) {
 	}
 	// The target is decided before delegating: an internal name never
 	// reaches the provider.
-	if _, err := e.Fetch(ctx, p, airlock.FetchRequest{URL: "http://inside.example/"}); airlock.ReasonOf(err) != "private" {
+	if _, err := e.Fetch(ctx, p, airlock.FetchRequest{URL: "http://inside.example/"}); airlock.ReasonOf(err) != "internal_address" {
 		t.Errorf("internal target through firecrawl: %v", err)
 	}
 	// The final URL the provider reports is decided too.

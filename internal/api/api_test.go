@@ -14,7 +14,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,12 +38,14 @@ func TestMain(m *testing.M) {
 // Fixture
 
 const (
-	acmeToken   = "alk_acme-test-token"
-	otherToken  = "alk_other-test-token"
-	slowToken   = "alk_slow-test-token"
-	adminToken  = "alk_admin-test-token"
-	signingKey  = "sign-me-CANARY"
-	routeSecret = "route-secret-CANARY"
+	acmeToken  = "alk_acme-test-token"
+	otherToken = "alk_other-test-token"
+	slowToken  = "alk_slow-test-token"
+	adminToken = "alk_admin-test-token"
+	signingKey = "sign-me-CANARY"
+	// routeSecret has bytes that percent-encoding changes, so that an
+	// encoded echo differs from the verbatim one.
+	routeSecret = "route/secret+CANARY=&x y"
 )
 
 func hashToken(tok string) string {
@@ -83,6 +87,19 @@ func newSite(t *testing.T) *site {
 			fmt.Fprintf(w, `{"results": [
 {"url": "https://example.com/a", "title": "First result", "content": "About %[1]s", "engine": "test"},
 {"url": "https://example.com/b", "title": "Second result", "content": "More on %[1]s", "engine": "test"}]}`, r.URL.Query().Get("q"))
+		case r.URL.Path == "/echo/redirect":
+			// A same-origin redirect whose target carries the credential.
+			cred := strings.TrimPrefix(r.Header.Get("X-Key")+r.Header.Get("Authorization"), "Bearer ")
+			http.Redirect(w, r, "/echo/cb?token="+url.QueryEscape(cred), http.StatusFound)
+		case r.URL.Path == "/echo/encoded":
+			// Echoes of the credential in other forms: percent-encoded
+			// (query and path escaping, lower-case hex) and without its
+			// prefix.
+			cred := strings.TrimPrefix(r.Header.Get("X-Key")+r.Header.Get("Authorization"), "Bearer ")
+			w.Header().Set("X-Echo-Query", url.QueryEscape(cred))
+			w.Header().Set("X-Echo-Path", url.PathEscape(cred))
+			lower := regexp.MustCompile(`%[0-9A-F]{2}`).ReplaceAllStringFunc(url.QueryEscape(cred), strings.ToLower)
+			fmt.Fprintf(w, "q=%s p=%s lower=%s bare=%s", url.QueryEscape(cred), url.PathEscape(cred), lower, cred)
 		case strings.HasPrefix(r.URL.Path, "/echo"):
 			w.Header().Set("Content-Type", "application/json")
 			json.NewEncoder(w).Encode(map[string]any{"path": r.URL.Path, "key": r.Header.Get("X-Key"), "method": r.Method})
@@ -139,12 +156,13 @@ func testConfig(siteURL string) engine.Config {
 		AdminTokens:   []string{hashToken(adminToken)},
 		Tenants: map[string]engine.TenantConfig{
 			"acme": {Profile: "posix", Tokens: []string{hashToken(acmeToken)}, Exceptions: []string{"127.0.0.1"},
-				Secrets: map[string]engine.SecretRef{"k": {Env: "SIGNING_KEY"}}},
+				Secrets: map[string]engine.SecretRef{"k": {Env: "SIGNING_KEY"}}, Routes: []string{"*"}},
 			"other": {Profile: "network", Tokens: []string{hashToken(otherToken)}, Exceptions: []string{"127.0.0.1"}},
 			"slow":  {Profile: "network", Tokens: []string{hashToken(slowToken)}, Exceptions: []string{"127.0.0.1"}, Rate: 0.01, Burst: 1},
 		},
 		Routes: map[string]engine.RouteConfig{
-			"echo": {BaseURL: siteURL + "/echo", Header: "X-Key", ValueEnv: "ROUTE_KEY", Methods: []string{"GET", "POST"}},
+			"echo":   {BaseURL: siteURL + "/echo", Header: "X-Key", ValueEnv: "ROUTE_KEY", Methods: []string{"GET", "POST"}},
+			"bearer": {BaseURL: siteURL + "/echo", Header: "Authorization", Prefix: "Bearer ", ValueEnv: "ROUTE_KEY"},
 		},
 		Browse: engine.BrowseConfig{SearchProvider: "searxng", SearXNGURL: siteURL},
 	}
@@ -168,12 +186,18 @@ func newEngine(t *testing.T, cfg engine.Config) *engine.Engine {
 }
 
 // newFixture starts a site, an engine and the API on loopback. Each
-// change is a func(*Options), applied before New, or a func(*server),
-// applied after it.
+// change is a func(*engine.Config), applied to testConfig, a
+// func(*Options), applied before New, or a func(*server), applied after it.
 func newFixture(t *testing.T, change ...any) *fixture {
 	t.Helper()
 	f := &fixture{t: t, site: newSite(t), logs: &syncBuffer{}}
-	f.en = newEngine(t, testConfig(f.site.URL))
+	cfg := testConfig(f.site.URL)
+	for _, c := range change {
+		if c, ok := c.(func(*engine.Config)); ok {
+			c(&cfg)
+		}
+	}
+	f.en = newEngine(t, cfg)
 	opts := Options{Version: "v1.2.3-test", Logger: slog.New(slog.NewJSONHandler(f.logs, nil))}
 	for _, c := range change {
 		if c, ok := c.(func(*Options)); ok {
@@ -185,7 +209,7 @@ func newFixture(t *testing.T, change ...any) *fixture {
 		switch c := c.(type) {
 		case func(*server):
 			c(s)
-		case func(*Options):
+		case func(*Options), func(*engine.Config):
 		default:
 			t.Fatalf("newFixture: %T is not a change", c)
 		}

@@ -541,6 +541,13 @@ func (d *apiDoc) renderErrors(b *strings.Builder, errorsGo string) error {
 	fmt.Fprintf(b, "\nA missing or unknown token is %d %s (code `denied`, reason `token`) with a `WWW-Authenticate: Bearer` header. "+
 		"`rate_limited` carries `Retry-After` (seconds). A request body larger than `serve.max_body_bytes` is `too_large`; unknown "+
 		"fields in a body are `invalid`.\n\n", http.StatusUnauthorized, http.StatusText(http.StatusUnauthorized))
+	b.WriteString("A `message` is written for the caller: it never carries a resolved address, resolver answers, a DNS server " +
+		"or a route's credential. A refusal of a name whose answers the policy refuses is `denied` with reason `internal_address` " +
+		"(\"NAME resolves to an address the policy refuses\") whatever the class of the answer (loopback, private, link-local, " +
+		"metadata, a deny-list range, a mix of public and internal answers), so that refusals cannot be used to map internal DNS; " +
+		"a literal address the caller gave keeps its class (`private`, `loopback`, ...). The audit record of the decision " +
+		"(`GET /api/audit`, the operator's log) keeps the address and the class. The same holds for MCP tool errors, a " +
+		"WebAssembly guest's `last_error`, served-guest answers and event streams.\n\n")
 	return nil
 }
 

@@ -94,7 +94,7 @@ func (s *Session) onPaused(ctx context.Context, b *instance, ev fetch.EventReque
 		RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient,
 	})
 	s.emit(Event{Type: EventPolicyDenied, URL: raw, Reason: reasonOf(err), ResourceType: string(ev.ResourceType),
-		InitiatingOp: s.currentOp(), Tab: tab, Message: err.Error()})
+		InitiatingOp: s.currentOp(), Tab: tab, Message: airlock.PublicMessageOf(err)})
 }
 
 func reasonIf(err error) string {

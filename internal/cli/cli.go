@@ -220,8 +220,14 @@ func hintFor(err error) string {
 	if airlock.CodeOf(err) == airlock.CodeInternal {
 		return ""
 	}
-	h := hints[airlock.ReasonOf(err)]
+	reason := airlock.ReasonOf(err)
 	var ee *egress.Error
+	if reason == airlock.ReasonInternalAddress && errors.As(err, &ee) && ee.Class != "" {
+		// The person at the terminal is the operator: the hint may name
+		// the class and the address that a workload is never told.
+		reason = string(ee.Class)
+	}
+	h := hints[reason]
 	if h == floorHint && errors.As(err, &ee) && ee.Addr.IsValid() {
 		h = strings.Replace(h, "--except ADDR", "--except "+ee.Addr.Addr().String(), 1)
 	}

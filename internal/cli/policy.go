@@ -122,8 +122,16 @@ func decide(ctx context.Context, d *egress.Dialer, lane egress.Lane, raw string)
 	}
 	var e *egress.Error
 	if errors.As(err, &e) {
+		// The operator's own tool: the class of a refused answer, not the
+		// folded reason a workload sees.
 		res.Reason = string(e.Reason)
+		if e.Reason == egress.ReasonInternalAddress && e.Class != "" {
+			res.Reason = string(e.Class)
+		}
 		res.Detail = e.Detail
+		if res.Detail == "" {
+			res.Detail = e.Internal
+		}
 		if e.Addr.IsValid() {
 			res.Addrs = []string{e.Addr.Addr().String()}
 		}

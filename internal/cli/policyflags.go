@@ -119,7 +119,8 @@ func (p *policyFlags) applyTo(cfg *engine.Config) error {
 
 // defaultTenant returns the configuration's default tenant (the one CLI
 // verbs act as) and its entry, which a flag may then change; with no
-// tenant configured it is a new entry for "local". cfg.Tenants is made
+// tenant configured it is a new entry for "local", granted every route
+// (as the engine's implicit tenant is). cfg.Tenants is made
 // non-nil. A default tenant missing from configured tenants is a usage
 // error.
 func defaultTenant(cfg *engine.Config) (string, engine.TenantConfig, error) {
@@ -133,6 +134,11 @@ func defaultTenant(cfg *engine.Config) (string, engine.TenantConfig, error) {
 	tc, ok := cfg.Tenants[tenant]
 	if !ok && len(cfg.Tenants) > 0 {
 		return "", tc, usageErrorf("default tenant %q is not configured", tenant)
+	}
+	if !ok {
+		// The implicit tenant of a person at their own terminal, as the
+		// engine's default: every route.
+		tc.Routes = []string{engine.AllRoutes}
 	}
 	return tenant, tc, nil
 }

@@ -47,7 +47,7 @@ type Tenant struct {
 	Dialer  *egress.Dialer
 	Client  *egress.Client
 	Secrets map[string][]byte // never leaves the engine
-	Routes  map[string]bool   // nil: every route
+	Routes  map[string]bool   // the routes it may call; "*": every route; nil or empty: none
 
 	limitKey string // the rate limiter key, set by New
 }
@@ -227,7 +227,9 @@ func (c *Call) refuse(code airlock.Code, reason, msg string, cause error) error 
 }
 
 // End records the call's one decision and returns err in the public shape
-// (an *airlock.Error with the decision id), or nil. A call cancelled by a
+// (an *airlock.Error with the decision id), or nil. The record's Detail is
+// err's full text; the returned error's Message is its public text
+// (airlock.PublicMessageOf). A call cancelled by a
 // revocation reports revoked, whatever error the work returned.
 func (c *Call) End(err error, bytesIn, bytesOut int64) error {
 	if c.ended {
@@ -242,7 +244,7 @@ func (c *Call) End(err error, bytesIn, bytesOut int64) error {
 		// whatever error the work returned.
 		var cl interface{ ErrorCode() string }
 		if cause := context.Cause(c.Ctx); errors.As(cause, &cl) {
-			err = fmt.Errorf("%w (mid-flight: %v)", cause, err)
+			err = fmt.Errorf("%w (mid-flight: %w)", cause, err)
 		}
 	}
 	c.cancel(nil)
@@ -262,11 +264,12 @@ func (c *Call) End(err error, bytesIn, bytesOut int64) error {
 		rec.Outcome = OutcomeDeny
 	}
 	c.g.audit.Record(rec)
-	msg := err.Error()
 	if code == airlock.CodeInternal && c.g.logger != nil {
-		c.g.logger.Error("internal error in broker call", slog.String("decision_id", c.ID), slog.String("broker", c.Broker), slog.String("error", msg))
+		c.g.logger.Error("internal error in broker call", slog.String("decision_id", c.ID), slog.String("broker", c.Broker), slog.String("error", rec.Detail))
 	}
-	return &airlock.Error{Code: code, Reason: rec.Reason, Message: msg, DecisionID: c.ID, Err: err}
+	// The audit record has the full detail; the caller gets the public
+	// text (no resolved address, resolver answer or DNS server).
+	return &airlock.Error{Code: code, Reason: rec.Reason, Message: airlock.PublicMessageOf(err), DecisionID: c.ID, Err: err}
 }
 
 // RefusedRequest records a request of a Batch call that the policy

@@ -3,8 +3,11 @@ package gate
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -513,5 +516,40 @@ func TestStaleRevocationsFailClosed(t *testing.T) {
 	}
 	if _, err := g.Begin(context.Background(), p, airlock.CapabilityHTTP, "http", "x"); err != nil {
 		t.Fatalf("recovered: %v", err)
+	}
+}
+
+// TestEndPublicMessage: the caller's message is the public text of the
+// error chain (no resolved address, no class of a refused answer), wrapped
+// or not; the audit record keeps the full detail.
+func TestEndPublicMessage(t *testing.T) {
+	tg := newTestGate(t, map[string]*Tenant{"t": builtinTenant("t", ProfilePosix, Limit{})})
+	denial := &egress.Error{Code: egress.CodeDenied, Reason: egress.ReasonInternalAddress, Class: egress.ReasonPrivate,
+		Name: "internal.test", Op: "check", Target: "http://internal.test/", Addr: netip.MustParseAddrPort("10.1.2.3:80")}
+	for name, err := range map[string]error{
+		"bare":    denial,
+		"wrapped": fmt.Errorf("fetch %s: %w", "http://internal.test/", denial),
+		"vocab":   airlock.Errorf(airlock.CodeDenied, "internal_address", "crawl: %w", denial),
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, berr := tg.Begin(context.Background(), airlock.Principal{Tenant: "t"}, airlock.CapabilityHTTP, "http", "x")
+			if berr != nil {
+				t.Fatal(berr)
+			}
+			ae := wantAirlockErr(t, c.End(err, 0, 0), airlock.CodeDenied, "internal_address")
+			for _, s := range []string{ae.Message, ae.Error(), airlock.Public(ae, "").Message} {
+				if strings.Contains(s, "10.1.2.3") || strings.Contains(s, "private") {
+					t.Errorf("public text %q carries the answer or its class", s)
+				}
+				if !strings.Contains(s, "internal.test resolves to an address the policy refuses") {
+					t.Errorf("public text %q does not say why", s)
+				}
+			}
+			for _, r := range tg.flushed(t) {
+				if r.ID == c.ID && (!strings.Contains(r.Detail, "10.1.2.3") || !strings.Contains(r.Detail, "private")) {
+					t.Errorf("audit detail %q lacks the answer or its class", r.Detail)
+				}
+			}
+		})
 	}
 }

@@ -74,7 +74,7 @@ func TestLanes(t *testing.T) {
 
 	cfg := engine.Config{
 		Tenants: map[string]engine.TenantConfig{"posix": {Profile: "posix", Exceptions: []string{"127.0.0.1"},
-			Secrets: map[string]engine.SecretRef{"k": {Env: "SIGNING_KEY"}}}},
+			Secrets: map[string]engine.SecretRef{"k": {Env: "SIGNING_KEY"}}, Routes: []string{"api"}}},
 		Routes: map[string]engine.RouteConfig{"api": {BaseURL: api.URL, Header: "Authorization", ValueEnv: "API_TOKEN",
 			Prefix: "Bearer ", Methods: []string{"GET"}, PathPrefix: "/v1"}},
 	}

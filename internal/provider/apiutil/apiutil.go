@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/airlockhq/airlock"
 )
 
 // Redacted replaces a credential in messages.
@@ -28,16 +30,24 @@ func Redact(s string, secrets ...string) string {
 // message; the original stays reachable for errors.Is/As and keeps its
 // classification (code, reason, retry-after).
 type TransportError struct {
-	msg string
-	err error
+	msg     string
+	prefix  string
+	secrets []string
+	err     error
 }
 
 // Transport wraps err as prefix + its message, secrets redacted.
 func Transport(err error, prefix string, secrets ...string) *TransportError {
-	return &TransportError{msg: Redact(prefix+err.Error(), secrets...), err: err}
+	return &TransportError{msg: Redact(prefix+err.Error(), secrets...), prefix: prefix, secrets: secrets, err: err}
 }
 
 func (e *TransportError) Error() string { return e.msg }
+
+// PublicMessage is the message with the cause's public text (no resolved
+// address or DNS server; see airlock.PublicMessager).
+func (e *TransportError) PublicMessage() string {
+	return Redact(e.prefix+airlock.PublicMessageOf(e.err), e.secrets...)
+}
 func (e *TransportError) Unwrap() error { return e.err }
 
 // snippetRunes bounds Snippet.

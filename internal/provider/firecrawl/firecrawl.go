@@ -447,7 +447,7 @@ func (c *crawler) take(ctx context.Context, doc *document, asked string) error {
 	page, err := c.p.page(ctx, doc, final, c.mode)
 	if err != nil {
 		c.mu.Lock()
-		c.skip(final, "error", err.Error())
+		c.skip(final, "error", airlock.PublicMessageOf(err))
 		c.mu.Unlock()
 		return nil
 	}
@@ -665,7 +665,7 @@ loop:
 					return
 				}
 				c.mu.Lock()
-				c.skip(u, "error", err.Error())
+				c.skip(u, "error", airlock.PublicMessageOf(err))
 				c.mu.Unlock()
 			default:
 				if err := c.take(ctx, doc, u); err != nil {
