@@ -1,0 +1,8 @@
+//go:build !race
+
+package hostile
+
+const (
+	raceEnabled = false
+	timeScale   = 1
+)
