@@ -15,9 +15,9 @@ import (
 	"github.com/airlockhq/airlock/internal/extract"
 )
 
-// bombSize is what each decompression bomb decodes to: 64 times the
+// bombSize is what each decompression bomb decodes to: 16 times the
 // decoded cap, from less than the wire cap.
-const bombSize = 256 << 20
+const bombSize = 64 << 20
 
 func bomb(codings ...string) func() http.Handler {
 	return func() http.Handler { return egresstest.Bomb(bombSize, codings...) }
@@ -46,14 +46,14 @@ func cases() []hcase {
 		capBytes: bodyCap, k: 0,
 	})
 
-	// Decompression bombs: each decodes to 64 × the decoded cap.
+	// Decompression bombs: each decodes to 16 × the decoded cap.
 	for _, codings := range [][]string{{"gzip"}, {"deflate"}, {"br"}, {"zstd"}, {"gzip", "br"}, {"zstd", "gzip"}} {
 		cs = append(cs, hcase{
 			name:   "bomb_" + strings.Join(codings, "_"),
 			server: bomb(codings...),
 			call:   callFetch, path: "/",
 			code: tooLarge, reason: decoded,
-			capBytes: decodedCap, k: 4,
+			capBytes: decodedCap, k: 8,
 		})
 	}
 	cs = append(cs,
@@ -207,7 +207,7 @@ func cases() []hcase {
 			server: func() http.Handler { return static("text/html", "gzip", gzipped(millionLinksPage())) },
 			egress: withDecodedCap(extractCap),
 			call:   callFetch, path: "/",
-			capBytes: extractCap, k: 48,
+			capBytes: extractCap, k: 72,
 			check: func(t *testing.T, r result, h *hits) {
 				if r.Links != airlock.MaxPageLinks || !slices.Contains(r.Truncated, "links") {
 					t.Errorf("got %d links, truncated %q: want %d and links truncated", r.Links, r.Truncated, airlock.MaxPageLinks)
@@ -225,7 +225,7 @@ func cases() []hcase {
 			// the extraction of the seed takes seconds of CPU, the task
 			// timeout leaves room for that on a loaded machine.
 			crawl:    airlock.CrawlRequest{MaxPages: 5, Depth: 1, Concurrency: 2, Extract: airlock.ExtractNone, Timeout: 10 * time.Second * timeScale},
-			capBytes: extractCap, k: 48,
+			capBytes: extractCap, k: 72,
 			check: func(t *testing.T, r result, h *hits) {
 				// Of the page's links, /a and /b exist; the rest are 404.
 				if r.Pages != 3 {
