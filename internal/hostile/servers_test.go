@@ -76,7 +76,7 @@ func gzipped(b []byte) []byte {
 // without holding the decoded bytes.
 func gzipRepeat(prefix, unit, suffix string, n int) []byte {
 	var out bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&out, gzip.BestCompression)
+	zw := gzip.NewWriter(&out)
 	io.WriteString(zw, prefix)
 	block := []byte(strings.Repeat(unit, max(1, (64<<10)/len(unit))))
 	per := len(block) / len(unit)
@@ -259,7 +259,7 @@ func hugeStreamPDF() []byte {
 // n text-showing operators compressed into a few hundred KB.
 func contentBombPDF(n int) []byte {
 	var z bytes.Buffer
-	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+	zw := zlib.NewWriter(&z)
 	block := []byte(strings.Repeat("(A) Tj\n", 8192))
 	for left := n; left > 0; left -= 8192 {
 		k := min(left, 8192)

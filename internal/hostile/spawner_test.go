@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -178,7 +177,7 @@ func spawnChild(req spawnRequest) spawnResult {
 			r.MaxRSSKB = ru.Maxrss
 		}
 	} else if r.Err == "" {
-		r.Err = errors.New("no process state").Error()
+		r.Err = "no process state"
 	}
 	return r
 }
