@@ -271,6 +271,43 @@ func cases() []hcase {
 			},
 		},
 
+		// robots.txt at one byte a second: unreachable within the timeout,
+		// so the origin is refused (fail closed).
+		hcase{
+			name: "robots_slowloris",
+			server: func() http.Handler {
+				return site(map[string]http.Handler{"/robots.txt": egresstest.TrickleHeader(time.Second, 10*time.Second)})
+			},
+			call: callCrawl, path: "/",
+			timeout: shortTimeout, minElapsed: shortTimeout,
+			crawl:    airlock.CrawlRequest{MaxPages: 3, Depth: 1, Timeout: shortTimeout},
+			capBytes: bodyCap, k: 8,
+			check: func(t *testing.T, r result, h *hits) {
+				if r.Pages != 0 || r.skippedFor(crawl.ReasonRobots) != 1 || h.count("/") != 0 {
+					t.Errorf("%d pages, skipped %v, seed fetched %d times: want the seed refused for robots.txt, unfetched", r.Pages, r.Skipped, h.count("/"))
+				}
+			},
+		},
+		// robots.txt redirecting in a loop: past the redirect cap it is
+		// unavailable (RFC 9309 §2.3.1.2), which allows everything.
+		hcase{
+			name: "robots_redirect_loop",
+			server: func() http.Handler {
+				return site(map[string]http.Handler{"/robots.txt": egresstest.Redirect(http.StatusFound, "/robots.txt")})
+			},
+			call: callCrawl, path: "/",
+			crawl:    airlock.CrawlRequest{MaxPages: 3, Depth: 1, Timeout: longTimeout},
+			capBytes: bodyCap, k: 8,
+			check: func(t *testing.T, r result, h *hits) {
+				if n := h.count("/robots.txt"); n != maxRedirects+1 {
+					t.Errorf("robots.txt requested %d times, want %d (the first and %d redirects)", n, maxRedirects+1, maxRedirects)
+				}
+				if r.Pages != 3 {
+					t.Errorf("%d pages (skipped %v), want 3", r.Pages, r.Skipped)
+				}
+			},
+		},
+
 		// Sitemap bombs.
 		hcase{
 			name:   "sitemap_endless",
