@@ -209,6 +209,9 @@ func cases() []hcase {
 			server: func() http.Handler { return static("text/html", "gzip", gzipped(millionLinksPage())) },
 			egress: withDecodedCap(extractCap),
 			call:   callFetch, path: "/",
+			// Extraction takes seconds of CPU; the hang guard allows for a
+			// loaded machine.
+			timeout: 10 * time.Second * timeScale,
 			capBytes: extractCap, k: 72,
 			check: func(t *testing.T, r result, h *hits) {
 				if r.Links != airlock.MaxPageLinks || !slices.Contains(r.Truncated, "links") {
@@ -226,7 +229,7 @@ func cases() []hcase {
 			// Discovery mode (links and metadata), as a crawl for URLs runs;
 			// the extraction of the seed takes seconds of CPU, the task
 			// timeout leaves room for that on a loaded machine.
-			crawl:    airlock.CrawlRequest{MaxPages: 5, Depth: 1, Concurrency: 2, Extract: airlock.ExtractNone, Timeout: 10 * time.Second * timeScale},
+			crawl:    airlock.CrawlRequest{MaxPages: 5, Depth: 1, Concurrency: 2, Extract: airlock.ExtractNone, Timeout: 20 * time.Second * timeScale},
 			capBytes: extractCap, k: 72,
 			check: func(t *testing.T, r result, h *hits) {
 				// Of the page's links, /a and /b exist; the rest are 404.
@@ -365,7 +368,7 @@ func cases() []hcase {
 			name:   "pdf_huge_declared_stream",
 			server: func() http.Handler { return static("application/pdf", "", hugeStreamPDF()) },
 			call:   callFetch, path: "/",
-			pdfTimeout: 3 * time.Second * timeScale, // the child's start-up included
+			pdfTimeout: 5 * time.Second * timeScale, // the child's start-up included
 			capBytes:   bodyCap, k: 48,
 		},
 		hcase{
