@@ -211,7 +211,7 @@ func cases() []hcase {
 			call:   callFetch, path: "/",
 			// Extraction takes seconds of CPU; the hang guard allows for a
 			// loaded machine.
-			timeout: 10 * time.Second * timeScale,
+			timeout:  10 * time.Second * timeScale,
 			capBytes: extractCap, k: 72,
 			check: func(t *testing.T, r result, h *hits) {
 				if r.Links != airlock.MaxPageLinks || !slices.Contains(r.Truncated, "links") {
