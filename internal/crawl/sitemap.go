@@ -21,9 +21,17 @@ const (
 	MaxSitemapURLs = 50000
 	// maxSitemapBytes is the protocol's cap on an uncompressed sitemap.
 	maxSitemapBytes = 50 << 20
+	// maxSitemapToken caps one run of bytes between markup delimiters (a
+	// text or a tag): encoding/xml buffers a token whole, and copies it,
+	// so a sitemap of one 50 MB run of whitespace cost several times 50 MB.
+	// A <loc> is at most 2,048 characters by the protocol.
+	maxSitemapToken = 256 << 10
 )
 
-var errSitemapTooLarge = errors.New("crawl: sitemap larger than 50 MB uncompressed")
+var (
+	errSitemapTooLarge = errors.New("crawl: sitemap larger than 50 MB uncompressed")
+	errSitemapToken    = errors.New("crawl: sitemap text or tag longer than 256 KiB")
+)
 
 // parseSitemap reads a sitemap (<urlset>), a sitemap index
 // (<sitemapindex>) or a plain-text sitemap (one URL a line), gzipped or
@@ -46,7 +54,7 @@ func parseSitemap(body []byte, limit int) (locs []string, index bool, err error)
 		}
 		return parseTextSitemap(br, limit)
 	}
-	dec := xml.NewDecoder(br)
+	dec := xml.NewDecoder(&tokenCapReader{r: br})
 	dec.Strict = false
 	var root string
 	inLoc := false
@@ -129,6 +137,33 @@ func (c *capReader) Read(p []byte) (int, error) {
 	c.n -= int64(n)
 	if c.n < 0 {
 		return n, errSitemapTooLarge
+	}
+	return n, err
+}
+
+// tokenCapReader fails once more than maxSitemapToken bytes come without a
+// '<' or '>' among them.
+type tokenCapReader struct {
+	r   io.Reader
+	run int
+}
+
+func (c *tokenCapReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	for i := 0; i < n; {
+		j := bytes.IndexAny(p[i:n], "<>")
+		if j < 0 {
+			j = n - i
+		}
+		if c.run+j > maxSitemapToken {
+			return i + maxSitemapToken - c.run, errSitemapToken
+		}
+		c.run += j
+		i += j
+		if i < n { // a delimiter
+			c.run = 0
+			i++
+		}
 	}
 	return n, err
 }

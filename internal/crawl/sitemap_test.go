@@ -72,7 +72,11 @@ func TestParseSitemapBomb(t *testing.T) {
 	var b bytes.Buffer
 	w := gzip.NewWriter(&b)
 	w.Write([]byte("<urlset>"))
-	chunk := []byte(strings.Repeat(" ", 1<<20))
+	// Runs of 64 KiB between tags: the size cap trips, not the token cap.
+	chunk := []byte(strings.Repeat("<x/>"+strings.Repeat(" ", 64<<10-4), 16))
+	for range 52 {
+		w.Write(chunk)
+	}
 	for range 51 {
 		w.Write(chunk)
 	}
@@ -82,5 +86,32 @@ func TestParseSitemapBomb(t *testing.T) {
 	}
 	if _, _, err := parseSitemap(b.Bytes(), 10); !errors.Is(err, errSitemapTooLarge) {
 		t.Errorf("parseSitemap(51 MB of gzip) error = %v, want errSitemapTooLarge", err)
+	}
+}
+
+// TestParseSitemapLongToken: one run of text or one tag longer than
+// maxSitemapToken is refused, plain or gzipped, before the XML decoder
+// buffers it whole (a 50 MB run of whitespace cost the crawl several times
+// 50 MB).
+func TestParseSitemapLongToken(t *testing.T) {
+	long := strings.Repeat(" ", maxSitemapToken+1)
+	for name, body := range map[string]string{
+		"text":      "<urlset><url><loc>" + long + "http://a.example/</loc></url></urlset>",
+		"attribute": `<urlset a="` + long + `"><url><loc>http://a.example/</loc></url></urlset>`,
+	} {
+		var gz bytes.Buffer
+		w := gzip.NewWriter(&gz)
+		w.Write([]byte(body))
+		w.Close()
+		for kind, b := range map[string][]byte{"plain": []byte(body), "gzip": gz.Bytes()} {
+			if _, _, err := parseSitemap(b, 10); !errors.Is(err, errSitemapToken) {
+				t.Errorf("%s, %s: error = %v, want errSitemapToken", name, kind, err)
+			}
+		}
+	}
+	// A run of exactly maxSitemapToken bytes is fine.
+	ok := "<urlset><url><loc>http://a.example/" + strings.Repeat("a", maxSitemapToken-len("http://a.example/")) + "</loc></url></urlset>"
+	if _, _, err := parseSitemap([]byte(ok), 10); err != nil {
+		t.Errorf("a %d-byte run: %v", maxSitemapToken, err)
 	}
 }

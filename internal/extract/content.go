@@ -59,6 +59,9 @@ type content struct {
 	text   string
 	source string // "trafilatura", "readability" or "body"
 	byline string // readability's byline, for the author fallback
+	// plain is set when the tree is too large for the Markdown converter
+	// too (past maxExtractElements): the Markdown is the text.
+	plain bool
 }
 
 // mainContent finds the main content of doc:
@@ -91,6 +94,7 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 		if b := readableBody(doc); b != nil {
 			c.node, c.text, c.source = b, nodeText(b), "body"
 		}
+		c.plain = true
 		return c
 	}
 	rNode, byline := readable(doc, base)

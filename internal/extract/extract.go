@@ -296,7 +296,12 @@ func extractHTML(ctx context.Context, in Input, o Options, base *url.URL, p *air
 	if p.Description == "" {
 		p.Description = leadParagraph(p.Text)
 	}
-	if c.node != nil {
+	switch {
+	case c.plain:
+		// A tree this large (a hostile page of a million links) would
+		// cost the converter several times its size again.
+		p.Markdown = p.Text
+	case c.node != nil:
 		baseStr := ""
 		if base != nil {
 			baseStr = base.String()

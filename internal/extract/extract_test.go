@@ -188,6 +188,42 @@ func TestLinksCap(t *testing.T) {
 	}
 }
 
+// TestLinkElementsCap: past maxLinkElements anchors the walk stops and
+// the page is marked truncated, even when the anchors repeat one target
+// (each examined anchor costs a URL parse and its text; a hostile page
+// holds a million).
+func TestLinkElementsCap(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("<html><body>")
+	for range maxLinkElements {
+		b.WriteString(`<a href="/same"></a>`)
+	}
+	b.WriteString(`<a href="/late">late</a></body></html>`)
+	p := pageOf(t, "https://example.com/", b.String())
+	if len(p.Links) != 1 || !contains(p.Truncated, "links") {
+		t.Errorf("links %+v, truncated %v: want /same alone, links truncated", p.Links, p.Truncated)
+	}
+}
+
+// TestHugeDocumentMarkdownIsText: past maxExtractElements the Markdown is
+// the readable text, not a conversion of the whole tree (a page of a
+// million links made 22 MB of Markdown and hundreds of MB of converter
+// state).
+func TestHugeDocumentMarkdownIsText(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("<html><body><p>Some text with <a href=\"/x\">a link</a>.</p>")
+	for range maxExtractElements {
+		b.WriteString("<b>w</b> ")
+	}
+	b.WriteString("</body></html>")
+	p := pageOf(t, "https://example.com/", b.String())
+	if p.Markdown != p.Text || strings.Contains(p.Markdown, "](") {
+		t.Errorf("Markdown (%d bytes, link syntax %v) is not the text (%d bytes)", len(p.Markdown), strings.Contains(p.Markdown, "]("), len(p.Text))
+	}
+}
+
 func contains(list []string, s string) bool {
 	for _, v := range list {
 		if v == s {

@@ -14,10 +14,13 @@ import (
 
 // Bounds on what metadata keeps from hostile pages.
 const (
-	maxMetaEntries  = 256  // keys in Page.Meta
-	maxMetaValue    = 4096 // bytes of one meta value
-	maxLinkText     = 300  // bytes of one link's text
-	maxHeadingText  = 500  // bytes of one heading's text
+	maxMetaEntries = 256  // keys in Page.Meta
+	maxMetaValue   = 4096 // bytes of one meta value
+	maxLinkText    = 300  // bytes of one link's text
+	// maxLinkElements is how many <a> and <area> elements links examines;
+	// past it, or past airlock.MaxPageLinks distinct links, it stops.
+	maxLinkElements = 20 * airlock.MaxPageLinks
+	maxHeadingText  = 500 // bytes of one heading's text
 	maxJSONLDBytes  = 1 << 20
 	maxJSONLDBlocks = 32
 	maxCellText     = 2000 // bytes of one table cell
@@ -382,6 +385,7 @@ func headings(doc *html.Node, p *airlock.Page) []airlock.Heading {
 func links(doc *html.Node, base *url.URL, p *airlock.Page) []airlock.Link {
 	out := []airlock.Link{}
 	index := map[string]int{}
+	examined, full := 0, false
 	host := ""
 	if base != nil {
 		host = strings.ToLower(base.Hostname())
@@ -393,6 +397,14 @@ func links(doc *html.Node, base *url.URL, p *airlock.Page) []airlock.Link {
 		}
 		if a != atom.A && a != atom.Area {
 			return true
+		}
+		if full {
+			return false
+		}
+		if examined++; examined > maxLinkElements {
+			markTruncated(p, "links")
+			full = true
+			return false
 		}
 		href, ok := attr(n, "href")
 		if !ok {
@@ -415,6 +427,7 @@ func links(doc *html.Node, base *url.URL, p *airlock.Page) []airlock.Link {
 		}
 		if len(out) == airlock.MaxPageLinks {
 			markTruncated(p, "links")
+			full = true
 			return false
 		}
 		index[s] = len(out)
