@@ -53,6 +53,10 @@ const (
 	ReasonTimeout  = "timeout"  // context.DeadlineExceeded or an I/O deadline
 	ReasonCanceled = "canceled" // context.Canceled: the caller stopped waiting
 	ReasonUsage    = "usage"    // a malformed command line
+	// ReasonLimit: a caller-supplied size, count, duration or concurrency
+	// is above its operator ceiling (limits.<name>), or negative: code
+	// invalid, never clamped.
+	ReasonLimit = "limit"
 )
 
 // genericMessage replaces the message of internal errors on public surfaces.

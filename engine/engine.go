@@ -240,6 +240,10 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		if tc.Rate > 0 {
 			t.Limit = gate.Limit{Rate: tc.Rate, Burst: max(tc.Burst, 1)}
 		}
+		if t.Limits, err = tenantLimits(cfg, name, tc); err != nil {
+			return nil, err
+		}
+		t.AllowIgnoreRobots = tc.AllowIgnoreRobots
 		for sname, ref := range tc.Secrets {
 			v, err := readSecret(ref, o.getenv)
 			if err != nil {
@@ -398,6 +402,9 @@ func validate(cfg Config, getenv func(string) string) error {
 		}
 		if _, err := tenantChecker(cfg.Egress, tc, gate.BuiltinProfiles()[gate.ProfilePosix]); err != nil {
 			return configErr("tenant %q: %v", name, err)
+		}
+		if _, err := tenantLimits(cfg, name, tc); err != nil {
+			return err
 		}
 		for sname, ref := range tc.Secrets {
 			if (ref.Env == "") == (ref.File == "") {
@@ -621,6 +628,12 @@ func (e *Engine) HTTP(ctx context.Context, p airlock.Principal, req airlock.HTTP
 	if err != nil {
 		return nil, err
 	}
+	if err := call.Tenant.Limits.Check(req, ""); err != nil {
+		return nil, call.End(err, 0, 0)
+	}
+	if ceil := int(call.Tenant.Limits.Ceiling(gate.LimitMaxRedirects)); req.MaxRedirects == nil && ceil < defaultRedirects(e.cfg.Egress) {
+		req.MaxRedirects = &ceil // a tenant's ceiling below the default
+	}
 	n, err := narrowChecker(req.Narrow)
 	if err != nil {
 		return nil, call.End(err, 0, 0)
@@ -698,6 +711,10 @@ func (e *Engine) Exchange(ctx context.Context, p airlock.Principal, req airlock.
 	if err != nil {
 		return nil, err
 	}
+	if err := call.Tenant.Limits.Check(req, req.Lane); err != nil {
+		return nil, call.End(err, 0, 0)
+	}
+	req = exchangeDefaults(req, call.Tenant.Limits)
 	n, err := narrowChecker(req.Narrow)
 	if err != nil {
 		return nil, call.End(err, 0, 0)
@@ -717,6 +734,58 @@ func (e *Engine) Exchange(ctx context.Context, p airlock.Principal, req airlock.
 		return nil, err
 	}
 	return &airlock.ExchangeResponse{Data: reply, DecisionID: call.ID}, nil
+}
+
+// exchangeDefaults fills the zero values of an exchange the way egress
+// would, except where the tenant's ceiling is below egress's default:
+// then the ceiling is the default.
+func exchangeDefaults(req airlock.ExchangeRequest, l *gate.Limits) airlock.ExchangeRequest {
+	reply, timeout := egress.DefaultTCPReplyCap, egress.DefaultTCPTimeout
+	replyLimit, timeoutLimit := gate.LimitExchangeMaxReply, gate.LimitExchangeTimeout
+	if req.Lane == airlock.LaneUDP {
+		reply, timeout = egress.DefaultUDPReplyCap, egress.DefaultUDPTimeout
+		replyLimit, timeoutLimit = gate.LimitUDPMaxReply, gate.LimitUDPTimeout
+	}
+	if req.MaxReply == 0 {
+		req.MaxReply = min(int64(reply), l.Ceiling(replyLimit))
+	}
+	if req.Timeout == 0 {
+		req.Timeout = min(timeout, time.Duration(l.Ceiling(timeoutLimit)))
+	}
+	if req.Idle == 0 {
+		req.Idle = min(egress.DefaultIdleAfterFirstByte, time.Duration(l.Ceiling(gate.LimitExchangeIdle)))
+	}
+	return req
+}
+
+// CheckLimit refuses (invalid, reason limit) a value a surface takes
+// outside the root request types (MCP's max_length) above the
+// principal's ceiling name; the refusal is one audited decision of
+// broker. A value within the ceiling records nothing.
+func (e *Engine) CheckLimit(ctx context.Context, p airlock.Principal, broker, name, field string, v int64) error {
+	t := e.gate.Tenant(p.Tenant)
+	if t == nil {
+		return nil // Begin refuses the unknown tenant with its own call
+	}
+	err := t.Limits.CheckValue(name, field, v)
+	if err == nil {
+		return nil
+	}
+	call, berr := e.begin(ctx, p, "", broker, fmt.Sprintf("%s=%d", field, v))
+	if berr != nil {
+		return berr
+	}
+	return call.End(err, 0, 0)
+}
+
+// Limit returns the principal's ceiling name (see gate.Ceilings), or the
+// table's default for an unknown tenant.
+func (e *Engine) Limit(p airlock.Principal, name string) int64 {
+	var l *gate.Limits
+	if t := e.gate.Tenant(p.Tenant); t != nil {
+		l = t.Limits
+	}
+	return l.Ceiling(name)
 }
 
 // Sign returns HMAC-SHA256(secret, data) with the tenant's named secret
@@ -745,6 +814,9 @@ func (e *Engine) Route(ctx context.Context, p airlock.Principal, req airlock.Rou
 	call, err := e.begin(ctx, p, airlock.CapabilityRoutes, "route", req.Name+" "+req.Method+" "+req.Path)
 	if err != nil {
 		return nil, err
+	}
+	if err := call.Tenant.Limits.Check(req, ""); err != nil {
+		return nil, call.End(err, 0, 0)
 	}
 	r, ok := e.routes[req.Name]
 	if !ok || call.Tenant.Routes != nil && !call.Tenant.Routes[req.Name] {
@@ -941,6 +1013,17 @@ func toPublic(r store.AuditRecord) airlock.AuditRecord {
 
 // AuditQuery reads the persistent audit log, newest first.
 func (e *Engine) AuditQuery(ctx context.Context, q airlock.AuditQuery) ([]airlock.AuditRecord, error) {
+	tenant := e.cfg.DefaultTenant
+	if p, err := airlock.ParsePrincipal(q.Principal); err == nil && q.Principal != "" {
+		tenant = p.Tenant
+	}
+	var l *gate.Limits
+	if t := e.gate.Tenant(tenant); t != nil {
+		l = t.Limits
+	}
+	if err := l.Check(q, ""); err != nil {
+		return nil, err
+	}
 	sq := store.AuditQuery{Since: q.Since, Until: q.Until, Outcome: q.Outcome, Broker: q.Broker, Reason: q.Reason, Limit: q.Limit, BeforeID: q.BeforeID}
 	if q.Principal != "" {
 		p, err := airlock.ParsePrincipal(q.Principal)

@@ -293,6 +293,10 @@ func (e *Engine) StartCrawlJob(ctx context.Context, p airlock.Principal, req air
 		cancel(nil)
 		return nil, err
 	}
+	if err := call.Tenant.CheckCrawl(req); err != nil {
+		return fail(err)
+	}
+	req = crawlDefaults(req, call.Tenant.Limits)
 	if err := e.checkCrawlJob(call, req); err != nil {
 		return fail(err)
 	}

@@ -164,6 +164,7 @@ separated by rules. --extract none returns links and metadata only (discovery).`
 	f.IntVar(&req.Concurrency, "concurrency", 8, "fetches at once")
 	f.IntVar(&req.PerHostConcurrency, "per-host-concurrency", 2, "fetches at once per host")
 	f.DurationVar(&req.Timeout, "timeout", 25*time.Second, "per-page timeout")
+	f.DurationVar(&req.Delay, "delay", 0, "least time between two requests to one origin (lengthens robots.txt's Crawl-delay, never shortens it)")
 	f.StringVar(&req.Extract, "extract", airlock.ExtractFull, "full, or none (links and metadata only)")
 	f.BoolVar(&req.Subdomains, "subdomains", false, "follow links to subdomains of the seed's host too")
 	f.BoolVar(&req.IgnoreRobots, "ignore-robots", false, "do not obey robots.txt (audited)")

@@ -47,6 +47,11 @@ type Tenant struct {
 	Client  *egress.Client
 	Secrets map[string][]byte // never leaves the engine
 	Routes  map[string]bool   // nil: every route
+	// Limits are the tenant's ceilings on caller-supplied values
+	// (limits.go); nil: the table's defaults.
+	Limits *Limits
+	// AllowIgnoreRobots lets the tenant's crawls ignore robots.txt.
+	AllowIgnoreRobots bool
 
 	limitKey string // the rate limiter key, set by New
 }

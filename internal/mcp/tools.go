@@ -30,12 +30,9 @@ const (
 // Defaults and caps of the tools (ARCHITECTURE.md "Defaults"). Lengths are
 // in characters (Unicode code points) of the rendered reply.
 const (
-	DefaultFetchLength = 5000   // web_fetch max_length
-	MaxFetchLength     = 100000 // larger max_length values are reduced to this
-	DefaultSearchLimit = 10
-	MaxSearchLimit     = 50
-	DefaultCrawlPages  = 10 // web_crawl max_pages: fewer than the CLI's 25, for an agent's context
-	MaxCrawlPages      = 100
+	DefaultFetchLength = 5000 // web_fetch max_length; at most limits.mcp_max_length (100,000), above it refused
+	DefaultSearchLimit = 10   // web_search limit; at most limits.search_results (100), above it refused
+	DefaultCrawlPages  = 10   // web_crawl max_pages: fewer than the CLI's 25, for an agent's context; at most limits.mcp_crawl_pages (100)
 	// CrawlPageBudget is the share of a web_crawl reply that page contents
 	// may take; long pages are cut to fair shares of it.
 	CrawlPageBudget = 40000
@@ -52,21 +49,21 @@ var toolFormats = []any{"markdown", "md", "text", "org", "json"}
 type FetchInput struct {
 	URL        string `json:"url" jsonschema:"The absolute http or https URL of the page to read."`
 	Format     string `json:"format,omitempty" jsonschema:"How to render the page: markdown (the default: the main content with headings, lists, tables and links), text (plain text), org (an Org-mode node with outline and links) or json (every extracted field: title, description, headings, links, text, markdown, tables)."`
-	MaxLength  int    `json:"max_length,omitempty" jsonschema:"The most characters to return in this call (default 5000, at most 100000)."`
+	MaxLength  int    `json:"max_length,omitempty" jsonschema:"The most characters to return in this call (default 5000; at most 100000 unless the operator sets another ceiling; a larger value is refused)."`
 	StartIndex int    `json:"start_index,omitempty" jsonschema:"The character offset to start from (default 0). When a reply ends with <content truncated: ...>, call again with the same url, format and max_length and the start_index it gives to read the next part."`
 }
 
 // SearchInput is the input of web_search.
 type SearchInput struct {
 	Query string `json:"query" jsonschema:"What to search the web for, as you would type it into a search engine."`
-	Limit int    `json:"limit,omitempty" jsonschema:"The most results to return (default 10, at most 50)."`
+	Limit int    `json:"limit,omitempty" jsonschema:"The most results to return (default 10; at most 100 unless the operator sets another ceiling; a larger value is refused)."`
 }
 
 // CrawlInput is the input of web_crawl.
 type CrawlInput struct {
 	Seed     string   `json:"seed,omitempty" jsonschema:"A URL to start from: the crawl follows links breadth-first on that host, obeying robots.txt. Give seed or urls, not both."`
 	URLs     []string `json:"urls,omitempty" jsonschema:"A list of URLs to fetch concurrently (no link following). Give seed or urls, not both."`
-	MaxPages int      `json:"max_pages,omitempty" jsonschema:"Stop after this many pages (default 10, at most 100)."`
+	MaxPages int      `json:"max_pages,omitempty" jsonschema:"Stop after this many pages (default 10; at most 100 unless the operator sets another ceiling; a larger value is refused)."`
 	Depth    int      `json:"depth,omitempty" jsonschema:"How many links away from the seed to go (default 2; 1 reads the seed and the pages it links to). For the seed alone, set max_pages to 1."`
 	Format   string   `json:"format,omitempty" jsonschema:"How to render the pages: markdown (default), text, org or json. Long pages are cut so that the reply stays under 50000 characters; read a cut page whole with web_fetch."`
 }
@@ -170,8 +167,9 @@ func webFetch(ctx context.Context, en *engine.Engine, p airlock.Principal, in Fe
 		return nil, invalid("max_length", "max_length %d: want a positive number of characters", maxLen)
 	case maxLen == 0:
 		maxLen = DefaultFetchLength
-	case maxLen > MaxFetchLength:
-		maxLen = MaxFetchLength
+	}
+	if err := en.CheckLimit(ctx, p, "fetch", engine.LimitMCPMaxLength, "max_length", int64(maxLen)); err != nil {
+		return nil, err
 	}
 	if in.StartIndex < 0 {
 		return nil, invalid("start_index", "start_index %d: want 0 or more", in.StartIndex)
@@ -230,8 +228,6 @@ func webSearch(ctx context.Context, en *engine.Engine, p airlock.Principal, in S
 		return nil, invalid("limit", "limit %d: want a positive number of results", limit)
 	case limit == 0:
 		limit = DefaultSearchLimit
-	case limit > MaxSearchLimit:
-		limit = MaxSearchLimit
 	}
 	results, id, err := en.Search(ctx, p, airlock.SearchRequest{Query: in.Query, Limit: limit})
 	if err != nil {
@@ -278,8 +274,9 @@ func webCrawl(ctx context.Context, en *engine.Engine, p airlock.Principal, in Cr
 		return nil, invalid("max_pages", "max_pages %d: want a positive number of pages", maxPages)
 	case maxPages == 0:
 		maxPages = DefaultCrawlPages
-	case maxPages > MaxCrawlPages:
-		maxPages = MaxCrawlPages
+	}
+	if err := en.CheckLimit(ctx, p, "crawl", engine.LimitMCPCrawlPages, "max_pages", int64(maxPages)); err != nil {
+		return nil, err
 	}
 	if in.Depth < 0 {
 		return nil, invalid("depth", "depth %d: want 0 or more", in.Depth)
