@@ -2,6 +2,7 @@ package gate_test
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -171,6 +172,27 @@ func TestCeilingsTable(t *testing.T) {
 				t.Errorf("row %q: field %q", c.Name, f)
 			}
 			fields[f] = true
+		}
+	}
+}
+
+// TestCeilingsDocumented: each row of the table has its line in
+// docs/configuration.md and in airlock.example.yaml.
+func TestCeilingsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile("../../airlock.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range gate.LimitNames() {
+		if !strings.Contains(string(doc), "| `limits."+name+"` |") {
+			t.Errorf("docs/configuration.md has no row for limits.%s", name)
+		}
+		if !strings.Contains(string(example), " "+name+":") {
+			t.Errorf("airlock.example.yaml does not show %s", name)
 		}
 	}
 }
