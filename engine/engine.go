@@ -778,16 +778,6 @@ func (e *Engine) CheckLimit(ctx context.Context, p airlock.Principal, broker, na
 	return call.End(err, 0, 0)
 }
 
-// Limit returns the principal's ceiling name (see gate.Ceilings), or the
-// table's default for an unknown tenant.
-func (e *Engine) Limit(p airlock.Principal, name string) int64 {
-	var l *gate.Limits
-	if t := e.gate.Tenant(p.Tenant); t != nil {
-		l = t.Limits
-	}
-	return l.Ceiling(name)
-}
-
 // Sign returns HMAC-SHA256(secret, data) with the tenant's named secret
 // (capability secrets). The secret itself is never returned, logged or
 // audited.

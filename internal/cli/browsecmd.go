@@ -167,7 +167,7 @@ separated by rules. --extract none returns links and metadata only (discovery).`
 	f.DurationVar(&req.Delay, "delay", 0, "least time between two requests to one origin (lengthens robots.txt's Crawl-delay, never shortens it)")
 	f.StringVar(&req.Extract, "extract", airlock.ExtractFull, "full, or none (links and metadata only)")
 	f.BoolVar(&req.Subdomains, "subdomains", false, "follow links to subdomains of the seed's host too")
-	f.BoolVar(&req.IgnoreRobots, "ignore-robots", false, "do not obey robots.txt (audited)")
+	f.BoolVar(&req.IgnoreRobots, "ignore-robots", false, "do not obey robots.txt (audited; the tenant needs allow_ignore_robots)")
 	f.BoolVar(&req.Sitemap, "sitemap", false, "seed from the site's sitemap too")
 	f.StringVar(&req.TLSProfile, "tls-profile", "", "TLS handshake profile: go (default for crawls) or chrome (audited)")
 	f.StringVar(&req.Provider, "provider", "", "provider: native, firecrawl")
