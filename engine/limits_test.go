@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -235,4 +236,42 @@ func TestCeilingConfigErrors(t *testing.T) {
 			t.Errorf("Validate(%+v) = %v, want invalid", cfg, err)
 		}
 	}
+}
+
+// TestBrowserCeilings: a browser op or interact sequence above the
+// tenant's ceilings is refused (invalid, limit) as one audited decision,
+// before the session runs it.
+func TestBrowserCeilings(t *testing.T) {
+	e, p := browserEngine(t, func(cfg *engine.Config) {
+		tc := cfg.Tenants["local"]
+		tc.Limits = engine.CeilingsConfig{BrowserWaitTimeout: time.Second, BrowserSnapshotChars: 1000, BrowserActions: 2}
+		cfg.Tenants["local"] = tc
+	})
+	ctx := testCtx(t)
+	info, err := e.BrowserOpen(ctx, p, engine.BrowserOpenRequest{})
+	if err != nil {
+		t.Fatalf("BrowserOpen: %v", err)
+	}
+	defer e.BrowserClose(ctx, p, info.ID, true)
+	ae := wantErr(t, doOp(ctx, e, p, info.ID, engine.BrowserOp{Kind: "wait_for", Selector: "body", TimeoutMS: 1001}), airlock.CodeInvalid, airlock.ReasonLimit)
+	if want := "timeout_ms 1.001s is above the ceiling 1s (tenants.local.limits.browser_wait_timeout)"; ae.Message != want {
+		t.Errorf("message = %q, want %q", ae.Message, want)
+	}
+	wantErr(t, doOp(ctx, e, p, info.ID, engine.BrowserOp{Kind: "snapshot", MaxChars: 1001}), airlock.CodeInvalid, airlock.ReasonLimit)
+	if err := doOp(ctx, e, p, info.ID, engine.BrowserOp{Kind: "snapshot", MaxChars: 1000}); err != nil {
+		t.Errorf("snapshot at the ceiling: %v", err)
+	}
+	sleep := engine.BrowserAction{Action: "sleep", MS: 1}
+	_, err = e.BrowserInteract(ctx, p, info.ID, []engine.BrowserAction{sleep, sleep, sleep}, true)
+	wantErr(t, err, airlock.CodeInvalid, airlock.ReasonLimit)
+	_, err = e.BrowserInteract(ctx, p, info.ID, []engine.BrowserAction{{Action: "wait_for_selector", Selector: "body", TimeoutMS: 2000}}, true)
+	wantErr(t, err, airlock.CodeInvalid, airlock.ReasonLimit)
+	if _, err := e.BrowserInteract(ctx, p, info.ID, []engine.BrowserAction{sleep, sleep}, true); err != nil {
+		t.Errorf("two steps: %v", err)
+	}
+}
+
+func doOp(ctx context.Context, e *engine.Engine, p airlock.Principal, id string, op engine.BrowserOp) error {
+	_, err := e.BrowserDo(ctx, p, id, op)
+	return err
 }
