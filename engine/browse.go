@@ -317,6 +317,9 @@ func (e *Engine) Search(ctx context.Context, p airlock.Principal, req airlock.Se
 	if err := call.Tenant.Limits.Check(req, ""); err != nil {
 		return nil, "", call.End(err, 0, 0)
 	}
+	if c := int(call.Tenant.Limits.Ceiling(gate.LimitSearchResults)); req.Limit == 0 && c < native.DefaultSearchLimit {
+		req.Limit = c // a tenant's ceiling below the default is the default
+	}
 	name, prov, err := e.browse.Resolve(airlock.VerbSearch, req.Provider)
 	if err != nil {
 		return nil, "", call.End(err, 0, 0)

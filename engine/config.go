@@ -254,6 +254,8 @@ func Effective(cfg Config) Config { return defaults(cfg) }
 const (
 	LimitMCPMaxLength  = gate.LimitMCPMaxLength
 	LimitMCPCrawlPages = gate.LimitMCPCrawlPages
+	LimitCrawlMaxPages = gate.LimitCrawlMaxPages
+	LimitSearchResults = gate.LimitSearchResults
 )
 
 // ceilingValues returns c's non-zero values by key (durations in

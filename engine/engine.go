@@ -778,6 +778,17 @@ func (e *Engine) CheckLimit(ctx context.Context, p airlock.Principal, broker, na
 	return call.End(err, 0, 0)
 }
 
+// Ceiling returns the principal's ceiling name (see internal/gate's
+// table), or the table's default for an unknown tenant: what a surface
+// uses to make its own defaults fit under the tenant's ceilings.
+func (e *Engine) Ceiling(p airlock.Principal, name string) int64 {
+	var l *gate.Limits
+	if t := e.gate.Tenant(p.Tenant); t != nil {
+		l = t.Limits
+	}
+	return l.Ceiling(name)
+}
+
 // Sign returns HMAC-SHA256(secret, data) with the tenant's named secret
 // (capability secrets). The secret itself is never returned, logged or
 // audited.

@@ -116,6 +116,20 @@ separated by rules. --extract none returns links and metadata only (discovery).`
 			if req.Seed == "" && len(req.URLs) == 0 {
 				return usageErrorf("crawl: a SEED or --urls FILE is required")
 			}
+			// Flags left alone ask for the engine's defaults (the values
+			// shown), so that a tenant's lower ceiling (limits.crawl_*)
+			// becomes the default instead of refusing the crawl.
+			for name, v := range map[string]*int{"depth": &req.Depth, "concurrency": &req.Concurrency, "per-host-concurrency": &req.PerHostConcurrency} {
+				if !cmd.Flags().Changed(name) {
+					*v = 0
+				}
+			}
+			if !cmd.Flags().Changed("max-pages") && req.Seed != "" {
+				req.MaxPages = 0
+			}
+			if !cmd.Flags().Changed("timeout") {
+				req.Timeout = 0
+			}
 			if req.Extract != "" && req.Extract != airlock.ExtractFull && req.Extract != airlock.ExtractNone {
 				return usageErrorf("crawl: --extract must be full or none")
 			}

@@ -96,7 +96,9 @@ func addBrowseTools(s *sdkmcp.Server) {
 		Annotations: readOnly("Fetch a web page"),
 		InputSchema: schema[FetchInput](func(p map[string]*jsonschema.Schema) {
 			p["format"].Enum, p["format"].Default = toolFormats, jsonRaw(`"markdown"`)
-			p["max_length"].Minimum, p["max_length"].Default = ptr(1.0), jsonRaw(strconv.Itoa(DefaultFetchLength))
+			// No schema default: the SDK would fill it in, and a tenant
+			// whose ceiling is below it could then never leave it out.
+			p["max_length"].Minimum = ptr(1.0)
 			p["start_index"].Minimum, p["start_index"].Default = ptr(0.0), jsonRaw(`0`)
 		}),
 	}, webFetch)
@@ -107,7 +109,7 @@ func addBrowseTools(s *sdkmcp.Server) {
 			"of results, each with its title, URL and snippet. Read a result with web_fetch.",
 		Annotations: readOnly("Search the web"),
 		InputSchema: schema[SearchInput](func(p map[string]*jsonschema.Schema) {
-			p["limit"].Minimum, p["limit"].Default = ptr(1.0), jsonRaw(strconv.Itoa(DefaultSearchLimit))
+			p["limit"].Minimum = ptr(1.0) // no schema default: see max_length
 		}),
 	}, webSearch)
 	AddTool(s, &sdkmcp.Tool{
@@ -120,7 +122,7 @@ func addBrowseTools(s *sdkmcp.Server) {
 		Annotations: readOnly("Crawl a site"),
 		InputSchema: schema[CrawlInput](func(p map[string]*jsonschema.Schema) {
 			p["format"].Enum, p["format"].Default = toolFormats, jsonRaw(`"markdown"`)
-			p["max_pages"].Minimum, p["max_pages"].Default = ptr(1.0), jsonRaw(strconv.Itoa(DefaultCrawlPages))
+			p["max_pages"].Minimum = ptr(1.0) // no schema default: see max_length
 			p["depth"].Minimum = ptr(1.0)
 			p["urls"].Items.Description = "An absolute http or https URL."
 		}),
@@ -166,7 +168,7 @@ func webFetch(ctx context.Context, en *engine.Engine, p airlock.Principal, in Fe
 	case maxLen < 0:
 		return nil, invalid("max_length", "max_length %d: want a positive number of characters", maxLen)
 	case maxLen == 0:
-		maxLen = DefaultFetchLength
+		maxLen = int(min(DefaultFetchLength, en.Ceiling(p, engine.LimitMCPMaxLength)))
 	}
 	if err := en.CheckLimit(ctx, p, "fetch", engine.LimitMCPMaxLength, "max_length", int64(maxLen)); err != nil {
 		return nil, err
@@ -227,7 +229,7 @@ func webSearch(ctx context.Context, en *engine.Engine, p airlock.Principal, in S
 	case limit < 0:
 		return nil, invalid("limit", "limit %d: want a positive number of results", limit)
 	case limit == 0:
-		limit = DefaultSearchLimit
+		limit = int(min(DefaultSearchLimit, en.Ceiling(p, engine.LimitSearchResults)))
 	}
 	results, id, err := en.Search(ctx, p, airlock.SearchRequest{Query: in.Query, Limit: limit})
 	if err != nil {
@@ -273,7 +275,7 @@ func webCrawl(ctx context.Context, en *engine.Engine, p airlock.Principal, in Cr
 	case maxPages < 0:
 		return nil, invalid("max_pages", "max_pages %d: want a positive number of pages", maxPages)
 	case maxPages == 0:
-		maxPages = DefaultCrawlPages
+		maxPages = int(min(DefaultCrawlPages, en.Ceiling(p, engine.LimitMCPCrawlPages), en.Ceiling(p, engine.LimitCrawlMaxPages)))
 	}
 	if err := en.CheckLimit(ctx, p, "crawl", engine.LimitMCPCrawlPages, "max_pages", int64(maxPages)); err != nil {
 		return nil, err
