@@ -126,8 +126,10 @@ func (e *Engine) fetchIn(call *gate.Call, req airlock.FetchRequest) (*airlock.Pa
 }
 
 // FetchMany fetches a batch of URLs concurrently as one broker call
-// (capabilities browse and parallel): at most BatchMax URLs, BatchConcurrency
-// at a time, BatchTimeout each. Each URL gets a Page or an Error.
+// (capabilities browse and parallel): at most limits.fetch_many_urls URLs
+// (browse.batch_max by default; more is invalid, reason limit),
+// BatchConcurrency at a time, BatchTimeout each. Each URL gets a Page or an
+// Error.
 func (e *Engine) FetchMany(ctx context.Context, p airlock.Principal, urls []string, opts airlock.FetchRequest) ([]airlock.FetchResult, string, error) {
 	call, err := e.begin(ctx, p, airlock.CapabilityBrowse, "fetch_many", fmt.Sprintf("%d urls", len(urls)))
 	if err != nil {
@@ -198,8 +200,10 @@ func orInt(v, d int) int {
 // Crawl crawls through the resolved provider (capability browse): URLs
 // fetched concurrently or a seed walked breadth-first, pages streamed to
 // emit as they arrive. Ignoring robots.txt and the chrome TLS profile are
-// recorded in the call's audit record. A revocation stops the crawl at its
-// next fetch.
+// recorded in the call's audit record; ignoring robots.txt needs the
+// tenant's allow_ignore_robots (denied, reason ignore_robots). Values above
+// the tenant's ceilings are invalid (reason limit). A revocation stops the
+// crawl at its next fetch.
 func (e *Engine) Crawl(ctx context.Context, p airlock.Principal, req airlock.CrawlRequest, emit func(*airlock.Page) error, progress func(airlock.CrawlProgress)) (*airlock.CrawlSummary, error) {
 	target := req.Seed
 	if target == "" {

@@ -106,7 +106,8 @@ type BrowseConfig struct {
 	DuckDuckGoURL string `koanf:"duckduckgo_url" json:"duckduckgo_url"`
 	BraveURL      string `koanf:"brave_url" json:"brave_url"`
 	BingURL       string `koanf:"bing_url" json:"bing_url"`
-	// Batched fetch: URLs per batch, at once, and each fetch's timeout.
+	// Batched fetch: URLs per batch (the default of
+	// limits.fetch_many_urls), at once, and each fetch's timeout.
 	BatchMax         int           `koanf:"batch_max" json:"batch_max"`
 	BatchConcurrency int           `koanf:"batch_concurrency" json:"batch_concurrency"`
 	BatchTimeout     time.Duration `koanf:"batch_timeout" json:"batch_timeout"`
