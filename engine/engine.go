@@ -622,7 +622,8 @@ func narrowChecker(n *airlock.Narrowing) (*egress.Checker, error) {
 }
 
 // HTTP makes a generic HTTP request under the principal's policy
-// (capability http).
+// (capability http). A max_redirects or body above the tenant's ceilings
+// (limits.max_redirects, limits.http_body) is invalid, reason limit.
 func (e *Engine) HTTP(ctx context.Context, p airlock.Principal, req airlock.HTTPRequest) (*airlock.HTTPResponse, error) {
 	call, err := e.begin(ctx, p, airlock.CapabilityHTTP, "http", req.URL)
 	if err != nil {
@@ -689,7 +690,9 @@ func redactBytes(b []byte, secret string) []byte {
 }
 
 // Exchange makes a one-shot TCP, UDP or TLS exchange (capability tcp, udp or
-// tls, after the lane).
+// tls, after the lane). A max_reply, timeout, idle or data above the
+// tenant's ceilings (limits.exchange_*, limits.udp_*) is invalid, reason
+// limit, refused before anything is dialled.
 func (e *Engine) Exchange(ctx context.Context, p airlock.Principal, req airlock.ExchangeRequest) (*airlock.ExchangeResponse, error) {
 	var capability airlock.Capability
 	switch req.Lane {

@@ -275,8 +275,9 @@ func (e *Engine) checkCrawlJob(call *gate.Call, req airlock.CrawlRequest) error 
 //
 // Everything the crawl would refuse at its start is refused here, as an
 // error and not as a failed job: the principal (unknown, revoked, rate
-// limited, without browse), the request (code invalid), more than
-// MaxJobPages pages (too_large), MaxRunningJobs jobs of the tenant already
+// limited, without browse), the request (code invalid; reason limit for a
+// value above the tenant's ceilings), ignore_robots without the tenant's
+// allow_ignore_robots (denied), more than MaxJobPages pages (too_large), MaxRunningJobs jobs of the tenant already
 // running (rate_limited), an engine shutting down (unavailable). The job
 // belongs to the principal's tenant.
 func (e *Engine) StartCrawlJob(ctx context.Context, p airlock.Principal, req airlock.CrawlRequest) (*airlock.CrawlJob, error) {
