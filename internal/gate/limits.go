@@ -425,12 +425,18 @@ func jsonName(f reflect.StructField) string {
 	return f.Name
 }
 
-// CheckCrawl checks a crawl request against the tenant's ceilings, and
-// its ignore_robots against the tenant's permission: a tenant without
+// CheckCrawl checks a crawl request against the tenant's ceilings (a list
+// without max_pages asks for every URL: their number is its max_pages),
+// and its ignore_robots against the tenant's permission: a tenant without
 // allow_ignore_robots is refused (denied, reason ignore_robots).
 func (t *Tenant) CheckCrawl(req airlock.CrawlRequest) error {
 	if err := t.Limits.Check(req, ""); err != nil {
 		return err
+	}
+	if req.Seed == "" && req.MaxPages == 0 {
+		if err := t.Limits.CheckValue(LimitCrawlMaxPages, "urls", int64(len(req.URLs))); err != nil {
+			return err
+		}
 	}
 	if req.IgnoreRobots && !t.AllowIgnoreRobots {
 		return airlock.Errorf(airlock.CodeDenied, ReasonIgnoreRobots,

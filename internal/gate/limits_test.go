@@ -151,6 +151,13 @@ func TestCheckCrawlIgnoreRobots(t *testing.T) {
 	if err := (&gate.Tenant{Name: "acme", Limits: l, AllowIgnoreRobots: true}).CheckCrawl(req); err != nil {
 		t.Fatalf("allowed tenant: %v", err)
 	}
+	// A list without max_pages asks for every URL.
+	small := &gate.Tenant{Name: "acme", Limits: mustLimits(t, "acme", nil, map[string]int64{gate.LimitCrawlMaxPages: 2})}
+	wantLimitErr(t, small.CheckCrawl(airlock.CrawlRequest{URLs: []string{"a", "b", "c"}}), airlock.CodeInvalid, airlock.ReasonLimit,
+		"urls 3 is above the ceiling 2 (tenants.acme.limits.crawl_max_pages)")
+	if err := small.CheckCrawl(airlock.CrawlRequest{URLs: []string{"a", "b", "c"}, MaxPages: 2}); err != nil {
+		t.Fatalf("a list with max_pages: %v", err)
+	}
 }
 
 // TestCeilingsTable: names unique, fields spelled Type.Field, defaults
