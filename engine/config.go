@@ -217,6 +217,7 @@ type CeilingsConfig struct {
 	FetchManyURLs        int           `koanf:"fetch_many_urls" json:"fetch_many_urls,omitempty"`
 	SearchResults        int           `koanf:"search_results" json:"search_results,omitempty"`
 	AuditRecords         int           `koanf:"audit_records" json:"audit_records,omitempty"`
+	ListLimit            int           `koanf:"list_limit" json:"list_limit,omitempty"`
 	BrowserWaitTimeout   time.Duration `koanf:"browser_wait_timeout" json:"browser_wait_timeout,omitempty"`
 	BrowserSleep         time.Duration `koanf:"browser_sleep" json:"browser_sleep,omitempty"`
 	BrowserSnapshotChars int           `koanf:"browser_snapshot_chars" json:"browser_snapshot_chars,omitempty"`
@@ -257,6 +258,7 @@ const (
 	LimitMCPCrawlPages = gate.LimitMCPCrawlPages
 	LimitCrawlMaxPages = gate.LimitCrawlMaxPages
 	LimitSearchResults = gate.LimitSearchResults
+	LimitListLimit     = gate.LimitListPage
 )
 
 // ceilingValues returns c's non-zero values by key (durations in

@@ -193,3 +193,20 @@ func TestCrawlCeilings(t *testing.T) {
 		t.Errorf("the site saw %d requests from refused crawls", n)
 	}
 }
+
+// TestListLimitsRefusedNotReduced: a page size above its ceiling is
+// refused (invalid, limit), where it used to be cut silently.
+func TestListLimitsRefusedNotReduced(t *testing.T) {
+	f := newFixture(t)
+	for _, path := range []string{"/api/crawls?limit=501", "/api/audit?limit=10001"} {
+		r := f.do("GET", path, acmeToken, nil)
+		if r.StatusCode != 400 || !bytes.Contains(r.body, []byte(`"reason":"limit"`)) || !bytes.Contains(r.body, []byte("is above the ceiling")) {
+			t.Errorf("GET %s: %s", path, r)
+		}
+	}
+	for _, path := range []string{"/api/crawls?limit=500", "/api/audit?limit=10000", "/api/crawls", "/api/audit"} {
+		if r := f.do("GET", path, acmeToken, nil); r.StatusCode != 200 {
+			t.Errorf("GET %s: %s", path, r)
+		}
+	}
+}

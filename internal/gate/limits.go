@@ -49,6 +49,7 @@ const (
 	LimitFetchManyURLs    = "fetch_many_urls"
 	LimitSearchResults    = "search_results"
 	LimitAuditRecords     = "audit_records"
+	LimitListPage         = "list_limit"
 	LimitBrowserWait      = "browser_wait_timeout"
 	LimitBrowserSleep     = "browser_sleep"
 	LimitBrowserChars     = "browser_snapshot_chars"
@@ -143,6 +144,8 @@ var Ceilings = []Ceiling{
 	{Name: LimitAuditRecords, Kind: KindCount, Default: 10000, Max: 10000,
 		Fields: []string{"AuditQuery.Limit"},
 		Doc:    "`limit` of an audit query: records in one page (0: 100)"},
+	{Name: LimitListPage, Kind: KindCount, Default: 500, Max: 500,
+		Doc: "`limit` of a page of crawl jobs or of a crawl job's pages (0: 50)"},
 	{Name: LimitBrowserWait, Kind: KindDuration, Default: int64(2 * time.Minute), Max: int64(2 * time.Minute),
 		Fields: []string{"Op.TimeoutMS", "Action.TimeoutMS", "Action.WaitForHiddenMS"},
 		Doc:    "browser `timeout_ms` of wait_for and interact steps, and `wait_for_hidden_ms` (0: 5 s, 10 s)"},
