@@ -65,6 +65,10 @@ const (
 	// audit record keeps the class and the address. A literal address the
 	// caller gave keeps its class ("private", "loopback", ...).
 	ReasonInternalAddress = "internal_address"
+	// ReasonLimit: a caller-supplied size, count, duration or concurrency
+	// is above its operator ceiling (limits.<name>), or negative: code
+	// invalid, never clamped.
+	ReasonLimit = "limit"
 )
 
 // PublicMessager is implemented by errors whose Error text carries detail

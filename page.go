@@ -117,22 +117,26 @@ type FetchRequest struct {
 // CrawlRequest asks for many pages: URLs fetched concurrently, or Seed
 // walked breadth-first on its host.
 type CrawlRequest struct {
-	URLs               []string   `json:"urls,omitempty"`
-	Seed               string     `json:"seed,omitempty"`
-	Depth              int        `json:"depth,omitempty"`       // 0: 2
-	MaxPages           int        `json:"max_pages,omitempty"`   // 0: 25
-	Concurrency        int        `json:"concurrency,omitempty"` // 0: 8
-	PerHostConcurrency int        `json:"per_host_concurrency,omitempty"`
-	Timeout            Duration   `json:"timeout,omitempty"` // per page; 0: 25 s
-	Extract            string     `json:"extract,omitempty"` // full (default) or none
-	Subdomains         bool       `json:"subdomains,omitempty"`
-	IgnoreRobots       bool       `json:"ignore_robots,omitempty"` // audited
-	Sitemap            bool       `json:"sitemap,omitempty"`       // seed from /sitemap.xml too
-	TLSProfile         string     `json:"tls_profile,omitempty"`   // "": go; chrome is audited
-	Provider           string     `json:"provider,omitempty"`
-	Proxy              string     `json:"proxy,omitempty"`
-	Cache              bool       `json:"cache,omitempty"`
-	Narrow             *Narrowing `json:"narrow,omitempty"`
+	URLs               []string `json:"urls,omitempty"`
+	Seed               string   `json:"seed,omitempty"`
+	Depth              int      `json:"depth,omitempty"`                // 0: 2
+	MaxPages           int      `json:"max_pages,omitempty"`            // 0: 25
+	Concurrency        int      `json:"concurrency,omitempty"`          // 0: 8
+	PerHostConcurrency int      `json:"per_host_concurrency,omitempty"` // 0: 2; at most limits.crawl_per_host_concurrency
+	Timeout            Duration `json:"timeout,omitempty"`              // per page; 0: 25 s
+	// Delay is the least time between two requests to one origin. It
+	// lengthens robots.txt's Crawl-delay, never shortens it; 0: none but
+	// Crawl-delay's. An origin with a delay takes one request at a time.
+	Delay        Duration   `json:"delay,omitempty"`
+	Extract      string     `json:"extract,omitempty"` // full (default) or none
+	Subdomains   bool       `json:"subdomains,omitempty"`
+	IgnoreRobots bool       `json:"ignore_robots,omitempty"` // audited; only for tenants with allow_ignore_robots
+	Sitemap      bool       `json:"sitemap,omitempty"`       // seed from /sitemap.xml too
+	TLSProfile   string     `json:"tls_profile,omitempty"`   // "": go; chrome is audited
+	Provider     string     `json:"provider,omitempty"`
+	Proxy        string     `json:"proxy,omitempty"`
+	Cache        bool       `json:"cache,omitempty"`
+	Narrow       *Narrowing `json:"narrow,omitempty"`
 }
 
 // SearchRequest asks for search results.

@@ -58,6 +58,9 @@ func (e *Engine) Fetch(ctx context.Context, p airlock.Principal, req airlock.Fet
 	if err != nil {
 		return nil, err
 	}
+	if err := call.Tenant.Limits.Check(req, ""); err != nil {
+		return nil, call.End(err, 0, 0)
+	}
 	page, in, err := e.fetchIn(call, req)
 	if err = call.End(err, in, 0); err != nil {
 		return nil, err
@@ -123,8 +126,10 @@ func (e *Engine) fetchIn(call *gate.Call, req airlock.FetchRequest) (*airlock.Pa
 }
 
 // FetchMany fetches a batch of URLs concurrently as one broker call
-// (capabilities browse and parallel): at most BatchMax URLs, BatchConcurrency
-// at a time, BatchTimeout each. Each URL gets a Page or an Error.
+// (capabilities browse and parallel): at most limits.fetch_many_urls URLs
+// (browse.batch_max by default; more is invalid, reason limit),
+// BatchConcurrency at a time, BatchTimeout each. Each URL gets a Page or an
+// Error.
 func (e *Engine) FetchMany(ctx context.Context, p airlock.Principal, urls []string, opts airlock.FetchRequest) ([]airlock.FetchResult, string, error) {
 	call, err := e.begin(ctx, p, airlock.CapabilityBrowse, "fetch_many", fmt.Sprintf("%d urls", len(urls)))
 	if err != nil {
@@ -134,13 +139,16 @@ func (e *Engine) FetchMany(ctx context.Context, p airlock.Principal, urls []stri
 	if !call.Tenant.Profile.Has(airlock.CapabilityParallel) {
 		return nil, "", call.End(airlock.Errorf(airlock.CodeDenied, gate.ReasonCapability, "capability parallel is not granted by profile %s", call.Tenant.Profile.Name), 0, 0)
 	}
+	if err := call.Tenant.Limits.CheckValue(gate.LimitFetchManyURLs, "urls", int64(len(urls))); err != nil {
+		return nil, "", call.End(err, 0, 0)
+	}
+	if err := call.Tenant.Limits.Check(opts, ""); err != nil {
+		return nil, "", call.End(err, 0, 0)
+	}
 	bc := e.cfg.Browse
-	maxN, conc, to := orInt(bc.BatchMax, airlock.DefaultBatchMax), orInt(bc.BatchConcurrency, airlock.DefaultBatchConcurrency), bc.BatchTimeout
+	conc, to := orInt(bc.BatchConcurrency, airlock.DefaultBatchConcurrency), bc.BatchTimeout
 	if to <= 0 {
 		to = airlock.DefaultBatchTimeout
-	}
-	if len(urls) > maxN {
-		return nil, "", call.End(airlock.Errorf(airlock.CodeTooLarge, "batch", "%d URLs in one batch; at most %d", len(urls), maxN), 0, 0)
 	}
 	release, err := e.budgets.Acquire(call.Ctx, gate.BudgetCrawls, call.Tenant.Name, 1)
 	if err != nil {
@@ -197,8 +205,10 @@ func orInt(v, d int) int {
 // Crawl crawls through the resolved provider (capability browse): URLs
 // fetched concurrently or a seed walked breadth-first, pages streamed to
 // emit as they arrive. Ignoring robots.txt and the chrome TLS profile are
-// recorded in the call's audit record. A revocation stops the crawl at its
-// next fetch.
+// recorded in the call's audit record; ignoring robots.txt needs the
+// tenant's allow_ignore_robots (denied, reason ignore_robots). Values above
+// the tenant's ceilings are invalid (reason limit). A revocation stops the
+// crawl at its next fetch.
 func (e *Engine) Crawl(ctx context.Context, p airlock.Principal, req airlock.CrawlRequest, emit func(*airlock.Page) error, progress func(airlock.CrawlProgress)) (*airlock.CrawlSummary, error) {
 	target := req.Seed
 	if target == "" {
@@ -221,7 +231,10 @@ func (e *Engine) Crawl(ctx context.Context, p airlock.Principal, req airlock.Cra
 	if err != nil {
 		return nil, err
 	}
-	sum, in, err := e.crawlIn(call, nil, false, req, emit, progress)
+	if err := call.Tenant.CheckCrawl(req); err != nil {
+		return nil, call.End(err, 0, 0)
+	}
+	sum, in, err := e.crawlIn(call, nil, false, crawlDefaults(req, call.Tenant.Limits), emit, progress)
 	if sum != nil {
 		sum.DecisionID = call.ID
 		if call.Ctx.Err() != nil && sum.Stopped == "" {
@@ -232,6 +245,27 @@ func (e *Engine) Crawl(ctx context.Context, p airlock.Principal, req airlock.Cra
 		return sum, err
 	}
 	return sum, nil
+}
+
+// crawlDefaults gives the zero values of a crawl request the crawl's
+// defaults where the tenant's ceiling is below them (the ceiling is then
+// the default): a caller asking for nothing is never refused.
+func crawlDefaults(req airlock.CrawlRequest, l *gate.Limits) airlock.CrawlRequest {
+	low := func(v *int, def int, name string) {
+		if c := int(l.Ceiling(name)); *v == 0 && c < def {
+			*v = c
+		}
+	}
+	low(&req.Concurrency, crawl.DefaultConcurrency, gate.LimitCrawlConcurrency)
+	low(&req.PerHostConcurrency, crawl.DefaultPerHostConcurrency, gate.LimitCrawlPerHost)
+	low(&req.Depth, crawl.DefaultDepth, gate.LimitCrawlDepth)
+	if req.Seed != "" {
+		low(&req.MaxPages, crawl.DefaultMaxPages, gate.LimitCrawlMaxPages)
+	}
+	if c := time.Duration(l.Ceiling(gate.LimitCrawlTimeout)); req.Timeout == 0 && c < crawl.DefaultTimeout {
+		req.Timeout = c
+	}
+	return req
 }
 
 // crawlIn runs a crawl in call; shared, when not nil, is the state of a
@@ -293,6 +327,12 @@ func (e *Engine) Search(ctx context.Context, p airlock.Principal, req airlock.Se
 	}
 	if strings.TrimSpace(req.Query) == "" {
 		return nil, "", call.End(airlock.Errorf(airlock.CodeInvalid, "query", "empty query"), 0, 0)
+	}
+	if err := call.Tenant.Limits.Check(req, ""); err != nil {
+		return nil, "", call.End(err, 0, 0)
+	}
+	if c := int(call.Tenant.Limits.Ceiling(gate.LimitSearchResults)); req.Limit == 0 && c < native.DefaultSearchLimit {
+		req.Limit = c // a tenant's ceiling below the default is the default
 	}
 	name, prov, err := e.browse.Resolve(airlock.VerbSearch, req.Provider)
 	if err != nil {

@@ -118,7 +118,7 @@ func TestFetchMany(t *testing.T) {
 	for i := range many {
 		many[i] = srv.URL + "/x"
 	}
-	if _, _, err := e.FetchMany(ctx, e.Principal(), many, airlock.FetchRequest{}); airlock.CodeOf(err) != airlock.CodeTooLarge {
+	if _, _, err := e.FetchMany(ctx, e.Principal(), many, airlock.FetchRequest{}); airlock.CodeOf(err) != airlock.CodeInvalid || airlock.ReasonOf(err) != airlock.ReasonLimit {
 		t.Errorf("65 URLs: %v", err)
 	}
 	if err := e.FlushAudit(ctx); err != nil {

@@ -354,6 +354,9 @@ func (e *Engine) BrowserOpen(ctx context.Context, p airlock.Principal, req Brows
 	if err != nil {
 		return BrowserSessionInfo{}, err
 	}
+	if err := call.Tenant.Limits.Check(req, ""); err != nil {
+		return BrowserSessionInfo{}, call.End(err, 0, 0)
+	}
 	bs, err := e.browser.open(call.Ctx, p, req, false)
 	if err != nil {
 		return BrowserSessionInfo{}, call.End(err, 0, 0)
@@ -601,7 +604,8 @@ func (e *Engine) BrowserDo(ctx context.Context, p airlock.Principal, id string, 
 		target += " " + browserTarget(op.URL)
 	}
 	var res BrowserResult
-	err := e.browserCall(ctx, p, id, target, func(ctx context.Context, s *browser.Session) error {
+	check := func(l *gate.Limits) error { return l.Check(op, "") }
+	err := e.browserCall(ctx, p, id, target, check, func(ctx context.Context, s *browser.Session) error {
 		var err error
 		res, err = s.Do(ctx, op)
 		return err
@@ -637,12 +641,26 @@ func (e *Engine) BrowserInteract(ctx context.Context, p airlock.Principal, id st
 			return res, airlock.Errorf(airlock.CodeInvalid, "browser_action", "actions[%d]: %v", i, err)
 		}
 	}
-	if len(actions) > browser.MaxActions {
-		return res, airlock.Errorf(airlock.CodeInvalid, "browser_action", "%d actions, at most %d", len(actions), browser.MaxActions)
+	check := func(l *gate.Limits) error {
+		if err := l.CheckValue(gate.LimitBrowserActions, "actions", int64(len(actions))); err != nil {
+			return err
+		}
+		for i, a := range actions {
+			if err := l.Check(a, ""); err != nil {
+				return airlock.Errorf(airlock.CodeInvalid, gate.ReasonLimit, "actions[%d]: %w", i, err)
+			}
+		}
+		return nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, browser.InteractBudget(actions)+10*time.Second)
+	// The budget of a sequence longer than the ceiling is not computed:
+	// the check refuses it first.
+	budget := time.Duration(0)
+	if len(actions) <= browser.MaxActions {
+		budget = browser.InteractBudget(actions)
+	}
+	cctx, cancel := context.WithTimeout(ctx, budget+10*time.Second)
 	defer cancel()
-	err := e.browserCall(cctx, p, id, fmt.Sprintf("interact %d actions", len(actions)), func(ctx context.Context, s *browser.Session) error {
+	err := e.browserCall(cctx, p, id, fmt.Sprintf("interact %d actions", len(actions)), check, func(ctx context.Context, s *browser.Session) error {
 		var err error
 		res, err = s.Interact(ctx, actions, stopOnError)
 		return err
@@ -662,7 +680,7 @@ func (e *Engine) BrowserAnswer(ctx context.Context, p airlock.Principal, id, app
 	if approve {
 		verb = "approve "
 	}
-	return e.browserCall(ctx, p, id, verb+approvalID, func(_ context.Context, s *browser.Session) error {
+	return e.browserCall(ctx, p, id, verb+approvalID, nil, func(_ context.Context, s *browser.Session) error {
 		if approve {
 			return s.Approve(approvalID)
 		}
@@ -671,8 +689,8 @@ func (e *Engine) BrowserAnswer(ctx context.Context, p airlock.Principal, id, app
 }
 
 // browserCall runs fn on a session as one gated, audited call with the
-// op timeout.
-func (e *Engine) browserCall(ctx context.Context, p airlock.Principal, id, target string, fn func(context.Context, *browser.Session) error) error {
+// op timeout, after check (nil: none) passed the tenant's ceilings.
+func (e *Engine) browserCall(ctx context.Context, p airlock.Principal, id, target string, check func(*gate.Limits) error, fn func(context.Context, *browser.Session) error) error {
 	bs, err := e.browser.session(p, id)
 	if err != nil {
 		return err
@@ -680,6 +698,11 @@ func (e *Engine) browserCall(ctx context.Context, p airlock.Principal, id, targe
 	call, err := e.begin(ctx, p, airlock.CapabilityBrowser, "browser", id+" "+target)
 	if err != nil {
 		return err
+	}
+	if check != nil {
+		if err := check(call.Tenant.Limits); err != nil {
+			return call.End(err, 0, 0)
+		}
 	}
 	bs.lastUsed.Store(time.Now().UnixNano())
 	cctx := call.Ctx

@@ -1,7 +1,13 @@
 package engine
 
 import (
+	"reflect"
+	"strings"
 	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/gate"
 )
 
 // Defaults of the gate, each also a config value.
@@ -108,7 +114,8 @@ type BrowseConfig struct {
 	DuckDuckGoURL string `koanf:"duckduckgo_url" json:"duckduckgo_url"`
 	BraveURL      string `koanf:"brave_url" json:"brave_url"`
 	BingURL       string `koanf:"bing_url" json:"bing_url"`
-	// Batched fetch: URLs per batch, at once, and each fetch's timeout.
+	// Batched fetch: URLs per batch (the default of
+	// limits.fetch_many_urls), at once, and each fetch's timeout.
 	BatchMax         int           `koanf:"batch_max" json:"batch_max"`
 	BatchConcurrency int           `koanf:"batch_concurrency" json:"batch_concurrency"`
 	BatchTimeout     time.Duration `koanf:"batch_timeout" json:"batch_timeout"`
@@ -141,6 +148,13 @@ type TenantConfig struct {
 	// Budgets override this tenant's share of the resource budgets
 	// (budgets.tenant); zero fields keep the default share.
 	Budgets TenantBudgets `koanf:"budgets" json:"budgets"`
+	// Limits override the ceilings of limits for this tenant; zero keys
+	// keep the global value.
+	Limits CeilingsConfig `koanf:"limits" json:"limits"`
+	// AllowIgnoreRobots lets this tenant's crawls ask for ignore_robots
+	// (audited). False: such a crawl is refused (denied, reason
+	// ignore_robots).
+	AllowIgnoreRobots bool `koanf:"allow_ignore_robots" json:"allow_ignore_robots"`
 }
 
 // SecretRef says where a secret's value comes from: exactly one of Env and
@@ -179,12 +193,51 @@ type EgressConfig struct {
 	Proxies map[string]string `koanf:"proxies" json:"proxies"`
 }
 
-// LimitsConfig holds the rate limits.
+// LimitsConfig holds the rate limits and the ceilings on caller-supplied
+// values (CeilingsConfig, whose keys sit beside the rate limits:
+// limits.exchange_max_reply).
 type LimitsConfig struct {
 	TenantRate      float64       `koanf:"tenant_rate" json:"tenant_rate"`
 	TenantBurst     int           `koanf:"tenant_burst" json:"tenant_burst"`
 	ConnectAttempts int           `koanf:"connect_attempts" json:"connect_attempts"`
 	ConnectWindow   time.Duration `koanf:"connect_window" json:"connect_window"`
+	CeilingsConfig  `koanf:",squash"`
+}
+
+// CeilingsConfig are the operator's ceilings on every caller-supplied
+// size, count, duration and concurrency (internal/gate's table of limits:
+// each key is a row's name, and a test keeps the two in step). A value
+// above its ceiling is refused (invalid, reason limit), never clamped.
+// Zero: the table's default (under limits) or the global value (under
+// tenants.<name>.limits). Sizes are bytes (characters for the text
+// budgets), durations Go durations ("10s").
+type CeilingsConfig struct {
+	ExchangeMaxReply     int64         `koanf:"exchange_max_reply" json:"exchange_max_reply,omitempty"`
+	ExchangeTimeout      time.Duration `koanf:"exchange_timeout" json:"exchange_timeout,omitempty"`
+	ExchangeIdle         time.Duration `koanf:"exchange_idle" json:"exchange_idle,omitempty"`
+	ExchangeData         int64         `koanf:"exchange_data" json:"exchange_data,omitempty"`
+	UDPMaxReply          int64         `koanf:"udp_max_reply" json:"udp_max_reply,omitempty"`
+	UDPTimeout           time.Duration `koanf:"udp_timeout" json:"udp_timeout,omitempty"`
+	MaxRedirects         int           `koanf:"max_redirects" json:"max_redirects,omitempty"`
+	HTTPBody             int64         `koanf:"http_body" json:"http_body,omitempty"`
+	CrawlConcurrency     int           `koanf:"crawl_concurrency" json:"crawl_concurrency,omitempty"`
+	CrawlPerHost         int           `koanf:"crawl_per_host_concurrency" json:"crawl_per_host_concurrency,omitempty"`
+	CrawlMaxPages        int           `koanf:"crawl_max_pages" json:"crawl_max_pages,omitempty"`
+	CrawlURLs            int           `koanf:"crawl_urls" json:"crawl_urls,omitempty"`
+	CrawlDepth           int           `koanf:"crawl_depth" json:"crawl_depth,omitempty"`
+	CrawlTimeout         time.Duration `koanf:"crawl_timeout" json:"crawl_timeout,omitempty"`
+	CrawlDelay           time.Duration `koanf:"crawl_delay" json:"crawl_delay,omitempty"`
+	FetchManyURLs        int           `koanf:"fetch_many_urls" json:"fetch_many_urls,omitempty"`
+	SearchResults        int           `koanf:"search_results" json:"search_results,omitempty"`
+	AuditRecords         int           `koanf:"audit_records" json:"audit_records,omitempty"`
+	ListLimit            int           `koanf:"list_limit" json:"list_limit,omitempty"`
+	BrowserWaitTimeout   time.Duration `koanf:"browser_wait_timeout" json:"browser_wait_timeout,omitempty"`
+	BrowserSleep         time.Duration `koanf:"browser_sleep" json:"browser_sleep,omitempty"`
+	BrowserSnapshotChars int           `koanf:"browser_snapshot_chars" json:"browser_snapshot_chars,omitempty"`
+	BrowserExtractChars  int           `koanf:"browser_extract_chars" json:"browser_extract_chars,omitempty"`
+	BrowserActions       int           `koanf:"browser_actions" json:"browser_actions,omitempty"`
+	MCPMaxLength         int           `koanf:"mcp_max_length" json:"mcp_max_length,omitempty"`
+	MCPCrawlPages        int           `koanf:"mcp_crawl_pages" json:"mcp_crawl_pages,omitempty"`
 }
 
 // Defaults of the resource budgets (budgets.*). Zero in the config means
@@ -277,3 +330,63 @@ type RouteConfig struct {
 // Effective returns cfg with every default filled in, as New would run it.
 // It holds no secret values: secrets are references (env, file).
 func Effective(cfg Config) Config { return defaults(cfg) }
+
+// Names of the ceilings a surface checks itself with CheckLimit (the
+// others are checked on the root request types).
+const (
+	LimitMCPMaxLength  = gate.LimitMCPMaxLength
+	LimitMCPCrawlPages = gate.LimitMCPCrawlPages
+	LimitCrawlMaxPages = gate.LimitCrawlMaxPages
+	LimitSearchResults = gate.LimitSearchResults
+	LimitListLimit     = gate.LimitListPage
+)
+
+// ceilingValues returns c's non-zero values by key (durations in
+// nanoseconds), as gate.NewLimits takes them.
+func ceilingValues(c CeilingsConfig) map[string]int64 {
+	out := map[string]int64{}
+	v := reflect.ValueOf(c)
+	for i := range v.NumField() {
+		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("koanf"), ",")
+		if n := v.Field(i).Int(); n != 0 {
+			out[key] = n
+		}
+	}
+	return out
+}
+
+// globalCeilings are limits' ceilings with the derived defaults filled
+// in: max_redirects from egress.max_redirects, fetch_many_urls from
+// browse.batch_max.
+func globalCeilings(cfg Config) map[string]int64 {
+	out := ceilingValues(cfg.Limits.CeilingsConfig)
+	if _, ok := out[gate.LimitMaxRedirects]; !ok {
+		out[gate.LimitMaxRedirects] = int64(defaultRedirects(cfg.Egress))
+	}
+	if _, ok := out[gate.LimitFetchManyURLs]; !ok {
+		out[gate.LimitFetchManyURLs] = int64(orInt(cfg.Browse.BatchMax, airlock.DefaultBatchMax))
+	}
+	return out
+}
+
+// defaultRedirects is the redirects an HTTP request follows when it
+// names none: egress.max_redirects (0: egress.DefaultMaxRedirects;
+// negative: none).
+func defaultRedirects(eg EgressConfig) int {
+	switch {
+	case eg.MaxRedirects == 0:
+		return egress.DefaultMaxRedirects
+	case eg.MaxRedirects < 0:
+		return 0
+	}
+	return eg.MaxRedirects
+}
+
+// tenantLimits compiles a tenant's ceilings.
+func tenantLimits(cfg Config, name string, tc TenantConfig) (*gate.Limits, error) {
+	l, err := gate.NewLimits(name, globalCeilings(cfg), ceilingValues(tc.Limits))
+	if err != nil {
+		return nil, configErr("%v", err)
+	}
+	return l, nil
+}

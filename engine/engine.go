@@ -255,6 +255,10 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		// tenant's idle pooled connections.
 		d.Conns = e.budgets.ConnSlots(name)
 		e.budgets.OnFull(gate.BudgetConnections, name, t.Client.ReleaseIdle)
+		if t.Limits, err = tenantLimits(cfg, name, tc); err != nil {
+			return nil, err
+		}
+		t.AllowIgnoreRobots = tc.AllowIgnoreRobots
 		for sname, ref := range tc.Secrets {
 			v, err := readSecret(ref, o.getenv)
 			if err != nil {
@@ -420,6 +424,9 @@ func validate(cfg Config, getenv func(string) string) error {
 		}
 		if _, err := tenantChecker(cfg.Egress, tc, gate.BuiltinProfiles()[gate.ProfilePosix]); err != nil {
 			return configErr("tenant %q: %v", name, err)
+		}
+		if _, err := tenantLimits(cfg, name, tc); err != nil {
+			return err
 		}
 		for sname, ref := range tc.Secrets {
 			if (ref.Env == "") == (ref.File == "") {
@@ -639,11 +646,18 @@ func narrowChecker(n *airlock.Narrowing) (*egress.Checker, error) {
 }
 
 // HTTP makes a generic HTTP request under the principal's policy
-// (capability http).
+// (capability http). A max_redirects or body above the tenant's ceilings
+// (limits.max_redirects, limits.http_body) is invalid, reason limit.
 func (e *Engine) HTTP(ctx context.Context, p airlock.Principal, req airlock.HTTPRequest) (*airlock.HTTPResponse, error) {
 	call, err := e.begin(ctx, p, airlock.CapabilityHTTP, "http", req.URL)
 	if err != nil {
 		return nil, err
+	}
+	if err := call.Tenant.Limits.Check(req, ""); err != nil {
+		return nil, call.End(err, 0, 0)
+	}
+	if ceil := int(call.Tenant.Limits.Ceiling(gate.LimitMaxRedirects)); req.MaxRedirects == nil && ceil < defaultRedirects(e.cfg.Egress) {
+		req.MaxRedirects = &ceil // a tenant's ceiling below the default
 	}
 	n, err := narrowChecker(req.Narrow)
 	if err != nil {
@@ -706,7 +720,9 @@ type readCloser struct {
 }
 
 // Exchange makes a one-shot TCP, UDP or TLS exchange (capability tcp, udp or
-// tls, after the lane).
+// tls, after the lane). A max_reply, timeout, idle or data above the
+// tenant's ceilings (limits.exchange_*, limits.udp_*) is invalid, reason
+// limit, refused before anything is dialled.
 func (e *Engine) Exchange(ctx context.Context, p airlock.Principal, req airlock.ExchangeRequest) (*airlock.ExchangeResponse, error) {
 	var capability airlock.Capability
 	switch req.Lane {
@@ -728,6 +744,10 @@ func (e *Engine) Exchange(ctx context.Context, p airlock.Principal, req airlock.
 	if err != nil {
 		return nil, err
 	}
+	if err := call.Tenant.Limits.Check(req, req.Lane); err != nil {
+		return nil, call.End(err, 0, 0)
+	}
+	req = exchangeDefaults(req, call.Tenant.Limits)
 	n, err := narrowChecker(req.Narrow)
 	if err != nil {
 		return nil, call.End(err, 0, 0)
@@ -747,6 +767,59 @@ func (e *Engine) Exchange(ctx context.Context, p airlock.Principal, req airlock.
 		return nil, err
 	}
 	return &airlock.ExchangeResponse{Data: reply, DecisionID: call.ID}, nil
+}
+
+// exchangeDefaults fills the zero values of an exchange the way egress
+// would, except where the tenant's ceiling is below egress's default:
+// then the ceiling is the default.
+func exchangeDefaults(req airlock.ExchangeRequest, l *gate.Limits) airlock.ExchangeRequest {
+	reply, timeout := egress.DefaultTCPReplyCap, egress.DefaultTCPTimeout
+	replyLimit, timeoutLimit := gate.LimitExchangeMaxReply, gate.LimitExchangeTimeout
+	if req.Lane == airlock.LaneUDP {
+		reply, timeout = egress.DefaultUDPReplyCap, egress.DefaultUDPTimeout
+		replyLimit, timeoutLimit = gate.LimitUDPMaxReply, gate.LimitUDPTimeout
+	}
+	if req.MaxReply == 0 {
+		req.MaxReply = min(int64(reply), l.Ceiling(replyLimit))
+	}
+	if req.Timeout == 0 {
+		req.Timeout = min(timeout, time.Duration(l.Ceiling(timeoutLimit)))
+	}
+	if req.Idle == 0 {
+		req.Idle = min(egress.DefaultIdleAfterFirstByte, time.Duration(l.Ceiling(gate.LimitExchangeIdle)))
+	}
+	return req
+}
+
+// CheckLimit refuses (invalid, reason limit) a value a surface takes
+// outside the root request types (MCP's max_length) above the
+// principal's ceiling name; the refusal is one audited decision of
+// broker. A value within the ceiling records nothing.
+func (e *Engine) CheckLimit(ctx context.Context, p airlock.Principal, broker, name, field string, v int64) error {
+	t := e.gate.Tenant(p.Tenant)
+	if t == nil {
+		return nil // Begin refuses the unknown tenant with its own call
+	}
+	err := t.Limits.CheckValue(name, field, v)
+	if err == nil {
+		return nil
+	}
+	call, berr := e.begin(ctx, p, "", broker, fmt.Sprintf("%s=%d", field, v))
+	if berr != nil {
+		return berr
+	}
+	return call.End(err, 0, 0)
+}
+
+// Ceiling returns the principal's ceiling name (see internal/gate's
+// table), or the table's default for an unknown tenant: what a surface
+// uses to make its own defaults fit under the tenant's ceilings.
+func (e *Engine) Ceiling(p airlock.Principal, name string) int64 {
+	var l *gate.Limits
+	if t := e.gate.Tenant(p.Tenant); t != nil {
+		l = t.Limits
+	}
+	return l.Ceiling(name)
 }
 
 // Sign returns HMAC-SHA256(secret, data) with the tenant's named secret
@@ -775,6 +848,9 @@ func (e *Engine) Route(ctx context.Context, p airlock.Principal, req airlock.Rou
 	call, err := e.begin(ctx, p, airlock.CapabilityRoutes, "route", req.Name+" "+req.Method+" "+req.Path)
 	if err != nil {
 		return nil, err
+	}
+	if err := call.Tenant.Limits.Check(req, ""); err != nil {
+		return nil, call.End(err, 0, 0)
 	}
 	r, ok := e.routes[req.Name]
 	if !ok || !call.Tenant.Routes[req.Name] && !call.Tenant.Routes[AllRoutes] {
@@ -960,6 +1036,17 @@ func toPublic(r store.AuditRecord) airlock.AuditRecord {
 
 // AuditQuery reads the persistent audit log, newest first.
 func (e *Engine) AuditQuery(ctx context.Context, q airlock.AuditQuery) ([]airlock.AuditRecord, error) {
+	tenant := e.cfg.DefaultTenant
+	if p, err := airlock.ParsePrincipal(q.Principal); err == nil && q.Principal != "" {
+		tenant = p.Tenant
+	}
+	var l *gate.Limits
+	if t := e.gate.Tenant(tenant); t != nil {
+		l = t.Limits
+	}
+	if err := l.Check(q, ""); err != nil {
+		return nil, err
+	}
 	sq := store.AuditQuery{Since: q.Since, Until: q.Until, Outcome: q.Outcome, Broker: q.Broker, Reason: q.Reason, Limit: q.Limit, BeforeID: q.BeforeID}
 	if q.Principal != "" {
 		p, err := airlock.ParsePrincipal(q.Principal)

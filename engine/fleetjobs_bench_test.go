@@ -8,7 +8,6 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
-	"github.com/airlockhq/airlock/internal/crawl"
 	"github.com/airlockhq/airlock/internal/crawl/crawltest"
 	"github.com/airlockhq/airlock/internal/fleet/fleettest"
 )
@@ -52,7 +51,7 @@ func BenchmarkFleetCrawlJob(b *testing.B) {
 			for b.Loop() {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				job, err := es[0].StartCrawlJob(ctx, p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: pages,
-					Depth: crawl.Unlimited, Concurrency: 8, PerHostConcurrency: 8})
+					Depth: 40, Concurrency: 8, PerHostConcurrency: 8})
 				if err != nil {
 					b.Fatal(err)
 				}

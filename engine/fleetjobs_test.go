@@ -12,7 +12,6 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
-	"github.com/airlockhq/airlock/internal/crawl"
 	"github.com/airlockhq/airlock/internal/crawl/crawltest"
 	"github.com/airlockhq/airlock/internal/fleet/fleettest"
 )
@@ -122,7 +121,7 @@ func TestFleetCrawlJobShared(t *testing.T) {
 	}
 	site := crawltest.NewTreeSite(t, pages, "", 2*time.Millisecond)
 	p := airlock.Principal{Tenant: "acme"}
-	job, err := es[0].StartCrawlJob(testCtx(t), p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: pages, Depth: crawl.Unlimited,
+	job, err := es[0].StartCrawlJob(testCtx(t), p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: pages, Depth: 40,
 		Concurrency: 4, PerHostConcurrency: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +150,7 @@ func TestFleetCrawlJobCancel(t *testing.T) {
 	es := []*engine.Engine{newEngine(t, fleetCrawlConfig(srv.URL(0))), newEngine(t, fleetCrawlConfig(srv.URL(0)))}
 	site := crawltest.NewTreeSite(t, 100000, "", 20*time.Millisecond)
 	p := airlock.Principal{Tenant: "acme"}
-	job, err := es[0].StartCrawlJob(testCtx(t), p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 5000, Depth: crawl.Unlimited, Concurrency: 2})
+	job, err := es[0].StartCrawlJob(testCtx(t), p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 5000, Depth: 40, Concurrency: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +203,7 @@ func TestFleetCrawlJobSurvivesKill(t *testing.T) {
 	es := []*engine.Engine{newEngine(t, fleetCrawlConfig(srv.URL(0))), newEngine(t, fleetCrawlConfig(srv.URL(0)))}
 	site := crawltest.NewTreeSite(t, pages, "", 5*time.Millisecond)
 	p := airlock.Principal{Tenant: "acme"}
-	job, err := es[0].StartCrawlJob(testCtx(t), p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: pages, Depth: crawl.Unlimited,
+	job, err := es[0].StartCrawlJob(testCtx(t), p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: pages, Depth: 40,
 		Concurrency: childConcurrency, PerHostConcurrency: childConcurrency})
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +251,7 @@ func TestFleetCrawlJobRevoked(t *testing.T) {
 	}
 	site := crawltest.NewTreeSite(t, 100000, "", 10*time.Millisecond)
 	p := airlock.Principal{Tenant: "acme"}
-	job, err := es[0].StartCrawlJob(testCtx(t), p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 5000, Depth: crawl.Unlimited, Concurrency: 2, PerHostConcurrency: 6})
+	job, err := es[0].StartCrawlJob(testCtx(t), p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 5000, Depth: 40, Concurrency: 2, PerHostConcurrency: 6})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -275,8 +275,9 @@ func (e *Engine) checkCrawlJob(call *gate.Call, req airlock.CrawlRequest) error 
 //
 // Everything the crawl would refuse at its start is refused here, as an
 // error and not as a failed job: the principal (unknown, revoked, rate
-// limited, without browse), the request (code invalid), more than
-// MaxJobPages pages (too_large), MaxRunningJobs jobs of the tenant already
+// limited, without browse), the request (code invalid; reason limit for a
+// value above the tenant's ceilings), ignore_robots without the tenant's
+// allow_ignore_robots (denied), more than MaxJobPages pages (too_large), MaxRunningJobs jobs of the tenant already
 // running (rate_limited), an engine shutting down (unavailable). The job
 // belongs to the principal's tenant.
 func (e *Engine) StartCrawlJob(ctx context.Context, p airlock.Principal, req airlock.CrawlRequest) (*airlock.CrawlJob, error) {
@@ -293,6 +294,10 @@ func (e *Engine) StartCrawlJob(ctx context.Context, p airlock.Principal, req air
 		cancel(nil)
 		return nil, err
 	}
+	if err := call.Tenant.CheckCrawl(req); err != nil {
+		return fail(err)
+	}
+	req = crawlDefaults(req, call.Tenant.Limits)
 	if err := e.checkCrawlJob(call, req); err != nil {
 		return fail(err)
 	}
@@ -579,26 +584,38 @@ func (e *Engine) CrawlJob(ctx context.Context, p airlock.Principal, id string) (
 	return e.publicJobOf(sj)
 }
 
-func pageLimit(limit int) int {
-	switch {
-	case limit <= 0:
-		return DefaultJobPageLimit
-	case limit > MaxJobPageLimit:
-		return MaxJobPageLimit
+// listLimit refuses a list limit above the tenant's ceiling (a read:
+// not a broker call, so not audited) and returns the limit to use: for 0,
+// DefaultJobPageLimit, or the ceiling when that is lower.
+func (e *Engine) listLimit(p airlock.Principal, limit int) (int, error) {
+	var l *gate.Limits
+	if t := e.gate.Tenant(p.Tenant); t != nil {
+		l = t.Limits
 	}
-	return limit
+	if err := l.CheckValue(gate.LimitListPage, "limit", int64(limit)); err != nil {
+		return 0, err
+	}
+	if limit == 0 {
+		return int(min(DefaultJobPageLimit, l.Ceiling(gate.LimitListPage))), nil
+	}
+	return limit, nil
 }
 
 // CrawlJobs lists the principal's tenant's jobs, newest first: at most
-// limit (<= 0: DefaultJobPageLimit; at most MaxJobPageLimit).
+// limit (0: DefaultJobPageLimit; above limits.list_limit, at most
+// MaxJobPageLimit, or negative: invalid, reason limit).
 func (e *Engine) CrawlJobs(ctx context.Context, p airlock.Principal, limit int) ([]airlock.CrawlJob, error) {
 	if err := e.jobReader(p); err != nil {
+		return nil, err
+	}
+	limit, err := e.listLimit(p, limit)
+	if err != nil {
 		return nil, err
 	}
 	var list []store.Job
 	for try := range 2 {
 		var err error
-		list, err = e.jobStore.ListJobs(ctx, p.Tenant, pageLimit(limit))
+		list, err = e.jobStore.ListJobs(ctx, p.Tenant, limit)
 		if err != nil {
 			return nil, storeErr("list crawl jobs", err)
 		}
@@ -623,18 +640,23 @@ func (e *Engine) CrawlJobs(ctx context.Context, p airlock.Principal, limit int) 
 }
 
 // CrawlJobPages returns the pages of the principal's tenant's job id with
-// seq > after, in order: at most limit (<= 0: DefaultJobPageLimit; at most
-// MaxJobPageLimit). Pass the last seq received as after to get the next
+// seq > after, in order: at most limit (0: DefaultJobPageLimit; above
+// limits.list_limit, at most MaxJobPageLimit, or negative: invalid, reason
+// limit). Pass the last seq received as after to get the next
 // ones; an empty result means there are none yet (or none left, once the
 // job is finished).
 func (e *Engine) CrawlJobPages(ctx context.Context, p airlock.Principal, id string, after, limit int) ([]airlock.JobPage, error) {
 	if after < 0 {
 		return nil, airlock.Errorf(airlock.CodeInvalid, reasonCrawlJob, "after %d: want 0 or a page's seq", after)
 	}
+	limit, err := e.listLimit(p, limit)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := e.jobFor(ctx, p, id); err != nil {
 		return nil, err
 	}
-	pages, err := e.jobStore.JobPages(ctx, id, after, pageLimit(limit))
+	pages, err := e.jobStore.JobPages(ctx, id, after, limit)
 	if err != nil {
 		return nil, storeErr("read the crawl job's pages", err)
 	}

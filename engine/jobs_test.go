@@ -412,9 +412,11 @@ func TestCrawlJobTenants(t *testing.T) {
 func TestCrawlJobRefusedAtStart(t *testing.T) {
 	cfg := jobEngineConfig("acme", "nobrowse")
 	cfg.Tenants["nobrowse"] = engine.TenantConfig{Profile: "minimal"}
+	// big's ceiling lets a request ask for more pages than a job stores.
+	cfg.Tenants["big"] = engine.TenantConfig{Profile: "posix", Limits: engine.CeilingsConfig{CrawlMaxPages: 2 * engine.MaxJobPages}}
 	e := newEngine(t, cfg)
 	ctx := testCtx(t)
-	acme := airlock.Principal{Tenant: "acme"}
+	acme, big := airlock.Principal{Tenant: "acme"}, airlock.Principal{Tenant: "big"}
 	seed := "http://127.0.0.1:1/"
 	tests := []struct {
 		name   string
@@ -425,16 +427,17 @@ func TestCrawlJobRefusedAtStart(t *testing.T) {
 	}{
 		{"nothing to crawl", acme, airlock.CrawlRequest{}, airlock.CodeInvalid, "crawl_request"},
 		{"seed and urls", acme, airlock.CrawlRequest{Seed: seed, URLs: []string{seed}}, airlock.CodeInvalid, "crawl_request"},
-		{"negative depth", acme, airlock.CrawlRequest{Seed: seed, Depth: -2}, airlock.CodeInvalid, "crawl_request"},
-		{"negative pages", acme, airlock.CrawlRequest{Seed: seed, MaxPages: -1}, airlock.CodeInvalid, "crawl_request"},
+		{"negative depth", acme, airlock.CrawlRequest{Seed: seed, Depth: -2}, airlock.CodeInvalid, airlock.ReasonLimit},
+		{"negative pages", acme, airlock.CrawlRequest{Seed: seed, MaxPages: -1}, airlock.CodeInvalid, airlock.ReasonLimit},
 		{"bad seed", acme, airlock.CrawlRequest{Seed: "ftp://x/"}, airlock.CodeInvalid, "crawl_request"},
 		{"bad extract", acme, airlock.CrawlRequest{Seed: seed, Extract: "some"}, airlock.CodeInvalid, "crawl_request"},
 		{"bad tls profile", acme, airlock.CrawlRequest{Seed: seed, TLSProfile: "netscape"}, airlock.CodeInvalid, ""},
 		{"unknown provider", acme, airlock.CrawlRequest{Seed: seed, Provider: "nope"}, airlock.CodeInvalid, "provider"},
 		{"unknown proxy", acme, airlock.CrawlRequest{Seed: seed, Proxy: "nope"}, airlock.CodeDenied, "proxy"},
 		{"bad narrowing", acme, airlock.CrawlRequest{Seed: seed, Narrow: &airlock.Narrowing{Allow: []string{"["}}}, airlock.CodeInvalid, "narrow"},
-		{"too many pages", acme, airlock.CrawlRequest{Seed: seed, MaxPages: engine.MaxJobPages + 1}, airlock.CodeTooLarge, "crawl_job_pages"},
-		{"too many urls", acme, airlock.CrawlRequest{URLs: make([]string, engine.MaxJobPages+1)}, airlock.CodeTooLarge, "crawl_job_pages"},
+		{"pages above the ceiling", acme, airlock.CrawlRequest{Seed: seed, MaxPages: engine.MaxJobPages + 1}, airlock.CodeInvalid, airlock.ReasonLimit},
+		{"urls above the ceiling", acme, airlock.CrawlRequest{URLs: make([]string, engine.MaxJobPages+1)}, airlock.CodeInvalid, airlock.ReasonLimit},
+		{"more pages than a job stores", big, airlock.CrawlRequest{Seed: seed, MaxPages: engine.MaxJobPages + 1}, airlock.CodeTooLarge, "crawl_job_pages"},
 		{"no browse capability", airlock.Principal{Tenant: "nobrowse"}, airlock.CrawlRequest{Seed: seed}, airlock.CodeDenied, "capability"},
 		{"unknown tenant", airlock.Principal{Tenant: "initech"}, airlock.CrawlRequest{Seed: seed}, airlock.CodeDenied, "unknown_tenant"},
 	}

@@ -398,7 +398,7 @@ func TestBrowseFetchMany(t *testing.T) {
 		many[i] = f.site.URL + "/x"
 	}
 	r = f.do("POST", "/api/browse", acmeToken, map[string]any{"verb": "fetch", "urls": many})
-	wantError(t, r, 413, airlock.CodeTooLarge, "batch")
+	wantError(t, r, 400, airlock.CodeInvalid, airlock.ReasonLimit)
 }
 
 func TestBrowseCrawl(t *testing.T) {

@@ -73,6 +73,7 @@ type crawlOptions struct {
 	Concurrency        int                `json:"concurrency,omitempty"`
 	PerHostConcurrency int                `json:"per_host_concurrency,omitempty"`
 	Timeout            duration           `json:"timeout,omitempty"`
+	Delay              duration           `json:"delay,omitempty"`
 	Extract            string             `json:"extract,omitempty"`
 	Subdomains         bool               `json:"subdomains,omitempty"`
 	IgnoreRobots       bool               `json:"ignore_robots,omitempty"`
@@ -86,7 +87,7 @@ type crawlOptions struct {
 
 func (o crawlOptions) request(seed string, urls []string) airlock.CrawlRequest {
 	return airlock.CrawlRequest{URLs: urls, Seed: seed, Depth: o.Depth, MaxPages: o.MaxPages, Concurrency: o.Concurrency,
-		PerHostConcurrency: o.PerHostConcurrency, Timeout: time.Duration(o.Timeout), Extract: o.Extract, Subdomains: o.Subdomains,
+		PerHostConcurrency: o.PerHostConcurrency, Timeout: time.Duration(o.Timeout), Delay: time.Duration(o.Delay), Extract: o.Extract, Subdomains: o.Subdomains,
 		IgnoreRobots: o.IgnoreRobots, Sitemap: o.Sitemap, TLSProfile: o.TLSProfile, Provider: o.Provider, Proxy: o.Proxy,
 		Cache: o.Cache, Narrow: o.Narrow}
 }

@@ -14,14 +14,18 @@ import (
 	"github.com/airlockhq/airlock/engine"
 )
 
-// Crawl job paging: the engine's bounds, so that a short page of results
-// means the end.
+// Crawl job paging: the engine's defaults (or the tenant's
+// limits.list_limit when lower), so that a short page of results means the
+// end. A limit above the ceiling is refused, not reduced.
 const (
 	DefaultJobsLimit  = engine.DefaultJobPageLimit
-	MaxJobsLimit      = engine.MaxJobPageLimit
 	DefaultPagesLimit = engine.DefaultJobPageLimit
-	MaxPagesLimit     = engine.MaxJobPageLimit
 )
+
+// defaultListLimit is def, or the caller's ceiling when that is lower.
+func (s *server) defaultListLimit(c caller, def int) int {
+	return int(min(int64(def), s.en.Ceiling(c.principal, engine.LimitListLimit)))
+}
 
 // crawlJobRequest is the body of POST /api/crawls: a seed or a list of
 // URLs, and the crawl options at the top level or, as in POST /api/browse,
@@ -75,14 +79,14 @@ func (s *server) listCrawls(w http.ResponseWriter, r *http.Request, c caller) er
 	if err != nil {
 		return err
 	}
-	limit, err := intParam(q, "limit", DefaultJobsLimit)
+	limit, err := intParam(q, "limit", s.defaultListLimit(c, DefaultJobsLimit))
 	if err != nil {
 		return err
 	}
 	if limit == 0 {
-		limit = DefaultJobsLimit
+		limit = s.defaultListLimit(c, DefaultJobsLimit)
 	}
-	jobs, err := s.en.CrawlJobs(r.Context(), c.principal, min(limit, MaxJobsLimit))
+	jobs, err := s.en.CrawlJobs(r.Context(), c.principal, limit)
 	if err != nil {
 		return err
 	}
@@ -102,11 +106,10 @@ func (s *server) getCrawl(w http.ResponseWriter, r *http.Request, c caller) erro
 	if err != nil {
 		return err
 	}
-	limit, err := intParam(q, "limit", DefaultPagesLimit)
+	limit, err := intParam(q, "limit", s.defaultListLimit(c, DefaultPagesLimit))
 	if err != nil {
 		return err
 	}
-	limit = min(limit, MaxPagesLimit)
 	id := r.PathValue("id")
 	// The job first: when it has ended, every page is already stored, so
 	// a short page of results is the last one.

@@ -246,7 +246,7 @@ func TestCrawlJobBadRequests(t *testing.T) {
 		{"seed and urls", map[string]any{"seed": f.site.URL, "urls": []string{f.site.URL}}, 400, airlock.CodeInvalid, ReasonRequest},
 		{"unknown field", map[string]any{"seed": f.site.URL, "pages": 3}, 400, airlock.CodeInvalid, ReasonBody},
 		{"bad timeout", map[string]any{"seed": f.site.URL, "timeout": "-1s"}, 400, airlock.CodeInvalid, ReasonBody},
-		{"too many pages", map[string]any{"seed": f.site.URL, "max_pages": 1_000_000}, 413, airlock.CodeTooLarge, ""},
+		{"too many pages", map[string]any{"seed": f.site.URL, "max_pages": 1_000_000}, 400, airlock.CodeInvalid, airlock.ReasonLimit},
 		{"bad extract", map[string]any{"seed": f.site.URL, "extract": "some"}, 400, airlock.CodeInvalid, ""},
 		{"options twice", map[string]any{"seed": f.site.URL, "max_pages": 3, "options": map[string]any{"depth": 1}}, 400, airlock.CodeInvalid, ReasonRequest},
 		{"unknown option", map[string]any{"seed": f.site.URL, "options": map[string]any{"pages": 3}}, 400, airlock.CodeInvalid, ReasonBody},

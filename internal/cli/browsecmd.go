@@ -116,6 +116,20 @@ separated by rules. --extract none returns links and metadata only (discovery).`
 			if req.Seed == "" && len(req.URLs) == 0 {
 				return usageErrorf("crawl: a SEED or --urls FILE is required")
 			}
+			// Flags left alone ask for the engine's defaults (the values
+			// shown), so that a tenant's lower ceiling (limits.crawl_*)
+			// becomes the default instead of refusing the crawl.
+			for name, v := range map[string]*int{"depth": &req.Depth, "concurrency": &req.Concurrency, "per-host-concurrency": &req.PerHostConcurrency} {
+				if !cmd.Flags().Changed(name) {
+					*v = 0
+				}
+			}
+			if !cmd.Flags().Changed("max-pages") && req.Seed != "" {
+				req.MaxPages = 0
+			}
+			if !cmd.Flags().Changed("timeout") {
+				req.Timeout = 0
+			}
 			if req.Extract != "" && req.Extract != airlock.ExtractFull && req.Extract != airlock.ExtractNone {
 				return usageErrorf("crawl: --extract must be full or none")
 			}
@@ -164,9 +178,10 @@ separated by rules. --extract none returns links and metadata only (discovery).`
 	f.IntVar(&req.Concurrency, "concurrency", 8, "fetches at once")
 	f.IntVar(&req.PerHostConcurrency, "per-host-concurrency", 2, "fetches at once per host")
 	f.DurationVar(&req.Timeout, "timeout", 25*time.Second, "per-page timeout")
+	f.DurationVar(&req.Delay, "delay", 0, "least time between two requests to one origin (lengthens robots.txt's Crawl-delay, never shortens it)")
 	f.StringVar(&req.Extract, "extract", airlock.ExtractFull, "full, or none (links and metadata only)")
 	f.BoolVar(&req.Subdomains, "subdomains", false, "follow links to subdomains of the seed's host too")
-	f.BoolVar(&req.IgnoreRobots, "ignore-robots", false, "do not obey robots.txt (audited)")
+	f.BoolVar(&req.IgnoreRobots, "ignore-robots", false, "do not obey robots.txt (audited; the tenant needs allow_ignore_robots)")
 	f.BoolVar(&req.Sitemap, "sitemap", false, "seed from the site's sitemap too")
 	f.StringVar(&req.TLSProfile, "tls-profile", "", "TLS handshake profile: go (default for crawls) or chrome (audited)")
 	f.StringVar(&req.Provider, "provider", "", "provider: native, firecrawl")

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
 	"strings"
@@ -163,7 +164,14 @@ func configTree(v reflect.Value) any {
 		out := map[string]any{}
 		for i := range v.NumField() {
 			f := v.Type().Field(i)
-			key, _, _ := strings.Cut(f.Tag.Get("koanf"), ",")
+			key, opts, _ := strings.Cut(f.Tag.Get("koanf"), ",")
+			if f.Anonymous && key == "" && opts == "squash" {
+				// Its keys sit beside the struct's own (limits.*).
+				if sub, ok := configTree(v.Field(i)).(map[string]any); ok {
+					maps.Copy(out, sub)
+				}
+				continue
+			}
 			if !f.IsExported() || key == "" || key == "-" {
 				continue
 			}

@@ -14,6 +14,10 @@ import (
 	"github.com/airlockhq/airlock/engine"
 )
 
+// maxStdinBody is the most --data-stdin reads: the default of
+// limits.http_body. A longer body is refused, never cut.
+const maxStdinBody = 10 << 20
+
 func init() { commands = append(commands, newHTTPCmd, newSignCmd, newRouteCmd) }
 
 func parseHeaders(hs []string) (map[string][]string, error) {
@@ -78,9 +82,12 @@ headers; --format json prints the whole response). The call is audited.`,
 				req.Body = []byte(data)
 			}
 			if dataStdin {
-				b, err := io.ReadAll(io.LimitReader(e.stdin, 10<<20))
+				b, err := io.ReadAll(io.LimitReader(e.stdin, maxStdinBody+1))
 				if err != nil {
 					return err
+				}
+				if len(b) > maxStdinBody {
+					return usageErrorf("http: request body on standard input is larger than 10 MiB")
 				}
 				req.Body = b
 			}

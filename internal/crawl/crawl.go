@@ -29,6 +29,11 @@ const (
 	MaxSkipped = 10000
 	// ProgressInterval is the least time between two progress events.
 	ProgressInterval = 250 * time.Millisecond
+	// RequestsPerPage bounds the page requests of a run, failures and
+	// rate-limit retries included: RequestsPerPage × the page limit.
+	// robots.txt and sitemap requests are not counted (one robots.txt per
+	// origin; at most MaxSitemaps sitemaps).
+	RequestsPerPage = 4
 )
 
 const (
@@ -108,6 +113,7 @@ type options struct {
 	concurrency int
 	perHost     int
 	timeout     time.Duration
+	delay       time.Duration // the least between two requests to an origin
 	extract     string
 	ua, tls     string
 	subdomains  bool
@@ -129,8 +135,8 @@ func ValidateRequest(req airlock.CrawlRequest) error {
 		return invalid("a seed or a list of URLs is required")
 	case req.Seed != "" && len(req.URLs) > 0:
 		return invalid("a seed and a list of URLs are exclusive")
-	case req.Depth < Unlimited, req.MaxPages < 0, req.Concurrency < 0, req.PerHostConcurrency < 0, req.Timeout < 0:
-		return invalid("negative depth, page limit, concurrency or timeout")
+	case req.Depth < Unlimited, req.MaxPages < 0, req.Concurrency < 0, req.PerHostConcurrency < 0, req.Timeout < 0, req.Delay < 0:
+		return invalid("negative depth, page limit, concurrency, timeout or delay")
 	}
 	if req.Seed != "" {
 		if _, err := Normalize(req.Seed); err != nil {
@@ -148,7 +154,7 @@ func ValidateRequest(req airlock.CrawlRequest) error {
 func newOptions(cfg Config, req airlock.CrawlRequest) (options, error) {
 	o := options{
 		depth: req.Depth, maxPages: req.MaxPages, concurrency: req.Concurrency,
-		perHost: req.PerHostConcurrency, timeout: req.Timeout, extract: req.Extract,
+		perHost: req.PerHostConcurrency, timeout: req.Timeout, delay: req.Delay, extract: req.Extract,
 		ua: cfg.UserAgent, tls: req.TLSProfile, subdomains: req.Subdomains,
 		ignore: req.IgnoreRobots, sitemap: req.Sitemap,
 	}
@@ -200,11 +206,14 @@ func newOptions(cfg Config, req airlock.CrawlRequest) (options, error) {
 // fetches do not count, and cannot grow the frontier.
 //
 // Politeness: robots.txt is obeyed (RFC 9309, product token "airlock")
-// unless req.IgnoreRobots, which the caller audits; at most
+// unless req.IgnoreRobots, which the caller audits and permits; at most
 // req.PerHostConcurrency requests run at once per origin (scheme, host and
-// port), and one at a time, spaced by its Crawl-delay, where robots.txt
-// sets one. Pages marked noindex are not emitted and count toward the page
-// limit; the links of pages marked nofollow are not followed.
+// port), and one at a time, spaced by the longer of its Crawl-delay and
+// req.Delay, where either is set. Pages marked noindex are not emitted and
+// count toward the page limit; the links of pages marked nofollow are not
+// followed. A run makes at most RequestsPerPage × req.MaxPages page
+// requests, failures included: past that it stops (Stopped
+// StoppedRequests, no error) and skips what is left with reason limit.
 //
 // Dead, refused and out-of-scope URLs never end the crawl: they are listed
 // in the summary's Skipped (at most MaxSkipped entries) with a Reason*
@@ -304,7 +313,8 @@ type run struct {
 	stopErr        error
 	lastProgress   time.Time
 
-	limit       atomic.Bool // the page limit is reached: queue nothing more
+	limit       atomic.Bool  // the page limit is reached: queue nothing more
+	pageReqs    atomic.Int64 // page requests sent, retries included
 	queued      atomic.Int64
 	sitemapURLs atomic.Int64
 	mu          sync.Mutex
@@ -325,12 +335,24 @@ type host struct {
 }
 
 // limit is the number of requests the host may have in flight.
-func (h *host) limit(perHost int) int {
-	if h.rules == nil || h.rules.delay > 0 {
+func (h *host) limit(o options) int {
+	if h.rules == nil || h.delay(o) > 0 {
 		return 1
 	}
-	return perHost
+	return o.perHost
 }
+
+// delay is the least time between two requests to the host: the longer of
+// its Crawl-delay and the request's delay.
+func (h *host) delay(o options) time.Duration {
+	if h.rules == nil {
+		return o.delay
+	}
+	return max(h.rules.delay, o.delay)
+}
+
+// requestCap is the most page requests the run makes.
+func (r *run) requestCap() int64 { return RequestsPerPage * int64(r.opt.maxPages) }
 
 func (h *host) needsRobots(now time.Time) bool {
 	return h.rules == nil || !h.rules.expires.IsZero() && !now.Before(h.rules.expires)
@@ -515,7 +537,7 @@ func (r *run) readyHost(now time.Time) (*host, time.Time) {
 			continue
 		}
 		i++
-		if h.fetching || h.active >= h.limit(r.opt.perHost) {
+		if h.fetching || h.active >= h.limit(r.opt) {
 			continue
 		}
 		if h.needsRobots(now) || !now.Before(h.next) {
@@ -565,7 +587,7 @@ func (r *run) park(it Item, now time.Time) {
 
 // dispatch starts a worker for it, unless robots.txt refuses it. It
 // returns false, leaving it to the caller, when a shared crawl has no page
-// slot free.
+// slot free or the run's request cap is reached (which stops the run).
 func (r *run) dispatch(h *host, it Item, now time.Time) bool {
 	u, err := url.Parse(it.URL)
 	if err != nil {
@@ -591,6 +613,16 @@ func (r *run) dispatch(h *host, it Item, now time.Time) bool {
 		}
 		r.sitemapFiles++
 	} else {
+		if r.pageReqs.Load() >= r.requestCap() {
+			// Failures do not count toward the page limit: without this a
+			// site of dead links would take a request each.
+			if r.stopped == "" {
+				r.stopped = StoppedRequests
+			}
+			r.limit.Store(true)
+			return false
+		}
+		r.pageReqs.Add(1)
 		if r.shared != nil {
 			ok, reached, err := r.shared.Reserve(r.ctx, it, r.opt.maxPages)
 			switch {
@@ -607,9 +639,9 @@ func (r *run) dispatch(h *host, it Item, now time.Time) bool {
 		r.inflightPages++
 	}
 	h.active++
-	h.next = now.Add(h.rules.delay)
+	h.next = now.Add(h.delay(r.opt))
 	r.inflight++
-	pol := hostPolicy{origin: h.origin, limit: h.limit(r.opt.perHost), delay: h.rules.delay}
+	pol := hostPolicy{origin: h.origin, limit: h.limit(r.opt), delay: h.delay(r.opt)}
 	go func() {
 		var res result
 		if it.Kind == KindSitemap {
@@ -685,7 +717,7 @@ func (r *run) handle(res result) {
 		h.fetching = false
 		if res.rules != nil {
 			h.rules = res.rules
-			if t := res.start.Add(res.rules.delay); t.After(h.next) {
+			if t := res.start.Add(h.delay(r.opt)); t.After(h.next) {
 				h.next = t
 			}
 			r.seedSitemaps(h)
@@ -998,6 +1030,11 @@ func (r *run) do(ctx context.Context, target, accept string) (*airlock.HTTPRespo
 			return resp, nil
 		}
 		if airlock.CodeOf(err) != airlock.CodeRateLimited || attempt == maxRateLimitRetries {
+			return nil, err
+		}
+		// A retry of a page is a request of its own (dispatch counted the
+		// first); none past the run's cap.
+		if accept == acceptPage && r.pageReqs.Add(1) > r.requestCap() {
 			return nil, err
 		}
 		wait := min(max(airlock.RetryAfter(err), 100*time.Millisecond), maxRetryWait)

@@ -35,6 +35,10 @@ const (
 	StoppedRevoked  = "revoked"  // the Doer answered revoked: the principal lost its grant
 	StoppedEmit     = "emit"     // the emit callback failed
 	StoppedStore    = "store"    // the Frontier or Seen failed
+	// StoppedRequests: the run made RequestsPerPage × max_pages page
+	// requests (failures included) and stopped; the rest is skipped as
+	// limit. Not an error: the pages gathered are the crawl's result.
+	StoppedRequests = "request_limit"
 )
 
 // Error reasons this package matches in errors it did not make: the

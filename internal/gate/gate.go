@@ -48,6 +48,11 @@ type Tenant struct {
 	Client  *egress.Client
 	Secrets map[string][]byte // never leaves the engine
 	Routes  map[string]bool   // the routes it may call; "*": every route; nil or empty: none
+	// Limits are the tenant's ceilings on caller-supplied values
+	// (limits.go); nil: the table's defaults.
+	Limits *Limits
+	// AllowIgnoreRobots lets the tenant's crawls ignore robots.txt.
+	AllowIgnoreRobots bool
 
 	limitKey string // the rate limiter key, set by New
 }

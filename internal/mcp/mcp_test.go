@@ -461,6 +461,13 @@ func TestToolErrors(t *testing.T) {
 		{"seed and urls", cs, ToolCrawl, map[string]any{"seed": srv.URL, "urls": []string{srv.URL}}, "invalid (crawl_input): give seed or urls, not both", false},
 		{"no seed or urls", cs, ToolCrawl, map[string]any{}, "invalid (crawl_input): seed or urls is required", false},
 		{"crawl denied seed", strict, ToolCrawl, map[string]any{"seed": "http://10.0.0.5/"}, "", false},
+		// Above a ceiling is refused, never reduced (issue 14).
+		{"max_length above the ceiling", cs, ToolFetch, map[string]any{"url": srv.URL + "/a", "max_length": 100001},
+			"invalid (limit): max_length 100001 is above the ceiling 100000 (limits.mcp_max_length)", true},
+		{"search limit above the ceiling", cs, ToolSearch, map[string]any{"query": "q", "limit": 101},
+			"invalid (limit): limit 101 is above the ceiling 100 (limits.search_results)", true},
+		{"crawl pages above the ceiling", cs, ToolCrawl, map[string]any{"seed": srv.URL + "/a", "max_pages": 101},
+			"invalid (limit): max_pages 101 is above the ceiling 100 (limits.mcp_crawl_pages)", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

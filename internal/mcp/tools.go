@@ -30,12 +30,9 @@ const (
 // Defaults and caps of the tools (ARCHITECTURE.md "Defaults"). Lengths are
 // in characters (Unicode code points) of the rendered reply.
 const (
-	DefaultFetchLength = 5000   // web_fetch max_length
-	MaxFetchLength     = 100000 // larger max_length values are reduced to this
-	DefaultSearchLimit = 10
-	MaxSearchLimit     = 50
-	DefaultCrawlPages  = 10 // web_crawl max_pages: fewer than the CLI's 25, for an agent's context
-	MaxCrawlPages      = 100
+	DefaultFetchLength = 5000 // web_fetch max_length; at most limits.mcp_max_length (100,000), above it refused
+	DefaultSearchLimit = 10   // web_search limit; at most limits.search_results (100), above it refused
+	DefaultCrawlPages  = 10   // web_crawl max_pages: fewer than the CLI's 25, for an agent's context; at most limits.mcp_crawl_pages (100)
 	// CrawlPageBudget is the share of a web_crawl reply that page contents
 	// may take; long pages are cut to fair shares of it.
 	CrawlPageBudget = 40000
@@ -52,21 +49,21 @@ var toolFormats = []any{"markdown", "md", "text", "org", "json"}
 type FetchInput struct {
 	URL        string `json:"url" jsonschema:"The absolute http or https URL of the page to read."`
 	Format     string `json:"format,omitempty" jsonschema:"How to render the page: markdown (the default: the main content with headings, lists, tables and links), text (plain text), org (an Org-mode node with outline and links) or json (every extracted field: title, description, headings, links, text, markdown, tables)."`
-	MaxLength  int    `json:"max_length,omitempty" jsonschema:"The most characters to return in this call (default 5000, at most 100000)."`
+	MaxLength  int    `json:"max_length,omitempty" jsonschema:"The most characters to return in this call (default 5000; at most 100000 unless the operator sets another ceiling; a larger value is refused)."`
 	StartIndex int    `json:"start_index,omitempty" jsonschema:"The character offset to start from (default 0). When a reply ends with <content truncated: ...>, call again with the same url, format and max_length and the start_index it gives to read the next part."`
 }
 
 // SearchInput is the input of web_search.
 type SearchInput struct {
 	Query string `json:"query" jsonschema:"What to search the web for, as you would type it into a search engine."`
-	Limit int    `json:"limit,omitempty" jsonschema:"The most results to return (default 10, at most 50)."`
+	Limit int    `json:"limit,omitempty" jsonschema:"The most results to return (default 10; at most 100 unless the operator sets another ceiling; a larger value is refused)."`
 }
 
 // CrawlInput is the input of web_crawl.
 type CrawlInput struct {
 	Seed     string   `json:"seed,omitempty" jsonschema:"A URL to start from: the crawl follows links breadth-first on that host, obeying robots.txt. Give seed or urls, not both."`
 	URLs     []string `json:"urls,omitempty" jsonschema:"A list of URLs to fetch concurrently (no link following). Give seed or urls, not both."`
-	MaxPages int      `json:"max_pages,omitempty" jsonschema:"Stop after this many pages (default 10, at most 100)."`
+	MaxPages int      `json:"max_pages,omitempty" jsonschema:"Stop after this many pages (default 10; at most 100 unless the operator sets another ceiling; a larger value is refused)."`
 	Depth    int      `json:"depth,omitempty" jsonschema:"How many links away from the seed to go (default 2; 1 reads the seed and the pages it links to). For the seed alone, set max_pages to 1."`
 	Format   string   `json:"format,omitempty" jsonschema:"How to render the pages: markdown (default), text, org or json. Long pages are cut so that the reply stays under 50000 characters; read a cut page whole with web_fetch."`
 }
@@ -99,7 +96,9 @@ func addBrowseTools(s *sdkmcp.Server) {
 		Annotations: readOnly("Fetch a web page"),
 		InputSchema: schema[FetchInput](func(p map[string]*jsonschema.Schema) {
 			p["format"].Enum, p["format"].Default = toolFormats, jsonRaw(`"markdown"`)
-			p["max_length"].Minimum, p["max_length"].Default = ptr(1.0), jsonRaw(strconv.Itoa(DefaultFetchLength))
+			// No schema default: the SDK would fill it in, and a tenant
+			// whose ceiling is below it could then never leave it out.
+			p["max_length"].Minimum = ptr(1.0)
 			p["start_index"].Minimum, p["start_index"].Default = ptr(0.0), jsonRaw(`0`)
 		}),
 	}, webFetch)
@@ -110,7 +109,7 @@ func addBrowseTools(s *sdkmcp.Server) {
 			"of results, each with its title, URL and snippet. Read a result with web_fetch.",
 		Annotations: readOnly("Search the web"),
 		InputSchema: schema[SearchInput](func(p map[string]*jsonschema.Schema) {
-			p["limit"].Minimum, p["limit"].Default = ptr(1.0), jsonRaw(strconv.Itoa(DefaultSearchLimit))
+			p["limit"].Minimum = ptr(1.0) // no schema default: see max_length
 		}),
 	}, webSearch)
 	AddTool(s, &sdkmcp.Tool{
@@ -123,7 +122,7 @@ func addBrowseTools(s *sdkmcp.Server) {
 		Annotations: readOnly("Crawl a site"),
 		InputSchema: schema[CrawlInput](func(p map[string]*jsonschema.Schema) {
 			p["format"].Enum, p["format"].Default = toolFormats, jsonRaw(`"markdown"`)
-			p["max_pages"].Minimum, p["max_pages"].Default = ptr(1.0), jsonRaw(strconv.Itoa(DefaultCrawlPages))
+			p["max_pages"].Minimum = ptr(1.0) // no schema default: see max_length
 			p["depth"].Minimum = ptr(1.0)
 			p["urls"].Items.Description = "An absolute http or https URL."
 		}),
@@ -169,9 +168,10 @@ func webFetch(ctx context.Context, en *engine.Engine, p airlock.Principal, in Fe
 	case maxLen < 0:
 		return nil, invalid("max_length", "max_length %d: want a positive number of characters", maxLen)
 	case maxLen == 0:
-		maxLen = DefaultFetchLength
-	case maxLen > MaxFetchLength:
-		maxLen = MaxFetchLength
+		maxLen = int(min(DefaultFetchLength, en.Ceiling(p, engine.LimitMCPMaxLength)))
+	}
+	if err := en.CheckLimit(ctx, p, "fetch", engine.LimitMCPMaxLength, "max_length", int64(maxLen)); err != nil {
+		return nil, err
 	}
 	if in.StartIndex < 0 {
 		return nil, invalid("start_index", "start_index %d: want 0 or more", in.StartIndex)
@@ -229,9 +229,7 @@ func webSearch(ctx context.Context, en *engine.Engine, p airlock.Principal, in S
 	case limit < 0:
 		return nil, invalid("limit", "limit %d: want a positive number of results", limit)
 	case limit == 0:
-		limit = DefaultSearchLimit
-	case limit > MaxSearchLimit:
-		limit = MaxSearchLimit
+		limit = int(min(DefaultSearchLimit, en.Ceiling(p, engine.LimitSearchResults)))
 	}
 	results, id, err := en.Search(ctx, p, airlock.SearchRequest{Query: in.Query, Limit: limit})
 	if err != nil {
@@ -277,9 +275,10 @@ func webCrawl(ctx context.Context, en *engine.Engine, p airlock.Principal, in Cr
 	case maxPages < 0:
 		return nil, invalid("max_pages", "max_pages %d: want a positive number of pages", maxPages)
 	case maxPages == 0:
-		maxPages = DefaultCrawlPages
-	case maxPages > MaxCrawlPages:
-		maxPages = MaxCrawlPages
+		maxPages = int(min(DefaultCrawlPages, en.Ceiling(p, engine.LimitMCPCrawlPages), en.Ceiling(p, engine.LimitCrawlMaxPages)))
+	}
+	if err := en.CheckLimit(ctx, p, "crawl", engine.LimitMCPCrawlPages, "max_pages", int64(maxPages)); err != nil {
+		return nil, err
 	}
 	if in.Depth < 0 {
 		return nil, invalid("depth", "depth %d: want 0 or more", in.Depth)

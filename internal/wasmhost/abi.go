@@ -49,7 +49,8 @@ const (
 	TimeoutRoute = 20 * time.Second
 )
 
-// Reply caps of the exchange lanes.
+// Reply caps of the exchange lanes: the engine's defaults, or a tenant's
+// lower ceiling (limits.exchange_max_reply, limits.udp_max_reply).
 const (
 	MaxReplyTCP = 1 << 20
 	MaxReplyUDP = 65535
@@ -101,9 +102,9 @@ var functions = map[string]function{
 	FuncBrowseFetch: {in: []argSpec{bytesArg("url", MaxURLBytes), bytesArg("opts", MaxOptsBytes)}, lane: TimeoutFetch, do: doBrowseFetch},
 	FuncHTTPRequest: {in: []argSpec{bytesArg("req", MaxRequestBytes)}, lane: TimeoutHTTP, do: doHTTPRequest},
 	FuncHTTPGetMany: {in: []argSpec{bytesArg("urls", MaxBatchURLs*(MaxURLBytes+1))}, lane: TimeoutBatch, do: doHTTPGetMany},
-	FuncTCP:         exchangeFunction(airlock.LaneTCP, MaxReplyTCP, TimeoutTCP),
-	FuncUDP:         exchangeFunction(airlock.LaneUDP, MaxReplyUDP, TimeoutUDP),
-	FuncTLS:         exchangeFunction(airlock.LaneTLS, MaxReplyTLS, TimeoutTLS),
+	FuncTCP:         exchangeFunction(airlock.LaneTCP, TimeoutTCP),
+	FuncUDP:         exchangeFunction(airlock.LaneUDP, TimeoutUDP),
+	FuncTLS:         exchangeFunction(airlock.LaneTLS, TimeoutTLS),
 	FuncSecretSign:  {in: []argSpec{bytesArg("name", MaxNameBytes), bytesArg("data", MaxSignBytes)}, lane: TimeoutSign, do: doSign},
 	FuncRoute:       {in: []argSpec{bytesArg("name", MaxNameBytes), bytesArg("req", MaxRequestBytes)}, lane: TimeoutRoute, do: doRoute},
 }
@@ -352,7 +353,7 @@ func doHTTPGetMany(ctx context.Context, b Broker, p airlock.Principal, a []arg) 
 	return out.Bytes(), nil
 }
 
-func exchangeFunction(lane string, maxReply int64, timeout time.Duration) function {
+func exchangeFunction(lane string, timeout time.Duration) function {
 	maxReq := uint32(1 << 20)
 	if lane == airlock.LaneUDP {
 		maxReq = MaxReplyUDP
@@ -366,7 +367,11 @@ func exchangeFunction(lane string, maxReply int64, timeout time.Duration) functi
 				return nil, airlock.Errorf(airlock.CodeInvalid, "port", "%s: port %d out of range 1..65535", lane, int32(port))
 			}
 			target := net.JoinHostPort(string(a[0].b), strconv.Itoa(int(port)))
-			resp, err := b.Exchange(ctx, p, airlock.ExchangeRequest{Lane: lane, Target: target, Data: a[2].b, Timeout: timeout, MaxReply: maxReply})
+			// The reply cap and timeout are the engine's defaults for the
+			// lane (MaxReply*, Timeout*): asking for the default (0) lets a
+			// tenant's lower ceiling (limits.exchange_*) apply instead of
+			// refusing every call.
+			resp, err := b.Exchange(ctx, p, airlock.ExchangeRequest{Lane: lane, Target: target, Data: a[2].b})
 			if err != nil {
 				return nil, err
 			}
