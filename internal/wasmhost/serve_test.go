@@ -252,7 +252,10 @@ func TestServeFlipInstanceBudget(t *testing.T) {
 	})
 	const capInstances, clients, perClient = 4, 3, 8
 	h := newHostBudget(t, en, wasmhost.Budget{Instances: capInstances})
-	srv, hd := flipServerOn(t, h, "served", testGuest(t, "flip"), wasmhost.ServeConfig{ClientInstances: capInstances})
+	// No per-client cap in the way: this is the host's budget alone (a
+	// client's requests refused by the budget still pass through its
+	// client count, so a client cap could answer 429 first).
+	srv, hd := flipServerOn(t, h, "served", testGuest(t, "flip"), wasmhost.ServeConfig{ClientInstances: clients * perClient})
 	var wg sync.WaitGroup
 	results := make(chan result, clients*perClient)
 	for c := range clients {
