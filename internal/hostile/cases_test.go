@@ -242,13 +242,14 @@ func cases() []hcase {
 				if n := h.count("/"); n != 1 {
 					t.Errorf("the seed was fetched %d times", n)
 				}
-				// Failed fetches do not count towards max_pages, so the crawl
-				// fetches every link the page keeps. Issue #14 caps the
-				// requests of a crawl, failures included, at 4 × max_pages
-				// plus robots.txt and sitemaps (the limits work, not this
-				// suite's): until that lands this is a finding, not a pass.
+				// Failed fetches do not count towards max_pages, but a crawl
+				// makes at most 4 × max_pages page requests, failures
+				// included, plus robots.txt and sitemaps.
 				if n, capped := h.all(), 4*5+2; n > capped {
-					t.Skipf("finding: a crawl of max_pages 5 made %d requests (want at most %d): the crawl request cap of issue #14 is missing", n, capped)
+					t.Errorf("a crawl of max_pages 5 made %d requests, want at most %d", n, capped)
+				}
+				if r.Stopped != "request_limit" {
+					t.Errorf("stopped %q, want request_limit", r.Stopped)
 				}
 			},
 		},
