@@ -117,7 +117,7 @@ it and may not leave it). Exit status: 0 when every step succeeded, otherwise
 the status of the first failure (the JSON results are printed either way).`,
 		Example: `  airlock browser run --except 127.0.0.1:8080 --allow-origin http://127.0.0.1:8080 todo.json
   echo '{"ops":[{"kind":"navigate","url":"http://127.0.0.1:8080/"},{"kind":"snapshot"}]}' |
-    airlock browser run --except 127.0.0.1:8080 --default-action allow -`,
+    airlock browser run --except 127.0.0.1:8080 --browser-default allow -`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var data []byte
@@ -152,7 +152,9 @@ the status of the first failure (the JSON results are printed either way).`,
 	f := cmd.Flags()
 	f.StringArrayVar(&allowOrigins, "allow-origin", nil, "add to allowed_origins: scheme://host[:port] or *.suffix (repeatable)")
 	f.StringArrayVar(&denyOrigins, "deny-origin", nil, "add to denied_origins (repeatable; deny wins)")
-	f.StringVar(&defaultAction, "default-action", "", "what happens to a request no origin list names: deny (default) or allow")
+	f.StringVar(&defaultAction, "browser-default", "", "what happens to a request no origin list names: deny (default), allow or ask")
+	f.StringVar(&defaultAction, "default-action", "", "the former name of --browser-default")
+	_ = f.MarkDeprecated("default-action", "use --browser-default")
 	f.StringVar(&outDir, "out-dir", ".", "where screenshots are written (interact out_path is relative to it)")
 	return cmd
 }

@@ -15,14 +15,23 @@ func init() { commands = append(commands, newMCPCmd) }
 const envToken = "AIRLOCK_TOKEN"
 
 func newMCPCmd(e *env) *cobra.Command {
-	var pf policyFlags
+	pf := policyFlags{browser: &browserFlags{}}
 	cmd := &cobra.Command{
 		Use:   "mcp",
-		Short: "Serve web_fetch, web_search and web_crawl to an agent over MCP on stdin/stdout",
+		Short: "Serve the web tools (web_fetch, web_search, web_crawl, browser_*) to an agent over MCP on stdin/stdout",
 		Long: `Serve the Model Context Protocol on stdin/stdout for one agent client, which starts
 this command itself. The tools: web_fetch (one page, long pages in parts of 5,000
 characters by default), web_search and web_crawl, each under the egress policy, each
 call audited. Refusals come back to the agent as tool errors with a code and a reason.
+
+When the tenant's profile grants the browser (posix, the default at your own terminal),
+the browser_* tools drive a real headless Chromium: browser_navigate opens a page,
+browser_snapshot lists its elements with refs (@e3), and browser_click, browser_fill,
+browser_press and the others act on those refs. The browser loads only the origins its
+policy allows: none by default. --allow-origin http://127.0.0.1:8080 (repeatable) lets
+it load one, --browser-default allow lets it load any origin the egress policy allows,
+and browser.policy in the configuration does the same for good. Tools the profile does
+not grant are not listed.
 
 The tools run as the tenant of $AIRLOCK_TOKEN when it is set, else as the default
 tenant of the configuration ("local", profile posix, with no configuration). The policy
@@ -31,6 +40,7 @@ file. Logs go to stderr; stdout carries the protocol only. The command ends when
 client closes stdin, or on SIGINT/SIGTERM, after flushing the audit log.`,
 		Example: `  airlock mcp
   airlock mcp --except 127.0.0.1 --data-dir ~/.local/share/airlock
+  airlock mcp --except 127.0.0.1:8080 --allow-origin http://127.0.0.1:8080
 
   # an agent client's configuration (Claude Desktop, Cursor, ...):
   {"mcpServers": {"airlock": {"command": "airlock", "args": ["mcp"]}}}`,
@@ -58,5 +68,6 @@ client closes stdin, or on SIGINT/SIGTERM, after flushing the audit log.`,
 		},
 	}
 	pf.register(cmd)
+	pf.browser.register(cmd)
 	return cmd
 }

@@ -20,6 +20,9 @@ type policyFlags struct {
 	deny      []string
 	except    []string
 	unwrap    bool
+	// browser, when set, are the browser origin flags of the command
+	// (mcp, serve, browser run).
+	browser *browserFlags
 }
 
 func (p *policyFlags) register(cmd *cobra.Command) {
@@ -85,6 +88,11 @@ func (p *policyFlags) dialer() (*egress.Dialer, error) {
 // --dns-server and --unwrap-embedded-ipv4 into the global egress settings;
 // --allow, --deny and --except into the default tenant.
 func (p *policyFlags) applyTo(cfg *engine.Config) error {
+	if p.browser != nil {
+		if err := p.browser.applyTo(cfg, len(cfg.Tenants) == 0); err != nil {
+			return err
+		}
+	}
 	for _, kv := range p.resolve {
 		name, ips, ok := strings.Cut(kv, "=")
 		if !ok || name == "" || ips == "" {

@@ -35,7 +35,7 @@ const (
 )
 
 func newServeCmd(e *env) *cobra.Command {
-	var pf policyFlags
+	pf := policyFlags{browser: &browserFlags{devOnly: true}}
 	var listen, redisURL string
 	cmd := &cobra.Command{
 		Use:   "serve [--listen 127.0.0.1:8080]",
@@ -46,7 +46,9 @@ With no tenant configured, serve starts in development mode: loopback only,
 tenant "local" with profile posix, and a fresh API token and admin token
 printed once. The policy flags (--except, --allow, --deny, --resolve,
 --dns-server) apply to the default tenant, so a local page can be served to
-an agent without writing a config file.
+an agent without writing a config file; --allow-origin, --deny-origin and
+--browser-default shape its browser's origin policy (development mode only:
+with tenants configured, set browser.policy).
 
 SIGINT or SIGTERM stops accepting, lets calls in flight finish (up to
 serve.drain_timeout), and flushes the audit log.`,
@@ -58,6 +60,7 @@ serve.drain_timeout), and flushes the audit log.`,
 	cmd.Flags().StringVar(&listen, "listen", engine.DefaultListen, "address to listen on, host:port with an IP literal (serve.listen)")
 	cmd.Flags().StringVar(&redisURL, "redis", "", "share rate limits, revocations and DNS pins with other replicas through this Redis: redis://host:port/db (state.redis_url)")
 	pf.register(cmd)
+	pf.browser.register(cmd)
 	return cmd
 }
 
