@@ -312,8 +312,9 @@ func (b *instance) lost() bool {
 	}
 }
 
-// Close shuts the browser down gracefully (Browser.close, so the profile's
-// localStorage and cookies are flushed), waiting up to ctx's deadline or
+// Close shuts the browser down gracefully: it first waits (at most
+// storageFlushTimeout) for the IndexedDB writes the pages have begun, then
+// Browser.close, so the profile's localStorage and cookies are flushed, waiting up to ctx's deadline or
 // DefaultCloseTimeout, then stops whatever is left. The profile directory
 // stays. Close is idempotent.
 func (s *Session) Close(ctx context.Context) error {
@@ -336,6 +337,9 @@ func (b *instance) close(ctx context.Context) error {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultCloseTimeout)
 		defer cancel()
+	}
+	if !b.lost() {
+		b.flushStorage(ctx)
 	}
 	close(b.closing)
 	var err error
