@@ -49,7 +49,7 @@ var fillableRoles = map[string]bool{"textbox": true, "searchbox": true, "combobo
 
 // transparentRoles are not printed; their children move up a level.
 var transparentRoles = map[string]bool{
-	"none": true, "generic": true, "InlineTextBox": true, "LineBreak": true, "RootWebArea": true, "LabelText": true,
+	"none": true, "presentation": true, "generic": true, "InlineTextBox": true, "LineBreak": true, "RootWebArea": true, "LabelText": true,
 }
 
 // DefaultSnapshotChars is the character budget of one snapshot page.
@@ -251,6 +251,8 @@ func (w *outline) walk(n *accessibility.Node, depth int, parentName string) {
 	role, name := axString(n.Role), axString(n.Name)
 	printed := false
 	switch {
+	case role == "ListMarker":
+		return // a bullet or a number: decoration, with no line and no ref
 	case n.Ignored, transparentRoles[role] && name == "", role == "InlineTextBox":
 	case role == "StaticText":
 		if name != "" && name != parentName && !w.opts.InteractiveOnly {
@@ -347,6 +349,23 @@ func mainLoader(ctx context.Context, b *instance) (cdp.LoaderID, error) {
 	return ft.FrameTree.Frame.LoaderID, nil
 }
 
+// refKey returns ref in the table's spelling ("@e3"): snapshots print
+// "@e3", and "e3" (Playwright's spelling) is accepted too. Anything else is
+// bad_ref, never stale_ref, whose advice (take a new snapshot) would loop an
+// agent that sent something that is no ref at all.
+func refKey(ref string) (string, error) {
+	n := strings.TrimPrefix(ref, "@")
+	digits := strings.TrimPrefix(n, "e")
+	ok := len(n) == len(digits)+1 && digits != "" && len(digits) <= 12
+	for _, c := range digits {
+		ok = ok && c >= '0' && c <= '9'
+	}
+	if !ok {
+		return "", airlock.Errorf(airlock.CodeInvalid, "bad_ref", "browser: %q is not a ref: refs look like @e3 (or e3), as a snapshot prints them", ref)
+	}
+	return "@" + n, nil
+}
+
 func staleRef(ref, why string) error {
 	return airlock.Errorf(airlock.CodeInvalid, "stale_ref", "browser: ref %s is %s: take a new snapshot", ref, why)
 }
@@ -354,7 +373,11 @@ func staleRef(ref, why string) error {
 // resolve returns the live entry of ref, or stale_ref when it is unknown
 // or belongs to a document the main frame has navigated away from.
 func (s *Session) resolve(ctx context.Context, b *instance, ref string) (refEntry, error) {
-	e, ok := s.refs.byRef[ref]
+	key, err := refKey(ref)
+	if err != nil {
+		return refEntry{}, err
+	}
+	e, ok := s.refs.byRef[key]
 	if !ok {
 		return refEntry{}, staleRef(ref, "unknown or from a previous page")
 	}
