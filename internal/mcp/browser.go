@@ -242,6 +242,16 @@ func addBrowserTools(s *sdkmcp.Server) {
 			}
 			out := Text(string(js))
 			out.StructuredContent = res
+			// A failed step makes the call an error result, so an agent
+			// cannot read a failed sequence as done.
+			for _, r := range res.Results {
+				if r.Error != nil {
+					out = Text(fmt.Sprintf("step %d (%s) failed: %s (%s): %s\n%s", r.Index, r.Action, r.Error.Code, r.Error.Reason, r.Error.Message, js))
+					out.StructuredContent = res
+					out.IsError = true
+					break
+				}
+			}
 			return out, nil
 		})
 	AddTool(s, &sdkmcp.Tool{Name: ToolBrowserClose, Title: "Close the browser", Description: "Close this conversation's browser session (the next browser call opens a fresh one).",

@@ -72,6 +72,13 @@ func TestBrowserTools(t *testing.T) {
 	if !strings.Contains(out, `"text": "Hello steps"`) {
 		t.Errorf("interact:\n%s", out)
 	}
+	// A sequence with a failed step is an error result naming the step.
+	res := call(t, cs, ToolBrowserInteract, map[string]any{"actions": []map[string]any{
+		{"action": "click", "selector": "#no-such-element", "timeout_ms": 300},
+	}})
+	if !res.IsError || !strings.HasPrefix(text(res), "step 0 (click) failed: ") {
+		t.Errorf("interact with a failed step: isError %v\n%s", res.IsError, text(res))
+	}
 	// A stale ref is an error, never a click on something else.
 	mustOK(t, call(t, cs, ToolBrowserNavigate, map[string]any{"url": page.URL + "/again"}))
 	if res := call(t, cs, ToolBrowserClick, map[string]any{"ref": ref(`- button "Greet"`)}); !res.IsError || !strings.Contains(text(res), "stale_ref") {
