@@ -23,6 +23,12 @@ func TestBrowserTools(t *testing.T) {
 		t.Fatalf("needs Debian's Chromium (apt-get install chromium): %v", err)
 	}
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/file.bin" {
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Content-Disposition", `attachment; filename="file.bin"`)
+			io.WriteString(w, "0123456789")
+			return
+		}
 		w.Header().Set("Content-Type", "text/html")
 		io.WriteString(w, `<!doctype html><title>Agent page</title><h1>Agent page</h1>
 <input aria-label="Name" id="name"><button onclick="document.getElementById('out').textContent = 'Hello ' + document.getElementById('name').value">Greet</button>
@@ -87,6 +93,27 @@ func TestBrowserTools(t *testing.T) {
 	// Off the origin policy: a tool error with the code and reason.
 	if res := call(t, cs, ToolBrowserNavigate, map[string]any{"url": "http://127.0.0.1:1/"}); !res.IsError || !strings.Contains(text(res), "denied (default_deny)") {
 		t.Errorf("off-policy navigate: %s", text(res))
+	}
+	// Every op is a tool: state, history, logs, tabs, downloads.
+	if out := mustOK(t, call(t, cs, ToolBrowserGetState, map[string]any{})); !strings.Contains(out, "Page: "+page.URL+"/again (Agent page)") {
+		t.Errorf("get_state: %s", out)
+	}
+	mustOK(t, call(t, cs, ToolBrowserBack, map[string]any{}))
+	if out := mustOK(t, call(t, cs, ToolBrowserForward, map[string]any{})); !strings.Contains(out, page.URL+"/again") {
+		t.Errorf("forward: %s", out)
+	}
+	if out := mustOK(t, call(t, cs, ToolBrowserNetworkLog, map[string]any{})); !strings.Contains(out, "allowed GET "+page.URL+"/again") {
+		t.Errorf("network_log:\n%s", out)
+	}
+	mustOK(t, call(t, cs, ToolBrowserConsole, map[string]any{}))
+	if out := mustOK(t, call(t, cs, ToolBrowserNewTab, map[string]any{"url": page.URL + "/tab"})); strings.Count(out, "\n") != 3 || !strings.Contains(out, "* tab-2: "+page.URL+"/tab") {
+		t.Errorf("new_tab:\n%s", out)
+	}
+	if out := mustOK(t, call(t, cs, ToolBrowserCloseTab, map[string]any{})); strings.Count(out, "\n") != 2 {
+		t.Errorf("close_tab:\n%s", out)
+	}
+	if out := mustOK(t, call(t, cs, ToolBrowserDownload, map[string]any{"url": page.URL + "/file.bin", "dest_path": "file.bin"})); !strings.HasPrefix(out, "Saved file.bin: ") {
+		t.Errorf("download: %s", out)
 	}
 	mustOK(t, call(t, cs, ToolBrowserClose, map[string]any{}))
 	if n := len(en.BrowserSessions(en.Principal())); n != 0 {

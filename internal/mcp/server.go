@@ -90,6 +90,7 @@ type toolset struct {
 var toolsets = []toolset{
 	{airlock.CapabilityBrowse, addBrowseTools},
 	{airlock.CapabilityBrowser, addBrowserTools},
+	{airlock.CapabilityBrowser, addBrowserOpTools},
 }
 
 // NewServer builds the MCP server whose tools call en on behalf of the
