@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
@@ -34,8 +35,9 @@ import (
 const aboutBlank = "about:blank"
 
 // openBlank navigates t to about:blank and waits until its main frame has
-// navigated: from then on chromedp has a current frame for t (its events
-// are handled in order, so every later DOM event finds it).
+// navigated, then clears the history: from then on chromedp has a current
+// frame for t (its events are handled in order, so every later DOM event
+// finds it).
 func openBlank(ctx context.Context, t *chromedp.Target) error {
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -55,10 +57,28 @@ func openBlank(ctx context.Context, t *chromedp.Target) error {
 			return err
 		}
 		if ev.Frame != nil && ev.Frame.ParentID == "" {
+			resetHistory(ctx, t)
 			return nil
 		}
 	}
 	return ctx.Err()
+}
+
+// resetHistory clears t's history, so that the tab's initial about:blank
+// is no back entry of its own. Right after the navigation Chromium may
+// answer "Not attached to an active page" while the frame settles: it is
+// retried for a while; failing that, back has one about:blank more.
+func resetHistory(ctx context.Context, t *chromedp.Target) {
+	for range 100 {
+		if _, err := cdp.Call(ctx, t, page.ResetNavigationHistory, cdp.Empty{}); err == nil || ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // errNeedsURL refuses what needs a document on a tab that has none.
