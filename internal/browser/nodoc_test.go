@@ -3,9 +3,11 @@ package browser
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,3 +155,25 @@ func rawQuery(t *testing.T, s *Session) {
 }
 
 func asAirlock(err error, ae **airlock.Error) bool { return errors.As(err, ae) }
+
+// TestRecoverOp: a panic in op code becomes an internal browser_panic
+// error, logged with its stack, instead of the end of the process.
+func TestRecoverOp(t *testing.T) {
+	var logs bytes.Buffer
+	s := &Session{opts: Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}}
+	run := func() (err error) {
+		defer s.recoverOp("click", &err)
+		var m map[string]int
+		m["x"]++ // a nil map write panics
+		return nil
+	}
+	wantCode(t, run(), airlock.CodeInternal, "browser_panic")
+	if !strings.Contains(logs.String(), "op panicked") || !strings.Contains(logs.String(), "TestRecoverOp") {
+		t.Fatalf("log without the panic's stack: %s", logs.String())
+	}
+	ok := func() (err error) {
+		defer s.recoverOp("click", &err)
+		return airlock.Errorf(airlock.CodeInvalid, "x", "kept")
+	}
+	wantCode(t, ok(), airlock.CodeInvalid, "x")
+}
