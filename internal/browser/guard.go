@@ -25,8 +25,7 @@ import (
 //
 //   - every tab is navigated to about:blank, and its main frame seen,
 //     before it accepts ops (openBlank), so chromedp always has a frame;
-//   - an op or interact step that names an element or reads the DOM is
-//     refused before any browser call on a tab no navigate was sent to
+//   - an op or interact step that names an element is refused before any browser call on a tab no navigate was sent to
 //     (invalid, needs_url): there is nothing to find there anyway.
 //
 // recoverOp is a last line of defence around this package's own op code.
@@ -87,10 +86,12 @@ func errNeedsURL(what string) error {
 		"browser: %s needs a page: navigate first (the tab is on about:blank)", what)
 }
 
-// opNeedsDocument reports whether op names an element or reads the DOM.
+// opNeedsDocument reports whether op names an element (by ref or
+// selector). A snapshot or read of about:blank is no error: it tells the
+// truth, an empty page.
 func opNeedsDocument(op Op) bool {
 	switch op.Kind {
-	case KindSnapshot, KindRead, KindClick, KindFill, KindSelect, KindUpload, KindWaitFor:
+	case KindClick, KindFill, KindSelect, KindUpload, KindWaitFor:
 		return true
 	case KindPress:
 		return op.Ref != ""
@@ -99,7 +100,7 @@ func opNeedsDocument(op Op) bool {
 }
 
 // actionNeedsDocument reports whether an interact step names an element
-// or reads the DOM.
+// (extract_text without a selector names body).
 func actionNeedsDocument(a Action) bool {
 	switch a.Action {
 	case ActClick, ActDblclick, ActFill, ActSelect, ActExtractText, ActWaitForSelector:

@@ -105,6 +105,13 @@ func TestNoDocumentChild(t *testing.T) {
 		_, err := s.Do(ctx, op)
 		wantCode(t, err, airlock.CodeInvalid, "needs_url")
 	}
+	// A snapshot and a read of the blank page answer (and do not crash).
+	if r, err := s.Do(ctx, Op{Kind: KindSnapshot}); err != nil || r.Snapshot == nil || r.Snapshot.Refs != 0 {
+		t.Fatalf("snapshot of about:blank: %+v %v", r.Snapshot, err)
+	}
+	if _, err := s.Do(ctx, Op{Kind: KindRead, Mode: "raw"}); err != nil {
+		t.Fatalf("read of about:blank: %v", err)
+	}
 	// The session still works: it navigates and then finds the element.
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { html(w, `<title>t</title><h1>Hello</h1>`) })
 	res, err = s.Interact(ctx, []Action{{Action: ActGoto, URL: srv.URL + "/"}, {Action: ActExtractText, Selector: "h1"}}, true)
