@@ -71,6 +71,9 @@ func TestBrowserAPINeverCrashes(t *testing.T) {
 		case 5:
 			return map[string]any{"action": "fill", "selector": sels(), "text": "x", "timeout_ms": 200}
 		case 6:
+			if rng.IntN(3) == 0 {
+				return map[string]any{"action": "press", "key": pick("Enter", "Tab", "a")}
+			}
 			return map[string]any{"action": "press", "key": pick("Enter", "Tab", "a"), "selector": sels(), "timeout_ms": 200}
 		}
 		return map[string]any{"action": "select", "selector": sels(), "value": "b", "timeout_ms": 200}

@@ -33,11 +33,16 @@ import (
 // aboutBlank is the document every tab starts on.
 const aboutBlank = "about:blank"
 
+// blankTimeout bounds openBlank when the caller's context does not.
+const blankTimeout = 30 * time.Second
+
 // openBlank navigates t to about:blank and waits until its main frame has
 // navigated, then clears the history: from then on chromedp has a current
 // frame for t (its events are handled in order, so every later DOM event
 // finds it).
 func openBlank(ctx context.Context, t *chromedp.Target) error {
+	ctx, stop := context.WithTimeout(ctx, blankTimeout)
+	defer stop()
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	navs := cdp.Events(lctx, t, page.FrameNavigated) // subscribes now
