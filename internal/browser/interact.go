@@ -294,7 +294,7 @@ func (s *Session) runAction(ctx context.Context, i int, a Action) ActionResult {
 	// error (wait_for_timeout) rather than the context's.
 	actx, cancel := context.WithTimeout(ctx, timeout+time.Duration(a.MS+a.WaitForHiddenMS)*time.Millisecond+stepMargin)
 	defer cancel()
-	err := s.doAction(actx, a, timeout, &r)
+	err := s.safeAction(actx, a, timeout, &r)
 	if err != nil {
 		pub := airlock.Public(err, "")
 		r.Error, r.Err = &pub, err
@@ -304,6 +304,13 @@ func (s *Session) runAction(ctx context.Context, i int, a Action) ActionResult {
 	s.emit(Event{Type: EventOp, Op: "interact." + a.Action, URL: a.URL, Summary: a.Action + " " + cut(a.Selector, 200),
 		Code: string(airlock.CodeOf(err)), Reason: airlock.ReasonOf(err)})
 	return r
+}
+
+// safeAction runs one step; a panic of its code is the step's internal
+// error.
+func (s *Session) safeAction(ctx context.Context, a Action, timeout time.Duration, r *ActionResult) (err error) {
+	defer s.recoverOp("interact."+a.Action, &err)
+	return s.doAction(ctx, a, timeout, r)
 }
 
 func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration, r *ActionResult) error {
@@ -356,6 +363,9 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 		return err
 	}
 	defer s.mu.Unlock()
+	if actionNeedsDocument(a) && !hasDocument(b) {
+		return errNeedsURL(a.Action)
+	}
 	what := a.Selector
 	switch a.Action {
 	case ActClick, ActDblclick, ActFill:

@@ -280,10 +280,28 @@ type Download struct {
 	Bytes int64  `json:"bytes"`
 }
 
-// Do validates op and runs it.
+// Do validates op and runs it. An op that names an element or reads the
+// DOM is refused on a tab that no navigate was sent to. A panic of the
+// op's code is an internal error (browser_panic), not the process's end.
 //
-// Errors: invalid (browser_op) for a bad op, then those of the op's method.
-func (s *Session) Do(ctx context.Context, op Op) (Result, error) {
+// Errors: invalid (browser_op) for a bad op, invalid (needs_url) before a
+// first navigate, then those of the op's method.
+func (s *Session) Do(ctx context.Context, op Op) (r Result, err error) {
+	defer s.recoverOp(op.Kind, &err)
+	if err := op.Validate(); err != nil {
+		return Result{}, err
+	}
+	if opNeedsDocument(op) {
+		if err := s.requireDocument(op.Kind); err != nil {
+			s.emitOp(ctx, op, Result{Kind: op.Kind}, err)
+			return Result{}, err
+		}
+	}
+	return s.do(ctx, op)
+}
+
+// do validates op and runs it.
+func (s *Session) do(ctx context.Context, op Op) (Result, error) {
 	if err := op.Validate(); err != nil {
 		return Result{}, err
 	}

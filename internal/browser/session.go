@@ -277,6 +277,10 @@ func (s *Session) launch(ctx context.Context) (*instance, error) {
 		b.kill()
 		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: install request interception: %w", err)
 	}
+	if err := openBlank(ctx, b.target); err != nil {
+		b.kill()
+		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: open %s: %w", aboutBlank, err)
+	}
 	return b, nil
 }
 
@@ -492,6 +496,7 @@ func (s *Session) Navigate(ctx context.Context, rawURL string, waitLoaded bool) 
 	}
 	defer s.mu.Unlock()
 	s.refs = newRefTable()
+	b.cur.doc = true
 	if waitLoaded {
 		var resp *network.Response
 		resp, err = chromedp.NavigateResponse(rawURL)(ctx, b.target)

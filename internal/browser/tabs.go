@@ -19,6 +19,7 @@ type tab struct {
 	id     string
 	target *chromedp.Target
 	cancel context.CancelFunc // nil for the browser's first tab
+	doc    bool               // a navigate was sent to it (see requireDocument)
 }
 
 // Tab is a tab as ops report it.
@@ -83,6 +84,11 @@ func (s *Session) NewTab(ctx context.Context, rawURL string) ([]Tab, error) {
 	}
 	tctx, cancel := chromedp.NewContext(b.browserCtx)
 	if err := runWithin(ctx, tctx); err != nil {
+		cancel()
+		s.mu.Unlock()
+		return nil, cdpErr(ctx, b, "new_tab", err)
+	}
+	if err := openBlank(ctx, chromedp.FromContext(tctx).Target); err != nil {
 		cancel()
 		s.mu.Unlock()
 		return nil, cdpErr(ctx, b, "new_tab", err)
