@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -245,9 +246,10 @@ func (m *browserManager) proxy(tenant string) (*tenantProxy, error) {
 }
 
 // reportRefusals wraps the proxy so that each request it refuses (layer
-// 2: what layer 1 let through or cannot see, such as Chromium's own
-// background traffic) reaches the session's event subscribers. The proxy's
-// Dialer has already audited the decision.
+// 2: what layer 1 let through or cannot see, such as WebSockets, another
+// name for a denied address, Chromium's own background traffic) is an
+// audited decision and reaches the session's event subscribers, like a
+// layer-1 refusal.
 func (m *browserManager) reportRefusals(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
@@ -270,7 +272,7 @@ func (m *browserManager) reportRefusals(h http.Handler) http.Handler {
 		if r.Method == http.MethodConnect {
 			target = "https://" + r.Host
 		}
-		bs.publish(browser.Event{Type: browser.EventPolicyDenied, Time: time.Now(), URL: browserTarget(target),
+		m.onEvent(bs, browser.Event{Type: browser.EventPolicyDenied, Time: time.Now(), URL: browserTarget(target),
 			ResourceType: "proxy", Reason: sw.Header().Get(egress.HeaderAirlockReason),
 			Message: "refused by the egress proxy (layer 2)"})
 	})
@@ -326,7 +328,7 @@ func (m *browserManager) authorize(tenant, user, pass string) (egress.ProxyClien
 	m.mu.Lock()
 	s := bs.s
 	m.mu.Unlock()
-	admit := func(egress.Target) error {
+	admit := func(egress.Target, []netip.Addr) error {
 		return &egress.Error{Code: egress.CodeDenied, Reason: "session_starting", Op: "check", Detail: "the browser session is not open yet"}
 	}
 	if s != nil {

@@ -97,6 +97,17 @@ func (s *Session) onPaused(ctx context.Context, b *instance, ev fetch.EventReque
 		InitiatingOp: s.currentOp(), Tab: tab, Message: airlock.PublicMessageOf(err)})
 }
 
+// refusedBefore reports a navigation the policy refused before the browser
+// was asked (the pre-check) as an EventPolicyDenied, like a refusal at
+// layer 1 or 2, and returns err.
+func (s *Session) refusedBefore(raw string, err error) error {
+	if airlock.CodeOf(err) == airlock.CodeDenied {
+		s.emit(Event{Type: EventPolicyDenied, URL: raw, Reason: reasonOf(err), ResourceType: "Document",
+			InitiatingOp: s.currentOp(), Message: airlock.PublicMessageOf(err)})
+	}
+	return err
+}
+
 func reasonIf(err error) string {
 	if err == nil {
 		return ""

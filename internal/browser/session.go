@@ -437,17 +437,17 @@ func (s *Session) checkURL(raw string) error {
 		return airlock.Errorf(airlock.CodeInvalid, "bad_url", "browser: %q is not an absolute URL", raw)
 	}
 	if !allowedSchemes[strings.ToLower(u.Scheme)] {
-		return airlock.Errorf(airlock.CodeDenied, "scheme", "browser: scheme %q is refused: only http and https load", u.Scheme)
+		return s.refusedBefore(raw, airlock.Errorf(airlock.CodeDenied, "scheme", "browser: scheme %q is refused: only http and https load", u.Scheme))
 	}
 	if u.Host == "" {
 		return airlock.Errorf(airlock.CodeInvalid, "bad_url", "browser: %q has no host", raw)
 	}
 	t, err := s.check(raw)
 	if err != nil {
-		return err
+		return s.refusedBefore(raw, err)
 	}
 	if v, reason := s.policy.decide(t.Scheme, t.Host, int(t.Port)); v == verdictDeny {
-		return originDenied(raw, reason)
+		return s.refusedBefore(raw, originDenied(raw, reason))
 	}
 	return nil
 }
