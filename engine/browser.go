@@ -264,19 +264,34 @@ func (m *browserManager) reportRefusals(h http.Handler) http.Handler {
 		}
 		m.mu.Lock()
 		bs := m.sessions[user]
+		var sess *browser.Session
+		if bs != nil {
+			sess = bs.s
+		}
 		m.mu.Unlock()
 		if !ok || bs == nil {
 			return
 		}
 		target := r.URL.String()
 		if r.Method == http.MethodConnect {
-			target = "https://" + r.Host
+			// A tunnel carries https or a WebSocket (ws and wss alike):
+			// the session knows which its pages opened.
+			scheme := "https"
+			if sess != nil {
+				scheme = sess.TunnelScheme(r.Host, tunnelLabelWait)
+			}
+			target = scheme + "://" + r.Host
 		}
 		m.onEvent(bs, browser.Event{Type: browser.EventPolicyDenied, Time: time.Now(), URL: browserTarget(target),
 			ResourceType: "proxy", Reason: sw.Header().Get(egress.HeaderAirlockReason),
 			Message: "refused by the egress proxy (layer 2)"})
 	})
 }
+
+// tunnelLabelWait bounds how long a refused tunnel's report waits for the
+// page's WebSocket event that names its scheme (the browser's answer has
+// gone already).
+const tunnelLabelWait = 250 * time.Millisecond
 
 // proxyBasicAuth reads the Proxy-Authorization Basic credentials.
 func proxyBasicAuth(r *http.Request) (user, pass string, ok bool) {

@@ -117,6 +117,8 @@ type Session struct {
 
 	askMu   sync.Mutex
 	pending map[string]*approval // by origin
+
+	sockets socketLog // WebSockets the pages opened, for layer 2's labels
 }
 
 // instance is one launched browser.
