@@ -51,6 +51,11 @@ type BrowserConfig struct {
 	// allowed_origins, denied_origins, default_action [deny, with no
 	// allowed origins: nothing loads until the caller says what may].
 	Policy BrowserPolicy `koanf:"policy" json:"policy"`
+	// ApproverTokens are hashes ("sha256:<64 hex>") of tokens that may
+	// answer asks on the API (POST .../approvals/{id}), besides the admin
+	// tokens, for every tenant's sessions; they can do nothing else.
+	// A tenant's token never answers asks [none].
+	ApproverTokens []string `koanf:"approver_tokens" json:"approver_tokens"`
 }
 
 func (c BrowserConfig) withDefaults() BrowserConfig {
@@ -145,6 +150,8 @@ type browserManager struct {
 	tmpRoot  string     // in-memory engines: the root, made on first use
 	pool     renderPool // the chromium provider's sessions (chromium.go)
 	runtime  *browser.Runtime
+
+	approvers atomic.Bool // an approver channel is attached (ServeBrowserApprovals)
 
 	stop chan struct{}
 	done chan struct{}
@@ -479,6 +486,7 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 		FilesDir:   filepath.Join(bs.dir, "files"),
 		Policy:     pol,
 		AskTimeout: m.cfg.AskTimeout,
+		NoApprover: m.noApprover(),
 		Decide:     func(raw string) error { return decideURL(chk, narrow, raw) },
 		OnEvent:    func(ev browser.Event) { m.onEvent(bs, ev) },
 		Logger:     m.e.logger.With(slog.String("browser_session", bs.id)),
@@ -501,6 +509,15 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 	}
 	opened = true
 	return bs, nil
+}
+
+// noApprover is the session's Options.NoApprover: "" when someone can
+// answer its asks.
+func (m *browserManager) noApprover() string {
+	if m.approvers.Load() {
+		return ""
+	}
+	return noApproverHint
 }
 
 // decideURL is layer 1's egress check of one request URL: the tenant's
@@ -685,25 +702,61 @@ func (e *Engine) BrowserInteract(ctx context.Context, p airlock.Principal, id st
 	return res, err
 }
 
-// BrowserAnswer answers an approval asked under default_action ask:
+// BrowserApprove answers an approval asked under default_action ask:
 // approve lets the waiting requests go on and admits their origin for the
-// rest of the session; otherwise they are refused. It is one audited call
-// (capability browser).
+// rest of the session; otherwise they are refused. approver names who
+// answers (the admin, or an approver token): an approval comes from a
+// channel the workload does not hold, so there is no principal here and
+// no tenant's token may call this (the API refuses them). It never waits
+// for the session's op: the op that raised the ask is usually still
+// running. Each answer is one audited decision (broker browser_approval)
+// in the session tenant's log.
 //
-// Errors: not_found (no_session; approval when nothing waits on that id),
-// denied (capability), revoked.
-func (e *Engine) BrowserAnswer(ctx context.Context, p airlock.Principal, id, approvalID string, approve bool) error {
-	verb := "deny "
-	if approve {
-		verb = "approve "
+// Errors: not_found (no_session; approval when nothing waits on that id).
+func (e *Engine) BrowserApprove(ctx context.Context, approver, id, approvalID string, approve bool) error {
+	m := e.browser
+	m.mu.Lock()
+	bs := m.sessions[id]
+	var s *browser.Session
+	if bs != nil && !bs.pooled {
+		s = bs.s
 	}
-	return e.browserCall(ctx, p, id, verb+approvalID, nil, func(_ context.Context, s *browser.Session) error {
-		if approve {
-			return s.Approve(approvalID)
-		}
-		return s.Deny(approvalID)
-	})
+	m.mu.Unlock()
+	if s == nil {
+		return airlock.Errorf(airlock.CodeNotFound, "no_session", "browser: no session %q", id)
+	}
+	verb, answer := "denied", s.Deny
+	if approve {
+		verb, answer = "approved", s.Approve
+	}
+	err := answer(approvalID)
+	rec := gate.Record{ID: e.gate.NewID(), Time: time.Now(), Tenant: bs.principal.Tenant, Instance: bs.principal.Instance,
+		Broker: "browser_approval", Outcome: gate.OutcomeAllow, Target: browserTarget(id + " " + approvalID),
+		Detail: verb + " by " + approver}
+	if err != nil {
+		rec.Outcome, rec.Code, rec.Reason = gate.OutcomeError, string(airlock.CodeOf(err)), airlock.ReasonOf(err)
+		rec.Detail = "answer by " + approver + ": " + airlock.PublicMessageOf(err)
+	}
+	e.audit.Record(rec)
+	return err
 }
+
+// ServeBrowserApprovals tells the engine that an approver channel is
+// attached: the API serves the approvals route, and an admin token or
+// browser.approver_tokens is configured to call it. Without one (airlock
+// mcp over stdio, airlock browser run), default_action ask denies at once,
+// naming what allows the origin. It reports whether asks can be answered.
+func (e *Engine) ServeBrowserApprovals() bool {
+	ok := len(e.cfg.AdminTokens) > 0 || len(e.cfg.Browser.ApproverTokens) > 0
+	if ok {
+		e.browser.approvers.Store(true)
+	}
+	return ok
+}
+
+// noApproverHint ends the refusal of an ask no one can answer.
+const noApproverHint = "allow the origin with --allow-origin ORIGIN, the session's policy.allowed_origins or browser.policy.allowed_origins, " +
+	"or serve the API with an admin token or browser.approver_tokens to answer asks"
 
 // browserCall runs fn on a session as one gated, audited call with the
 // op timeout, after check (nil: none) passed the tenant's ceilings.

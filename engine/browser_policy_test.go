@@ -130,3 +130,42 @@ func TestBrowserDeniedOriginHoldsUnderAnotherName(t *testing.T) {
 		}
 	}
 }
+
+// With no approver channel attached (no API serving an admin or approver
+// token: airlock mcp over stdio, airlock browser run), ask is deny at
+// once, and the refusal names what allows the origin.
+func TestBrowserAskWithoutApproverDeniesAtOnce(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	t.Cleanup(srv.Close)
+	e, p := browserEngine(t, func(c *engine.Config) { c.Browser.AskTimeout = 5 * time.Minute })
+	ctx := testCtx(t)
+	info, err := e.BrowserOpen(ctx, p, engine.BrowserOpenRequest{Policy: &engine.BrowserPolicy{DefaultAction: "ask"}})
+	if err != nil {
+		t.Fatalf("BrowserOpen: %v", err)
+	}
+	events, cancel, err := e.BrowserEvents(p, info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	_, err = e.BrowserDo(ctx, p, info.ID, engine.BrowserOp{Kind: "navigate", URL: srv.URL + "/"})
+	ae := wantCode(t, err, airlock.CodeDenied, "no_approver")
+	if msg := airlock.PublicMessageOf(ae); !strings.Contains(msg, "--allow-origin") || !strings.Contains(msg, "allowed_origins") {
+		t.Errorf("the refusal does not say what allows the origin: %q", msg)
+	}
+	for got := false; !got; {
+		select {
+		case ev := <-events:
+			if ev.Type == "browser_approval_required" {
+				t.Fatalf("an ask no one can answer was raised: %+v", ev)
+			}
+			got = ev.Type == "browser_policy_denied" && ev.Reason == "no_approver"
+		case <-ctx.Done():
+			t.Fatal("no browser_policy_denied event")
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the server got %d requests", n)
+	}
+}

@@ -136,7 +136,7 @@ func (s *Session) decideRequest(ctx context.Context, raw string, ev fetch.EventR
 	case verdictAsk:
 		return s.ask(ctx, raw, t, string(ev.ResourceType), s.tabOfFrame(ev.FrameID))
 	}
-	return originDenied(raw, reason)
+	return s.policy.refusal(raw, reason)
 }
 
 // check applies the scheme rule and Decide to a URL and parses it.
@@ -202,7 +202,7 @@ func (s *Session) ask(ctx context.Context, raw string, t egress.Target, resource
 	s.askMu.Unlock()
 	if !waiting {
 		s.emit(Event{Type: EventApprovalRequired, URL: raw, ApprovalID: a.id, ResourceType: resourceType,
-			InitiatingOp: s.currentOp(), Tab: tab, Message: "approve or deny " + org})
+			InitiatingOp: s.currentOp(), Tab: tab, Message: "waiting for approval " + a.id + " of " + org})
 	}
 	timeout := s.opts.AskTimeout
 	if timeout <= 0 {

@@ -122,6 +122,8 @@ type compiledPolicy struct {
 
 	mu       sync.Mutex
 	approved map[string]bool // scheme://host:port
+
+	noApprover string // set: ask is a denial (no_approver), and this says how to allow
 }
 
 func policyErr(format string, args ...any) error {
@@ -256,6 +258,9 @@ func (c *compiledPolicy) decideAt(scheme, host string, port int, addrs []netip.A
 	case ActionAllow:
 		return verdictAllow, ""
 	case ActionAsk:
+		if c.noApprover != "" {
+			return verdictDeny, "no_approver"
+		}
 		if scheme == "" {
 			// Layer 2 cannot pause a socket: only what layer 1 had
 			// approved passes.
@@ -292,6 +297,15 @@ func (s *Session) Admit(t egress.Target, addrs []netip.Addr) error {
 	}
 	return &egress.Error{Code: egress.CodeDenied, Reason: egress.Reason(reason), Op: "check", Target: t.String(),
 		Detail: "not admitted by the browser session's origin policy"}
+}
+
+// refusal is a layer-1 refusal by the origin lists or the default action,
+// in the vocabulary.
+func (c *compiledPolicy) refusal(raw, reason string) error {
+	if reason == "no_approver" {
+		return airlock.Errorf(airlock.CodeDenied, reason, "browser: %s refused: default_action is ask and no approver can answer; %s", raw, c.noApprover)
+	}
+	return originDenied(raw, reason)
 }
 
 // originDenied is a layer-1 refusal by the origin lists or the default

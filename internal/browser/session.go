@@ -68,6 +68,12 @@ type Options struct {
 	// default_action ask; 0 means DefaultAskTimeout.
 	AskTimeout time.Duration
 
+	// NoApprover, when set, says that no one can answer an ask (no
+	// approver channel is attached): ask then denies at once, at every
+	// layer, with reason no_approver, and the refusal ends with this text,
+	// which names the flag or key that allows an origin.
+	NoApprover string
+
 	// OnEvent, if set, receives the session's events (see Event): completed
 	// ops, refused requests, approvals asked for, crashes. It is called
 	// from the session's goroutines and must not block for long.
@@ -165,6 +171,7 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	pol.noApprover = opts.NoApprover
 	s := &Session{opts: opts, proxyHost: host, refs: newRefTable(), console: &consoleRing{}, netlog: &netRing{}, policy: pol}
 	b, err := s.launch(ctx)
 	if err != nil {
@@ -449,7 +456,7 @@ func (s *Session) checkURL(raw string) error {
 		return s.refusedBefore(raw, err)
 	}
 	if v, reason := s.policy.decide(t.Scheme, t.Host, int(t.Port)); v == verdictDeny {
-		return s.refusedBefore(raw, originDenied(raw, reason))
+		return s.refusedBefore(raw, s.policy.refusal(raw, reason))
 	}
 	return nil
 }
