@@ -169,3 +169,26 @@ func TestBrowserAskWithoutApproverDeniesAtOnce(t *testing.T) {
 		t.Errorf("the server got %d requests", n)
 	}
 }
+
+func TestBrowserApproverTokensConfig(t *testing.T) {
+	hash := engine.HashToken("alk_approver")
+	for _, tc := range []struct {
+		name string
+		cfg  engine.Config
+	}{
+		{"plain token", engine.Config{InMemory: true, Browser: engine.BrowserConfig{ApproverTokens: []string{"alk_approver"}}}},
+		{"a tenant's token", engine.Config{InMemory: true, Browser: engine.BrowserConfig{ApproverTokens: []string{hash}},
+			Tenants: map[string]engine.TenantConfig{"local": {Tokens: []string{hash}}}}},
+	} {
+		if _, err := engine.New(tc.cfg); airlock.CodeOf(err) != airlock.CodeInvalid {
+			t.Errorf("%s: %v, want invalid", tc.name, err)
+		}
+	}
+	e := newEngine(t, engine.Config{Browser: engine.BrowserConfig{ApproverTokens: []string{hash}}})
+	if name, err := e.AuthenticateApprover("alk_approver"); err != nil || !strings.HasPrefix(name, "approver sha256:") {
+		t.Errorf("AuthenticateApprover = %q, %v", name, err)
+	}
+	if _, err := e.AuthenticateApprover("alk_other"); airlock.CodeOf(err) != airlock.CodeDenied {
+		t.Errorf("unknown approver token: %v", err)
+	}
+}

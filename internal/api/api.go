@@ -308,15 +308,16 @@ func (s *server) authenticate(r *http.Request, kind authKind) (caller, error) {
 	if kind != authTenant && s.en.AuthenticateAdmin(ctx, token) == nil {
 		return caller{admin: true, approver: "admin"}, nil
 	}
-	if kind == authApprover {
-		if name, err := s.en.AuthenticateApprover(token); err == nil {
-			return caller{approver: name}, nil
-		}
-	}
 	p, err := s.en.Authenticate(ctx, token)
 	if err != nil {
 		if airlock.CodeOf(err) != airlock.CodeDenied {
 			return caller{}, err // the token store is down: not the caller's fault
+		}
+		if kind == authApprover {
+			// Only a token that is no tenant's is an approver.
+			if name, err := s.en.AuthenticateApprover(token); err == nil {
+				return caller{approver: name}, nil
+			}
 		}
 		return caller{}, unauthorized("unknown token", `Bearer realm="airlock", error="invalid_token"`)
 	}
