@@ -712,7 +712,8 @@ func (e *Engine) BrowserInteract(ctx context.Context, p airlock.Principal, id st
 // running. Each answer is one audited decision (broker browser_approval)
 // in the session tenant's log.
 //
-// Errors: not_found (no_session; approval when nothing waits on that id).
+// Errors: not_found (no_session; approval when nothing waits on that id),
+// unavailable (session_elsewhere: the session runs on another replica).
 func (e *Engine) BrowserApprove(ctx context.Context, approver, id, approvalID string, approve bool) error {
 	m := e.browser
 	m.mu.Lock()
@@ -722,6 +723,9 @@ func (e *Engine) BrowserApprove(ctx context.Context, approver, id, approvalID st
 		s = bs.s
 	}
 	m.mu.Unlock()
+	if bs == nil {
+		return e.browserElsewhere(ctx, id)
+	}
 	if s == nil {
 		return airlock.Errorf(airlock.CodeNotFound, "no_session", "browser: no session %q", id)
 	}
