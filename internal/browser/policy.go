@@ -43,7 +43,8 @@ const MaxRedirects = 10
 // is made for the policy: layer 2 matches the answers it dials anyway).
 // An entry for a loopback address matches every loopback address
 // (127.0.0.0/8, ::1, and the unspecified 0.0.0.0 and ::), since all of
-// them reach this machine's listeners. Approvals under ask do not lift a
+// them reach this machine's listeners, and localhost (and names under it,
+// RFC 6761) is loopback without a lookup. Approvals under ask do not lift a
 // denial. Allow lists, and approvals, match names only: a DNS answer never
 // widens them.
 type Policy struct {
@@ -114,6 +115,25 @@ func sameHost(x, y netip.Addr) bool {
 // thisMachine reports whether a connection to a reaches this machine's own
 // listeners.
 func thisMachine(a netip.Addr) bool { return a.IsLoopback() || a.IsUnspecified() }
+
+// loopbackName reports whether host is localhost or a name under it, which
+// always resolve to loopback (RFC 6761): their address is known without a
+// lookup.
+func loopbackName(host string) bool {
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
+}
+
+// hostAddr is the address a host is known to have without a lookup: an IP
+// literal's own, or loopback for localhost; invalid otherwise.
+func hostAddr(host string) netip.Addr {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a
+	}
+	if loopbackName(host) {
+		return netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	}
+	return netip.Addr{}
+}
 
 // compiledPolicy is a validated Policy plus the origins approved under ask.
 type compiledPolicy struct {
@@ -190,7 +210,7 @@ func parseOrigin(raw string) (origin, error) {
 		if err != nil || strings.ContainsAny(s, "/*@") {
 			return origin{}, fmt.Errorf("want scheme://host[:port], a host name or *.suffix")
 		}
-		return origin{host: t.Host, addr: t.Addr}, nil
+		return origin{host: t.Host, addr: hostAddr(t.Host)}, nil
 	}
 	t, err := egress.ParseURL(s)
 	if err != nil {
@@ -203,7 +223,7 @@ func parseOrigin(raw string) (origin, error) {
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 && strings.Trim(rest[i:], "/") != "" {
 		return origin{}, fmt.Errorf("an origin has no path, query or fragment")
 	}
-	return origin{scheme: t.Scheme, host: t.Host, port: int(t.Port), addr: t.Addr}, nil
+	return origin{scheme: t.Scheme, host: t.Host, port: int(t.Port), addr: hostAddr(t.Host)}, nil
 }
 
 // hostOnly brackets an IPv6 literal so that ParseHostPort reads it.
@@ -233,7 +253,7 @@ func (c *compiledPolicy) decide(scheme, host string, port int) (verdict, string)
 // resolved yet; an IP literal host is its own address): denied_origins
 // match the name and the addresses, everything else the name only.
 func (c *compiledPolicy) decideAt(scheme, host string, port int, addrs []netip.Addr) (verdict, string) {
-	if a, err := netip.ParseAddr(host); err == nil {
+	if a := hostAddr(host); a.IsValid() {
 		addrs = append(addrs[:len(addrs):len(addrs)], a)
 	}
 	for _, o := range c.denied {

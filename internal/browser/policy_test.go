@@ -69,6 +69,23 @@ func TestPolicyMatchesPinnedAddresses(t *testing.T) {
 		}
 	}
 
+	// localhost is loopback by definition (RFC 6761): no lookup is needed
+	// to refuse it, before the browser asks the proxy.
+	tg, _ := egress.ParseURL("http://localhost:8080/")
+	if v, _ := s.policy.decide(tg.Scheme, tg.Host, int(tg.Port)); v != verdictDeny {
+		t.Errorf("decide(localhost) = %v, want deny", v)
+	}
+	c, err = Policy{DefaultAction: ActionAllow, DeniedOrigins: []string{"http://localhost:8080"}}.compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.policy = c
+	for _, hp := range []string{"127.0.0.1:8080", "[::1]:8080", "app.localhost:8080"} {
+		if err := s.Admit(mustTarget(t, hp), nil); egress.ReasonOf(err) != "denied_origin" {
+			t.Errorf("denied localhost, Admit(%s) = %v", hp, err)
+		}
+	}
+
 	// Allow-lists match names only.
 	c, err = Policy{AllowedOrigins: []string{"http://127.0.0.1:8080", "allowed.test"}}.compile()
 	if err != nil {
