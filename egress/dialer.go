@@ -77,12 +77,16 @@ type Call struct {
 	Proxy  string   // name of an operator-configured upstream proxy, or ""
 	Hop    int      // redirect hop, for audit records
 
-	// Admit, if set, is one more refusal after the policy has allowed the
-	// name and before anything is resolved or dialled: a caller's own rule
-	// over the target, such as a browser session's origin lists. A non-nil
-	// error denies; its *Error reason (ReasonNotAllowed otherwise) is
-	// recorded in the decision. Admit may be called concurrently.
-	Admit func(Target) error
+	// Admit, if set, is the caller's own refusal of a target, such as a
+	// browser session's origin lists. It is asked twice, each time only
+	// after the policy has allowed what it is shown: first about the name
+	// before anything is resolved (addrs nil; an IP literal's own address
+	// for a literal), then, for a name, about the answers the connection
+	// will be pinned to, before the target is allowed. No lookup is made
+	// for it. A non-nil error denies; its *Error reason (ReasonNotAllowed
+	// otherwise) is recorded in the decision. Admit may be called
+	// concurrently.
+	Admit func(t Target, addrs []netip.Addr) error
 }
 
 // Dialer is the guarded dialer: every connection it makes is to an address
@@ -165,19 +169,12 @@ func (d *Dialer) Resolve(ctx context.Context, lane Lane, t Target, c *Call) (Res
 		d.record(ctx, dec)
 		return res, deniedErr(t, v, c.Hop)
 	}
-	if c.Admit != nil {
-		if err := c.Admit(t); err != nil {
-			var e *Error
-			if !errors.As(err, &e) {
-				e = &Error{Code: CodeDenied, Reason: ReasonNotAllowed, Op: "check", Target: t.String(), Hop: c.Hop, Detail: err.Error()}
-			}
-			dec.Reason, dec.Detail = e.Reason, e.Detail
-			if t.IsIP() {
-				dec.Addrs = []netip.Addr{t.Addr}
-			}
-			d.record(ctx, dec)
-			return res, e
-		}
+	var literal []netip.Addr
+	if t.IsIP() {
+		literal = []netip.Addr{t.Addr}
+	}
+	if err := d.admit(ctx, c, t, literal, dec); err != nil {
+		return res, err
 	}
 	if t.IsIP() {
 		res.Addrs, res.Excepted = []netip.Addr{t.Addr}, v.Excepted
@@ -219,10 +216,35 @@ func (d *Dialer) Resolve(ctx context.Context, lane Lane, t Target, c *Call) (Res
 				Addr: netip.AddrPortFrom(a, t.Port), Hop: c.Hop, Detail: "answers differ from the pinned answers", Internal: dec.Detail}
 		}
 	}
+	if err := d.admit(ctx, c, t, addrs, dec); err != nil {
+		return res, err
+	}
 	res.Addrs, res.Excepted = addrs, v.Excepted
 	dec.Allow, dec.Reason, dec.Rule, dec.Exception = true, v.Reason, v.Rule, v.Excepted
 	d.record(ctx, dec)
 	return res, nil
+}
+
+// admit asks the Call's Admit about t (and addrs, when known) and records
+// the refusal as the decision.
+func (d *Dialer) admit(ctx context.Context, c *Call, t Target, addrs []netip.Addr, dec Decision) error {
+	if c.Admit == nil {
+		return nil
+	}
+	err := c.Admit(t, addrs)
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{Code: CodeDenied, Reason: ReasonNotAllowed, Op: "check", Target: t.String(), Hop: c.Hop, Detail: err.Error()}
+	}
+	dec.Reason, dec.Detail = e.Reason, e.Detail
+	if len(addrs) > 0 {
+		dec.Addrs = addrs
+	}
+	d.record(ctx, dec)
+	return e
 }
 
 func notIn(addrs, pinned []netip.Addr) (netip.Addr, bool) {

@@ -45,9 +45,11 @@ type ProxyClient struct {
 	Narrow   *Checker
 	Upstream string
 	// Admit, if set, is the client's own extra refusal of a target (see
-	// Call.Admit): a browser session's origin lists, which layer 2 enforces
-	// too, so that WebSockets and workers cannot step around them.
-	Admit func(Target) error
+	// Call.Admit: asked about the name, then about the pinned answers): a
+	// browser session's origin lists, which layer 2 enforces too, so that
+	// WebSockets and workers cannot step around them, and other names for
+	// a denied address cannot either.
+	Admit func(t Target, addrs []netip.Addr) error
 }
 
 // Proxy is a forward HTTP proxy (an http.Handler) built on the guarded

@@ -227,8 +227,11 @@ func TestDialerAdmit(t *testing.T) {
 	other, _ := ParseHostPort("93.184.215.15:443")
 	private, _ := ParseHostPort("10.0.0.1:80")
 	var asked []string
-	c := &Call{Key: "k", Admit: func(t Target) error {
+	c := &Call{Key: "k", Admit: func(t Target, addrs []netip.Addr) error {
 		asked = append(asked, t.String())
+		if len(addrs) != 1 || addrs[0] != t.Addr {
+			return errors.New("a literal is admitted with its own address")
+		}
 		if t.Addr != ok.Addr {
 			return &Error{Code: CodeDenied, Reason: "denied_origin", Op: "check", Target: t.String(), Detail: "not an allowed origin"}
 		}
@@ -249,11 +252,66 @@ func TestDialerAdmit(t *testing.T) {
 		t.Errorf("Admit asked about %v, want the two public targets only", asked)
 	}
 	// A plain error becomes not_allowed.
-	c.Admit = func(Target) error { return errors.New("no") }
+	c.Admit = func(Target, []netip.Addr) error { return errors.New("no") }
 	if _, err := d.Resolve(ctx, LaneHTTP, ok, c); ReasonOf(err) != ReasonNotAllowed {
 		t.Fatalf("plain error: %v", err)
 	}
 	if len(decisions) != 4 || !decisions[0].Allow || decisions[1].Allow || decisions[1].Reason != "denied_origin" || decisions[3].Reason != ReasonNotAllowed {
 		t.Errorf("decisions = %+v", decisions)
 	}
+}
+
+// Admit is asked about a name before it is resolved, then about the
+// answers it will be pinned to: a rule over addresses holds under any name,
+// and a name it refuses is never looked up.
+func TestDialerAdmitSeesPinnedAnswers(t *testing.T) {
+	var decisions []Decision
+	lookups := 0
+	d := &Dialer{
+		Policy: DefaultPolicy().MustCompile(),
+		Resolver: resolverFunc(func(_ context.Context, _, host string) ([]netip.Addr, error) {
+			lookups++
+			return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
+		}),
+		Auditor: AuditorFunc(func(d Decision) { decisions = append(decisions, d) }),
+	}
+	ctx := context.Background()
+	bad := netip.MustParseAddr("93.184.215.14")
+	type ask struct {
+		host  string
+		addrs []netip.Addr
+	}
+	var asked []ask
+	c := &Call{Key: "k", Admit: func(t Target, addrs []netip.Addr) error {
+		asked = append(asked, ask{t.Host, addrs})
+		if t.Host == "refused.example" {
+			return &Error{Code: CodeDenied, Reason: "denied_origin", Op: "check", Target: t.String()}
+		}
+		for _, a := range addrs {
+			if a == bad {
+				return &Error{Code: CodeDenied, Reason: "denied_origin", Op: "check", Target: t.String()}
+			}
+		}
+		return nil
+	}}
+	alias, _ := ParseHostPort("alias.example:443")
+	if _, err := d.Resolve(ctx, LaneHTTP, alias, c); ReasonOf(err) != "denied_origin" {
+		t.Fatalf("a name for a refused address: %v", err)
+	}
+	if len(asked) != 2 || asked[0].addrs != nil || len(asked[1].addrs) != 1 || asked[1].addrs[0] != bad {
+		t.Fatalf("Admit asked %+v, want the name, then its answer", asked)
+	}
+	if len(decisions) != 1 || decisions[0].Allow || decisions[0].Reason != "denied_origin" || len(decisions[0].Addrs) != 1 {
+		t.Fatalf("decisions = %+v, want one denial with the answer", decisions)
+	}
+	refused, _ := ParseHostPort("refused.example:443")
+	if _, err := d.Resolve(ctx, LaneHTTP, refused, c); ReasonOf(err) != "denied_origin" || lookups != 1 {
+		t.Fatalf("refused name: %v after %d lookups, want no lookup", err, lookups)
+	}
+}
+
+type resolverFunc func(ctx context.Context, network, host string) ([]netip.Addr, error)
+
+func (f resolverFunc) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	return f(ctx, network, host)
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -50,6 +51,11 @@ type BrowserConfig struct {
 	// allowed_origins, denied_origins, default_action [deny, with no
 	// allowed origins: nothing loads until the caller says what may].
 	Policy BrowserPolicy `koanf:"policy" json:"policy"`
+	// ApproverTokens are hashes ("sha256:<64 hex>") of tokens that may
+	// answer asks on the API (POST .../approvals/{id}), besides the admin
+	// tokens, for every tenant's sessions; they can do nothing else.
+	// A tenant's token never answers asks [none].
+	ApproverTokens []string `koanf:"approver_tokens" json:"approver_tokens"`
 }
 
 func (c BrowserConfig) withDefaults() BrowserConfig {
@@ -144,6 +150,8 @@ type browserManager struct {
 	tmpRoot  string     // in-memory engines: the root, made on first use
 	pool     renderPool // the chromium provider's sessions (chromium.go)
 	runtime  *browser.Runtime
+
+	approvers atomic.Bool // an approver channel is attached (ServeBrowserApprovals)
 
 	stop chan struct{}
 	done chan struct{}
@@ -245,9 +253,10 @@ func (m *browserManager) proxy(tenant string) (*tenantProxy, error) {
 }
 
 // reportRefusals wraps the proxy so that each request it refuses (layer
-// 2: what layer 1 let through or cannot see, such as Chromium's own
-// background traffic) reaches the session's event subscribers. The proxy's
-// Dialer has already audited the decision.
+// 2: what layer 1 let through or cannot see, such as WebSockets, another
+// name for a denied address, Chromium's own background traffic) is an
+// audited decision and reaches the session's event subscribers, like a
+// layer-1 refusal.
 func (m *browserManager) reportRefusals(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
@@ -262,19 +271,34 @@ func (m *browserManager) reportRefusals(h http.Handler) http.Handler {
 		}
 		m.mu.Lock()
 		bs := m.sessions[user]
+		var sess *browser.Session
+		if bs != nil {
+			sess = bs.s
+		}
 		m.mu.Unlock()
 		if !ok || bs == nil {
 			return
 		}
 		target := r.URL.String()
 		if r.Method == http.MethodConnect {
-			target = "https://" + r.Host
+			// A tunnel carries https or a WebSocket (ws and wss alike):
+			// the session knows which its pages opened.
+			scheme := "https"
+			if sess != nil {
+				scheme = sess.TunnelScheme(r.Host, tunnelLabelWait)
+			}
+			target = scheme + "://" + r.Host
 		}
-		bs.publish(browser.Event{Type: browser.EventPolicyDenied, Time: time.Now(), URL: browserTarget(target),
+		m.onEvent(bs, browser.Event{Type: browser.EventPolicyDenied, Time: time.Now(), URL: browserTarget(target),
 			ResourceType: "proxy", Reason: sw.Header().Get(egress.HeaderAirlockReason),
 			Message: "refused by the egress proxy (layer 2)"})
 	})
 }
+
+// tunnelLabelWait bounds how long a refused tunnel's report waits for the
+// page's WebSocket event that names its scheme (the browser's answer has
+// gone already).
+const tunnelLabelWait = 250 * time.Millisecond
 
 // proxyBasicAuth reads the Proxy-Authorization Basic credentials.
 func proxyBasicAuth(r *http.Request) (user, pass string, ok bool) {
@@ -326,7 +350,7 @@ func (m *browserManager) authorize(tenant, user, pass string) (egress.ProxyClien
 	m.mu.Lock()
 	s := bs.s
 	m.mu.Unlock()
-	admit := func(egress.Target) error {
+	admit := func(egress.Target, []netip.Addr) error {
 		return &egress.Error{Code: egress.CodeDenied, Reason: "session_starting", Op: "check", Detail: "the browser session is not open yet"}
 	}
 	if s != nil {
@@ -462,6 +486,7 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 		FilesDir:   filepath.Join(bs.dir, "files"),
 		Policy:     pol,
 		AskTimeout: m.cfg.AskTimeout,
+		NoApprover: m.noApprover(),
 		Decide:     func(raw string) error { return decideURL(chk, narrow, raw) },
 		OnEvent:    func(ev browser.Event) { m.onEvent(bs, ev) },
 		Logger:     m.e.logger.With(slog.String("browser_session", bs.id)),
@@ -484,6 +509,15 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 	}
 	opened = true
 	return bs, nil
+}
+
+// noApprover is the session's Options.NoApprover: "" when someone can
+// answer its asks.
+func (m *browserManager) noApprover() string {
+	if m.approvers.Load() {
+		return ""
+	}
+	return noApproverHint
 }
 
 // decideURL is layer 1's egress check of one request URL: the tenant's
@@ -668,25 +702,65 @@ func (e *Engine) BrowserInteract(ctx context.Context, p airlock.Principal, id st
 	return res, err
 }
 
-// BrowserAnswer answers an approval asked under default_action ask:
+// BrowserApprove answers an approval asked under default_action ask:
 // approve lets the waiting requests go on and admits their origin for the
-// rest of the session; otherwise they are refused. It is one audited call
-// (capability browser).
+// rest of the session; otherwise they are refused. approver names who
+// answers (the admin, or an approver token): an approval comes from a
+// channel the workload does not hold, so there is no principal here and
+// no tenant's token may call this (the API refuses them). It never waits
+// for the session's op: the op that raised the ask is usually still
+// running. Each answer is one audited decision (broker browser_approval)
+// in the session tenant's log.
 //
 // Errors: not_found (no_session; approval when nothing waits on that id),
-// denied (capability), revoked.
-func (e *Engine) BrowserAnswer(ctx context.Context, p airlock.Principal, id, approvalID string, approve bool) error {
-	verb := "deny "
-	if approve {
-		verb = "approve "
+// unavailable (session_elsewhere: the session runs on another replica).
+func (e *Engine) BrowserApprove(ctx context.Context, approver, id, approvalID string, approve bool) error {
+	m := e.browser
+	m.mu.Lock()
+	bs := m.sessions[id]
+	var s *browser.Session
+	if bs != nil && !bs.pooled {
+		s = bs.s
 	}
-	return e.browserCall(ctx, p, id, verb+approvalID, nil, func(_ context.Context, s *browser.Session) error {
-		if approve {
-			return s.Approve(approvalID)
-		}
-		return s.Deny(approvalID)
-	})
+	m.mu.Unlock()
+	if bs == nil {
+		return e.browserElsewhere(ctx, id)
+	}
+	if s == nil {
+		return airlock.Errorf(airlock.CodeNotFound, "no_session", "browser: no session %q", id)
+	}
+	verb, answer := "denied", s.Deny
+	if approve {
+		verb, answer = "approved", s.Approve
+	}
+	err := answer(approvalID)
+	rec := gate.Record{ID: e.gate.NewID(), Time: time.Now(), Tenant: bs.principal.Tenant, Instance: bs.principal.Instance,
+		Broker: "browser_approval", Outcome: gate.OutcomeAllow, Target: browserTarget(id + " " + approvalID),
+		Detail: verb + " by " + approver}
+	if err != nil {
+		rec.Outcome, rec.Code, rec.Reason = gate.OutcomeError, string(airlock.CodeOf(err)), airlock.ReasonOf(err)
+		rec.Detail = "answer by " + approver + ": " + airlock.PublicMessageOf(err)
+	}
+	e.audit.Record(rec)
+	return err
 }
+
+// ServeBrowserApprovals tells the engine that an approver channel is
+// attached: the API serves the approvals route, and an admin token or
+// browser.approver_tokens is configured to call it. Without one (airlock
+// mcp over stdio, airlock browser run), default_action ask denies at once,
+// naming what allows the origin. It reports whether asks can be answered.
+func (e *Engine) ServeBrowserApprovals() bool {
+	ok := len(e.cfg.AdminTokens) > 0 || len(e.cfg.Browser.ApproverTokens) > 0
+	if ok {
+		e.browser.approvers.Store(true)
+	}
+	return ok
+}
+
+// noApproverHint ends the refusal of an ask no one can answer.
+const noApproverHint = "allow the origin with --allow-origin ORIGIN, the session's policy.allowed_origins or browser.policy.allowed_origins, " +
+	"or serve the API with an admin token or browser.approver_tokens to answer asks"
 
 // browserCall runs fn on a session as one gated, audited call with the
 // op timeout, after check (nil: none) passed the tenant's ceilings.

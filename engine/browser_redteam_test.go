@@ -147,6 +147,7 @@ func TestBrowserOriginPolicyHoldsAtBothLayers(t *testing.T) {
 	}
 	host := strings.TrimPrefix(other.URL, "http://")
 	seen := map[string]string{}
+	wsURL := ""
 	deadline := time.After(20 * time.Second)
 	for len(seen) < 3 {
 		select {
@@ -158,7 +159,7 @@ func TestBrowserOriginPolicyHoldsAtBothLayers(t *testing.T) {
 			case strings.HasSuffix(ev.URL, "/img"), strings.HasSuffix(ev.URL, "/fetch"):
 				seen[ev.URL[strings.LastIndex(ev.URL, "/"):]] = ev.Reason
 			case ev.ResourceType == "proxy":
-				seen["/ws"] = ev.Reason
+				seen["/ws"], wsURL = ev.Reason, ev.URL
 			}
 		case <-deadline:
 			t.Fatalf("denials seen: %v", seen)
@@ -166,6 +167,11 @@ func TestBrowserOriginPolicyHoldsAtBothLayers(t *testing.T) {
 	}
 	if seen["/img"] != "default_deny" || seen["/ws"] != "default_deny" {
 		t.Errorf("reasons %v, want default_deny at both layers", seen)
+	}
+	// The proxy sees a CONNECT tunnel; the refusal names the WebSocket's
+	// own scheme, not https.
+	if want := "ws://" + host; wsURL != want {
+		t.Errorf("the WebSocket's refusal is labelled %q, want %q", wsURL, want)
 	}
 	if n := otherHits.Load(); n != 0 {
 		t.Fatalf("the origin outside allowed_origins got %d requests", n)

@@ -404,6 +404,14 @@ func validate(cfg Config, getenv func(string) string) error {
 		}
 		seen[h] = "admin"
 	}
+	for _, h := range cfg.Browser.ApproverTokens {
+		if err := store.ValidateTokenHash(h); err != nil {
+			return configErr("browser.approver_tokens: %q is not a sha256:<64 hex> hash (make one with `airlock token hash`)", redactToken(h))
+		}
+		if seen[h] == "" {
+			seen[h] = "browser.approver_tokens"
+		}
+	}
 	for name, tc := range cfg.Tenants {
 		if _, err := airlock.ParsePrincipal(name); err != nil || strings.Contains(name, "/") {
 			return configErr("tenant name %q: letters, digits, '-', '_', '.' only", name)
@@ -952,6 +960,23 @@ func (e *Engine) AuthenticateAdmin(ctx context.Context, token string) error {
 		return airlock.Errorf(airlock.CodeDenied, "admin_token", "not an admin token")
 	}
 	return nil
+}
+
+// AuthenticateApprover checks an approver token (browser.approver_tokens)
+// and returns how the audit log names it: "approver sha256:<first 12
+// hex>". Errors: denied (approver_token).
+func (e *Engine) AuthenticateApprover(token string) (string, error) {
+	h := []byte(store.HashToken(token))
+	found := -1
+	for i, a := range e.cfg.Browser.ApproverTokens {
+		if subtle.ConstantTimeCompare(h, []byte(a)) == 1 {
+			found = i
+		}
+	}
+	if token == "" || found < 0 {
+		return "", airlock.Errorf(airlock.CodeDenied, "approver_token", "not an approver token")
+	}
+	return "approver " + string(h[:min(len(h), len("sha256:")+12)]), nil
 }
 
 // HashToken is the form tokens are configured and stored in: "sha256:<hex>".

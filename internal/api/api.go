@@ -38,6 +38,7 @@ const (
 const (
 	ReasonToken    = "token"     // no bearer token, or an unknown one (401)
 	ReasonAdmin    = "admin"     // a route that needs the admin token
+	ReasonApprover = "approver"  // an approval answered with a tenant's token
 	ReasonTenant   = "tenant"    // another tenant's records or jobs
 	ReasonBody     = "body"      // a body that is not the JSON the route reads
 	ReasonRequest  = "request"   // a request whose fields do not fit together
@@ -88,11 +89,12 @@ type Options struct {
 type authKind int
 
 const (
-	authNone    authKind = iota // anyone
-	authTenant                  // a tenant token: the call is made for its principal
-	authAny                     // a tenant or the admin token
-	authAdmin                   // the admin token only
-	authMetrics                 // authNone with PublicMetrics, else authAny
+	authNone     authKind = iota // anyone
+	authTenant                   // a tenant token: the call is made for its principal
+	authAny                      // a tenant or the admin token
+	authAdmin                    // the admin token only
+	authMetrics                  // authNone with PublicMetrics, else authAny
+	authApprover                 // the admin token or a browser.approver_tokens token, never a tenant's
 )
 
 // caller is who an authenticated request is from: a tenant's principal,
@@ -100,6 +102,7 @@ const (
 type caller struct {
 	principal airlock.Principal
 	admin     bool
+	approver  string // authApprover: who answers, for the audit log ("admin", "approver sha256:...")
 }
 
 // route is one entry of the route table: New registers exactly these with
@@ -126,12 +129,15 @@ type server struct {
 }
 
 // New returns the HTTP API of en. The handler is safe for concurrent use;
-// it does not close en.
+// it does not close en. Serving it attaches an approver channel for the
+// browser's asks when en has an admin or approver token
+// (engine.ServeBrowserApprovals).
 func New(en *engine.Engine, opts Options) http.Handler {
 	return newServer(en, opts)
 }
 
 func newServer(en *engine.Engine, opts Options) *server {
+	en.ServeBrowserApprovals()
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
@@ -154,7 +160,7 @@ func newServer(en *engine.Engine, opts Options) *server {
 		{"DELETE", "/api/browser/sessions/{id}", authTenant, false, s.browserClose},
 		{"POST", "/api/browser/sessions/{id}/ops", authTenant, false, s.browserOp},
 		{"POST", "/api/browser/sessions/{id}/interact", authTenant, false, s.browserInteract},
-		{"POST", "/api/browser/sessions/{id}/approvals/{approval}", authTenant, false, s.browserApproval},
+		{"POST", "/api/browser/sessions/{id}/approvals/{approval}", authApprover, false, s.browserApproval},
 		{"GET", "/api/browser/sessions/{id}/events", authTenant, true, s.browserEvents},
 		{"POST", "/api/exchange/{lane}", authTenant, false, s.exchange},
 		{"POST", "/api/sign", authTenant, false, s.sign},
@@ -300,17 +306,28 @@ func (s *server) authenticate(r *http.Request, kind authKind) (caller, error) {
 	}
 	ctx := r.Context()
 	if kind != authTenant && s.en.AuthenticateAdmin(ctx, token) == nil {
-		return caller{admin: true}, nil
+		return caller{admin: true, approver: "admin"}, nil
 	}
 	p, err := s.en.Authenticate(ctx, token)
 	if err != nil {
 		if airlock.CodeOf(err) != airlock.CodeDenied {
 			return caller{}, err // the token store is down: not the caller's fault
 		}
+		if kind == authApprover {
+			// Only a token that is no tenant's is an approver.
+			if name, err := s.en.AuthenticateApprover(token); err == nil {
+				return caller{approver: name}, nil
+			}
+		}
 		return caller{}, unauthorized("unknown token", `Bearer realm="airlock", error="invalid_token"`)
 	}
-	if kind == authAdmin {
+	switch kind {
+	case authAdmin:
 		return caller{}, airlock.Errorf(airlock.CodeDenied, ReasonAdmin, "this route needs the admin token")
+	case authApprover:
+		// The workload holds its tenant's token: it must not answer its
+		// own session's asks.
+		return caller{}, airlock.Errorf(airlock.CodeDenied, ReasonApprover, "approvals need the admin token or a browser.approver_tokens token, not a tenant's")
 	}
 	if inst := r.Header.Get(HeaderInstance); inst != "" {
 		pp, err := airlock.ParsePrincipal(p.Tenant + "/" + inst)

@@ -116,7 +116,7 @@ func (s *server) browserApproval(w http.ResponseWriter, r *http.Request, c calle
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	if err := s.en.BrowserAnswer(r.Context(), c.principal, r.PathValue("id"), r.PathValue("approval"), req.Approve); err != nil {
+	if err := s.en.BrowserApprove(r.Context(), c.approver, r.PathValue("id"), r.PathValue("approval"), req.Approve); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -95,7 +95,8 @@ func TestBrowserAPI(t *testing.T) {
 		}
 	}
 
-	wantError(t, f.do("POST", base+"/approvals/ap_nothing", acmeToken, map[string]any{"approve": true}), 404, airlock.CodeNotFound, "approval")
+	wantError(t, f.do("POST", base+"/approvals/ap_nothing", adminToken, map[string]any{"approve": true}), 404, airlock.CodeNotFound, "approval")
+	wantError(t, f.do("POST", base+"/approvals/ap_nothing", acmeToken, map[string]any{"approve": true}), 403, airlock.CodeDenied, "approver")
 
 	// Sessions are the tenant's: another tenant sees none of them.
 	var list browserSessionsResponse

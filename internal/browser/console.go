@@ -76,6 +76,7 @@ func (s *Session) Console() ConsoleLog { return s.console.snapshot() }
 // watchConsole collects Runtime.consoleAPICalled of b's page target into
 // the session's ring until ctx ends. chromedp enables Runtime on the target.
 func (s *Session) watchConsole(ctx context.Context, b *instance, t *chromedp.Target) {
+	s.watchSockets(ctx, b, t)
 	if s.console == nil {
 		return
 	}

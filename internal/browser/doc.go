@@ -33,13 +33,16 @@
 //     the origin Policy (allowed_origins, denied_origins, default_action
 //     deny / allow / ask). A refused request fails with BlockedByClient and
 //     is reported as an EventPolicyDenied. Under ask it waits for Approve or
-//     Deny (EventApprovalRequired); silence denies after the ask timeout.
+//     Deny (EventApprovalRequired), which never take the session's op lock;
+//     silence denies after the ask timeout, and with Options.NoApprover set
+//     ask denies at once.
 //     Interception is installed before the first target runs; if it cannot
 //     be, Open fails and the browser is stopped.
 //   - Layer 2: the egress proxy, which also sees what CDP cannot pause
 //     (WebSocket handshakes, Chromium's own background traffic), pins DNS,
-//     and asks Session.Admit (the same origin Policy on host and port) as
-//     its egress.ProxyClient.Admit.
+//     and asks Session.Admit (the same origin Policy on host and port, then
+//     denied_origins on the pinned addresses, so a denied address has no
+//     other name) as its egress.ProxyClient.Admit.
 //
 // Ops. The locked union of 18 op kinds (OpCount) is Op, a tagged JSON union
 // {"kind":"navigate","url":"…"} decoded strictly by ParseOp and run by

@@ -256,7 +256,7 @@ func TestAskApproveDenyTimeout(t *testing.T) {
 		t.Fatalf("second navigation to an approved origin: %v", err)
 	}
 	tg, _ := egress.ParseHostPort(strings.TrimPrefix(site.URL, "http://"))
-	if err := s.Admit(tg); err != nil {
+	if err := s.Admit(tg, nil); err != nil {
 		t.Errorf("layer 2 refuses an approved origin: %v", err)
 	}
 	// Deny.
@@ -277,7 +277,7 @@ func TestAskApproveDenyTimeout(t *testing.T) {
 	}
 	// Layer 2 refuses the origin that was never approved.
 	tg, _ = egress.ParseHostPort(strings.TrimPrefix(other.URL, "http://"))
-	if err := s.Admit(tg); err == nil {
+	if err := s.Admit(tg, nil); err == nil {
 		t.Error("layer 2 admits an unapproved origin under ask")
 	}
 }

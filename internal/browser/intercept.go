@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
@@ -97,6 +100,17 @@ func (s *Session) onPaused(ctx context.Context, b *instance, ev fetch.EventReque
 		InitiatingOp: s.currentOp(), Tab: tab, Message: airlock.PublicMessageOf(err)})
 }
 
+// refusedBefore reports a navigation the policy refused before the browser
+// was asked (the pre-check) as an EventPolicyDenied, like a refusal at
+// layer 1 or 2, and returns err.
+func (s *Session) refusedBefore(raw string, err error) error {
+	if airlock.CodeOf(err) == airlock.CodeDenied {
+		s.emit(Event{Type: EventPolicyDenied, URL: raw, Reason: reasonOf(err), ResourceType: "Document",
+			InitiatingOp: s.currentOp(), Message: airlock.PublicMessageOf(err)})
+	}
+	return err
+}
+
 func reasonIf(err error) string {
 	if err == nil {
 		return ""
@@ -122,7 +136,7 @@ func (s *Session) decideRequest(ctx context.Context, raw string, ev fetch.EventR
 	case verdictAsk:
 		return s.ask(ctx, raw, t, string(ev.ResourceType), s.tabOfFrame(ev.FrameID))
 	}
-	return originDenied(raw, reason)
+	return s.policy.refusal(raw, reason)
 }
 
 // check applies the scheme rule and Decide to a URL and parses it.
@@ -188,7 +202,7 @@ func (s *Session) ask(ctx context.Context, raw string, t egress.Target, resource
 	s.askMu.Unlock()
 	if !waiting {
 		s.emit(Event{Type: EventApprovalRequired, URL: raw, ApprovalID: a.id, ResourceType: resourceType,
-			InitiatingOp: s.currentOp(), Tab: tab, Message: "approve or deny " + org})
+			InitiatingOp: s.currentOp(), Tab: tab, Message: "waiting for approval " + a.id + " of " + org})
 	}
 	timeout := s.opts.AskTimeout
 	if timeout <= 0 {
@@ -293,4 +307,100 @@ func (s *Session) onAuth(ctx context.Context, b *instance, ev fetch.EventAuthReq
 		}
 	}
 	cdp.Call(ctx, b.browser, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: ev.RequestID, AuthChallengeResponse: resp})
+}
+
+// socketLog remembers the WebSockets the pages opened lately, by host:port
+// and scheme: Chromium opens ws and wss alike through a CONNECT tunnel,
+// which layer 1 never sees and layer 2 cannot tell from https.
+type socketLog struct {
+	mu   sync.Mutex
+	recs []socketRec
+}
+
+type socketRec struct {
+	hostport, scheme string
+	at               time.Time
+}
+
+// Bounds of the socket log.
+const (
+	maxSockets = 256
+	socketTTL  = 10 * time.Second
+)
+
+func (l *socketLog) add(hostport, scheme string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.recs) >= maxSockets {
+		l.recs = l.recs[1:]
+	}
+	l.recs = append(l.recs, socketRec{hostport: hostport, scheme: scheme, at: time.Now()})
+}
+
+// take removes and returns the scheme of the oldest recent WebSocket to
+// hostport, or "".
+func (l *socketLog) take(hostport string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	for i, r := range l.recs {
+		if r.hostport == hostport && now.Sub(r.at) < socketTTL {
+			l.recs = append(l.recs[:i], l.recs[i+1:]...)
+			return r.scheme
+		}
+	}
+	return ""
+}
+
+// watchSockets records the WebSockets t's pages create (chromedp enables
+// the Network domain on page targets) until ctx ends.
+func (s *Session) watchSockets(ctx context.Context, b *instance, t *chromedp.Target) {
+	created := cdp.Events(ctx, t, network.WebSocketCreated)
+	b.events.Add(1)
+	go func() {
+		defer b.events.Done()
+		for ev, err := range created {
+			if err != nil {
+				return
+			}
+			if hp, scheme := socketHostPort(ev.URL); hp != "" {
+				s.sockets.add(hp, scheme)
+			}
+		}
+	}()
+}
+
+// socketHostPort is a ws or wss URL's host:port (the scheme's default port
+// when it has none) and scheme.
+func socketHostPort(raw string) (string, string) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Hostname() == "" {
+		return "", ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"ws": "80", "wss": "443"}[u.Scheme]
+	}
+	return net.JoinHostPort(strings.ToLower(u.Hostname()), port), u.Scheme
+}
+
+// TunnelScheme names the scheme of a CONNECT tunnel to hostport that layer
+// 2 refused: ws or wss when a page of the session opened a WebSocket
+// there lately (each WebSocket answers one tunnel), https otherwise. The
+// page's event may trail the proxy's request: TunnelScheme waits up to
+// wait for it.
+func (s *Session) TunnelScheme(hostport string, wait time.Duration) string {
+	if h, p, err := net.SplitHostPort(hostport); err == nil {
+		hostport = net.JoinHostPort(strings.ToLower(strings.Trim(h, "[]")), p)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		if scheme := s.sockets.take(hostport); scheme != "" {
+			return scheme
+		}
+		if !time.Now().Before(deadline) {
+			return "https"
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

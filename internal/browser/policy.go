@@ -2,6 +2,7 @@ package browser
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,17 @@ const MaxRedirects = 10
 // The same Policy is enforced at layer 1 (CDP interception, on the full
 // URL) and at layer 2 (the egress proxy, on host and port: there a scheme
 // cannot be told apart, so a deny on any scheme of a host:port wins).
+//
+// Denials hold under any name: a DeniedOrigins entry whose host is an IP
+// address also matches a request whose host is that address in another
+// spelling, or a name that layer 2 resolved and pinned to it (no lookup
+// is made for the policy: layer 2 matches the answers it dials anyway).
+// An entry for a loopback address matches every loopback address
+// (127.0.0.0/8, ::1, and the unspecified 0.0.0.0 and ::), since all of
+// them reach this machine's listeners, and localhost (and names under it,
+// RFC 6761) is loopback without a lookup. Approvals under ask do not lift a
+// denial. Allow lists, and approvals, match names only: a DNS answer never
+// widens them.
 type Policy struct {
 	AllowedOrigins []string `koanf:"allowed_origins" json:"allowed_origins,omitempty"`
 	DeniedOrigins  []string `koanf:"denied_origins" json:"denied_origins,omitempty"`
@@ -47,6 +59,7 @@ type origin struct {
 	host   string // canonical host, or the suffix with its leading dot
 	port   int    // 0: any port (host and suffix entries)
 	suffix bool
+	addr   netip.Addr // the host's address when it is an IP literal
 }
 
 func (o origin) String() string {
@@ -79,6 +92,49 @@ func (o origin) match(scheme, host string, port int) bool {
 	return (scheme == "" || scheme == o.scheme) && port == o.port
 }
 
+// matchAddr reports whether an entry for an IP literal names the host at
+// address a (see Policy: every loopback address is one host).
+func (o origin) matchAddr(scheme string, a netip.Addr, port int) bool {
+	if !o.addr.IsValid() || !sameHost(o.addr, a) {
+		return false
+	}
+	if o.scheme == "" {
+		return true
+	}
+	return (scheme == "" || scheme == o.scheme) && port == o.port
+}
+
+func sameHost(x, y netip.Addr) bool {
+	x, y = x.Unmap().WithZone(""), y.Unmap().WithZone("")
+	if thisMachine(x) && thisMachine(y) {
+		return true
+	}
+	return x == y
+}
+
+// thisMachine reports whether a connection to a reaches this machine's own
+// listeners.
+func thisMachine(a netip.Addr) bool { return a.IsLoopback() || a.IsUnspecified() }
+
+// loopbackName reports whether host is localhost or a name under it, which
+// always resolve to loopback (RFC 6761): their address is known without a
+// lookup.
+func loopbackName(host string) bool {
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
+}
+
+// hostAddr is the address a host is known to have without a lookup: an IP
+// literal's own, or loopback for localhost; invalid otherwise.
+func hostAddr(host string) netip.Addr {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a
+	}
+	if loopbackName(host) {
+		return netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	}
+	return netip.Addr{}
+}
+
 // compiledPolicy is a validated Policy plus the origins approved under ask.
 type compiledPolicy struct {
 	allowed, denied []origin
@@ -86,6 +142,8 @@ type compiledPolicy struct {
 
 	mu       sync.Mutex
 	approved map[string]bool // scheme://host:port
+
+	noApprover string // set: ask is a denial (no_approver), and this says how to allow
 }
 
 func policyErr(format string, args ...any) error {
@@ -152,7 +210,7 @@ func parseOrigin(raw string) (origin, error) {
 		if err != nil || strings.ContainsAny(s, "/*@") {
 			return origin{}, fmt.Errorf("want scheme://host[:port], a host name or *.suffix")
 		}
-		return origin{host: t.Host}, nil
+		return origin{host: t.Host, addr: hostAddr(t.Host)}, nil
 	}
 	t, err := egress.ParseURL(s)
 	if err != nil {
@@ -165,7 +223,7 @@ func parseOrigin(raw string) (origin, error) {
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 && strings.Trim(rest[i:], "/") != "" {
 		return origin{}, fmt.Errorf("an origin has no path, query or fragment")
 	}
-	return origin{scheme: t.Scheme, host: t.Host, port: int(t.Port)}, nil
+	return origin{scheme: t.Scheme, host: t.Host, port: int(t.Port), addr: hostAddr(t.Host)}, nil
 }
 
 // hostOnly brackets an IPv6 literal so that ParseHostPort reads it.
@@ -188,9 +246,24 @@ const (
 // decide answers for a request to scheme://host:port ("" scheme: layer 2,
 // which cannot see it). The reason names the rule for a deny.
 func (c *compiledPolicy) decide(scheme, host string, port int) (verdict, string) {
+	return c.decideAt(scheme, host, port, nil)
+}
+
+// decideAt is decide for a host layer 2 has pinned to addrs (nil: not
+// resolved yet; an IP literal host is its own address): denied_origins
+// match the name and the addresses, everything else the name only.
+func (c *compiledPolicy) decideAt(scheme, host string, port int, addrs []netip.Addr) (verdict, string) {
+	if a := hostAddr(host); a.IsValid() {
+		addrs = append(addrs[:len(addrs):len(addrs)], a)
+	}
 	for _, o := range c.denied {
 		if o.match(scheme, host, port) {
 			return verdictDeny, "denied_origin"
+		}
+		for _, a := range addrs {
+			if o.matchAddr(scheme, a, port) {
+				return verdictDeny, "denied_origin"
+			}
 		}
 	}
 	for _, o := range c.allowed {
@@ -205,6 +278,9 @@ func (c *compiledPolicy) decide(scheme, host string, port int) (verdict, string)
 	case ActionAllow:
 		return verdictAllow, ""
 	case ActionAsk:
+		if c.noApprover != "" {
+			return verdictDeny, "no_approver"
+		}
 		if scheme == "" {
 			// Layer 2 cannot pause a socket: only what layer 1 had
 			// approved passes.
@@ -231,15 +307,25 @@ func (c *compiledPolicy) isApproved(scheme, host string, port int) bool {
 }
 
 // Admit is layer 2's check of a target the proxy is about to open for this
-// session: host and port only (see Policy). It is the session's
+// session: host and port only (see Policy), then the addresses the proxy
+// pinned the name to, against denied_origins. It is the session's
 // egress.ProxyClient.Admit.
-func (s *Session) Admit(t egress.Target) error {
-	v, reason := s.policy.decide("", t.Host, int(t.Port))
+func (s *Session) Admit(t egress.Target, addrs []netip.Addr) error {
+	v, reason := s.policy.decideAt("", t.Host, int(t.Port), addrs)
 	if v == verdictAllow {
 		return nil
 	}
 	return &egress.Error{Code: egress.CodeDenied, Reason: egress.Reason(reason), Op: "check", Target: t.String(),
 		Detail: "not admitted by the browser session's origin policy"}
+}
+
+// refusal is a layer-1 refusal by the origin lists or the default action,
+// in the vocabulary.
+func (c *compiledPolicy) refusal(raw, reason string) error {
+	if reason == "no_approver" {
+		return airlock.Errorf(airlock.CodeDenied, reason, "browser: %s refused: default_action is ask and no approver can answer; %s", raw, c.noApprover)
+	}
+	return originDenied(raw, reason)
 }
 
 // originDenied is a layer-1 refusal by the origin lists or the default

@@ -68,6 +68,12 @@ type Options struct {
 	// default_action ask; 0 means DefaultAskTimeout.
 	AskTimeout time.Duration
 
+	// NoApprover, when set, says that no one can answer an ask (no
+	// approver channel is attached): ask then denies at once, at every
+	// layer, with reason no_approver, and the refusal ends with this text,
+	// which names the flag or key that allows an origin.
+	NoApprover string
+
 	// OnEvent, if set, receives the session's events (see Event): completed
 	// ops, refused requests, approvals asked for, crashes. It is called
 	// from the session's goroutines and must not block for long.
@@ -117,6 +123,8 @@ type Session struct {
 
 	askMu   sync.Mutex
 	pending map[string]*approval // by origin
+
+	sockets socketLog // WebSockets the pages opened, for layer 2's labels
 }
 
 // instance is one launched browser.
@@ -163,6 +171,7 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	pol.noApprover = opts.NoApprover
 	s := &Session{opts: opts, proxyHost: host, refs: newRefTable(), console: &consoleRing{}, netlog: &netRing{}, policy: pol}
 	b, err := s.launch(ctx)
 	if err != nil {
@@ -445,17 +454,17 @@ func (s *Session) checkURL(raw string) error {
 		return airlock.Errorf(airlock.CodeInvalid, "bad_url", "browser: %q is not an absolute URL", raw)
 	}
 	if !allowedSchemes[strings.ToLower(u.Scheme)] {
-		return airlock.Errorf(airlock.CodeDenied, "scheme", "browser: scheme %q is refused: only http and https load", u.Scheme)
+		return s.refusedBefore(raw, airlock.Errorf(airlock.CodeDenied, "scheme", "browser: scheme %q is refused: only http and https load", u.Scheme))
 	}
 	if u.Host == "" {
 		return airlock.Errorf(airlock.CodeInvalid, "bad_url", "browser: %q has no host", raw)
 	}
 	t, err := s.check(raw)
 	if err != nil {
-		return err
+		return s.refusedBefore(raw, err)
 	}
 	if v, reason := s.policy.decide(t.Scheme, t.Host, int(t.Port)); v == verdictDeny {
-		return originDenied(raw, reason)
+		return s.refusedBefore(raw, s.policy.refusal(raw, reason))
 	}
 	return nil
 }
