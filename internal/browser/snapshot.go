@@ -113,15 +113,20 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (Snapshot, er
 	if o.MaxChars < 0 || o.MaxChars > MaxSnapshotChars || o.MaxDepth < 0 || o.Offset < 0 {
 		return Snapshot{}, opErr("snapshot: max_chars 0 to %d, max_depth and offset not negative", MaxSnapshotChars)
 	}
-	budget := o.MaxChars
-	if budget == 0 {
-		budget = DefaultSnapshotChars
-	}
 	b, err := s.begin()
 	if err != nil {
 		return Snapshot{}, err
 	}
 	defer s.mu.Unlock()
+	return s.snapshotLocked(ctx, b, o)
+}
+
+// snapshotLocked is Snapshot with s.mu held and the options checked.
+func (s *Session) snapshotLocked(ctx context.Context, b *instance, o SnapshotOptions) (Snapshot, error) {
+	budget := o.MaxChars
+	if budget == 0 {
+		budget = DefaultSnapshotChars
+	}
 	loader, err := mainLoader(ctx, b)
 	if err != nil {
 		return Snapshot{}, cdpErr(ctx, b, "snapshot", err)

@@ -19,6 +19,7 @@ type tab struct {
 	id     string
 	target *chromedp.Target
 	cancel context.CancelFunc // nil for the browser's first tab
+	nav    *navTracker        // follows the main frame; started on first use (trackerOf)
 }
 
 // Tab is a tab as ops report it.

@@ -1,0 +1,101 @@
+package browser
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// feedbackSite serves a page with a link to /next, a form that submits to
+// /next, and /next itself (slow to answer, so that a reply that does not
+// wait for the navigation reports the page before it).
+func feedbackSite(t *testing.T) string {
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/missing":
+			w.WriteHeader(http.StatusNotFound)
+			html(w, `<title>Gone</title><p>not here</p>`)
+		case "/next":
+			time.Sleep(150 * time.Millisecond)
+			html(w, `<title>Next page</title><h1>Arrived</h1><p>q=`+r.URL.Query().Get("q")+`</p>`)
+		default:
+			html(w, `<title>Start page</title><h1>Start</h1><a href="/next">Go next</a>
+<form action="/next"><label>Q <input name="q"></label></form>
+<a href="/missing">Broken</a> <a href="/next" target="_blank">Elsewhere</a>
+<button onclick="setTimeout(() => { const p = document.createElement('p'); p.textContent = 'Late news'; document.body.append(p); }, 40)">Later</button>
+<button onclick="history.pushState({}, '', '/pushed'); document.title = 'Pushed'">Push</button>`)
+		}
+	})
+	return site.URL
+}
+
+// Issue #15, item 2: after a click on a link (or Enter in a form), the
+// reply, get_state and read report the page the click led to.
+func TestActionsReportTheirConsequences(t *testing.T) {
+	base := feedbackSite(t)
+	s, _ := open(t, nil)
+	for _, how := range []string{"click", "press"} {
+		t.Run(how, func(t *testing.T) {
+			do(t, s, Op{Kind: KindNavigate, URL: base + "/"})
+			snap := snapshot(t, s)
+			var op Op
+			if how == "click" {
+				op = Op{Kind: KindClick, Ref: refOf(t, snap, `- link "Go next"`)}
+			} else {
+				q := refOf(t, snap, `- textbox "Q"`)
+				do(t, s, Op{Kind: KindFill, Ref: q, Text: "héllo"})
+				op = Op{Kind: KindPress, Ref: q, Key: "Enter"}
+			}
+			r := do(t, s, op)
+			st := do(t, s, Op{Kind: KindGetState}).State
+			if st == nil || !strings.HasPrefix(st.URL, base+"/next") || st.Title != "Next page" {
+				t.Errorf("get_state right after %s: %+v, want %s/next, Next page", how, st, base)
+			}
+			rd := do(t, s, Op{Kind: KindRead}).Read
+			if !strings.HasPrefix(rd.URL, base+"/next") || rd.Title != "Next page" || !strings.Contains(rd.Markdown, "Arrived") {
+				t.Errorf("read right after %s: url %q title %q markdown %q", how, rd.URL, rd.Title, rd.Markdown)
+			}
+			if r.Page == nil || !strings.HasPrefix(r.Page.URL, base+"/next") || r.Page.Title != "Next page" ||
+				!r.Page.Navigated || r.Page.Status != http.StatusOK || r.Page.Loading {
+				t.Errorf("%s reply: page %+v, want %s/next, Next page, navigated, status 200", how, r.Page, base)
+			}
+			if r.Snapshot == nil || !strings.Contains(r.Snapshot.Text, `heading "Arrived"`) {
+				t.Errorf("%s reply: snapshot %+v lacks the new page's heading", how, r.Snapshot)
+			}
+		})
+	}
+
+	t.Run("status, dom, same-document, new tab, opt-out", func(t *testing.T) {
+		do(t, s, Op{Kind: KindNavigate, URL: base + "/"})
+		snap := snapshot(t, s)
+		r := do(t, s, Op{Kind: KindClick, Ref: refOf(t, snap, `- link "Broken"`), Snapshot: new(false)})
+		if r.Page == nil || r.Page.URL != base+"/missing" || r.Page.Status != http.StatusNotFound || !r.Page.Navigated {
+			t.Errorf("click on a broken link: page %+v, want %s/missing with status 404", r.Page, base)
+		}
+		if r.Snapshot != nil {
+			t.Errorf("snapshot: false still returned a snapshot")
+		}
+		r = do(t, s, Op{Kind: KindNavigate, URL: base + "/"})
+		if r.Page == nil || r.Page.Status != http.StatusOK || r.Snapshot == nil || !strings.Contains(r.Snapshot.Text, `button "Later"`) {
+			t.Fatalf("navigate reply: page %+v snapshot %+v", r.Page, r.Snapshot)
+		}
+		snap = *r.Snapshot
+		r = do(t, s, Op{Kind: KindClick, Ref: refOf(t, snap, `- button "Later"`)})
+		if r.Page == nil || r.Page.Navigated || r.Page.URL != base+"/" || r.Snapshot == nil || !strings.Contains(r.Snapshot.Text, "Late news") {
+			t.Errorf("click that changes the DOM: page %+v snapshot %+v, want the late paragraph", r.Page, r.Snapshot)
+		}
+		r = do(t, s, Op{Kind: KindClick, Ref: refOf(t, snap, `- button "Push"`)})
+		if r.Page == nil || r.Page.Navigated || r.Page.URL != base+"/pushed" || r.Page.Title != "Pushed" {
+			t.Errorf("click that pushes a history entry: page %+v, want %s/pushed, Pushed", r.Page, base)
+		}
+		r = do(t, s, Op{Kind: KindClick, Ref: refOf(t, snap, `- link "Elsewhere"`)})
+		if r.Page == nil || r.Page.Navigated || len(r.Page.NewTabs) != 1 {
+			t.Errorf("click on a target=_blank link: page %+v, want one new tab and no navigation", r.Page)
+		}
+		r = do(t, s, Op{Kind: KindBack})
+		if r.Page == nil || r.Page.URL != base+"/" || r.State == nil || r.State.URL != base+"/" {
+			t.Errorf("back: page %+v state %+v, want %s/", r.Page, r.State, base)
+		}
+	})
+}
