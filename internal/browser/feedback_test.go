@@ -1,10 +1,12 @@
 package browser
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // feedbackSite serves a page with a link to /next, a form that submits to
@@ -98,4 +100,58 @@ func TestActionsReportTheirConsequences(t *testing.T) {
 			t.Errorf("back: page %+v state %+v, want %s/", r.Page, r.State, base)
 		}
 	})
+}
+
+// Issue #15, item 11: snapshot sizes and offsets count characters (Unicode
+// code points), not UTF-8 bytes.
+func TestSnapshotCountsCharacters(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`<title>Zeichen</title>`)
+	for i := range 40 {
+		fmt.Fprintf(&b, `<button>Größe ✓ 日本語 %d 😀</button>`, i)
+	}
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) { html(w, b.String()) })
+	s, _ := open(t, nil)
+	do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/", Snapshot: new(false)})
+	const budget = 300
+	var (
+		got   strings.Builder
+		whole string // the outline the pages cut (the first page's)
+		total int
+	)
+	offset := 0
+	for range 100 {
+		p := *do(t, s, Op{Kind: KindSnapshot, MaxChars: budget, Offset: offset}).Snapshot
+		if offset == 0 {
+			whole, total = s.last.text, utf8.RuneCountInString(s.last.text)
+			if total == len(whole) {
+				t.Fatalf("the outline is ASCII only: the test needs characters of several bytes")
+			}
+		}
+		if n := utf8.RuneCountInString(p.Text); n > budget {
+			t.Fatalf("page at offset %d: %d characters, max_chars %d", offset, n, budget)
+		}
+		if p.TotalChars != total {
+			t.Fatalf("page at offset %d: total_chars %d, want %d characters (%d bytes)", offset, p.TotalChars, total, len(whole))
+		}
+		text := p.Text
+		if p.Truncated {
+			text = text[:strings.LastIndex(text, "[truncated: ")]
+			want := fmt.Sprintf("[truncated: %d more characters; snapshot with offset %d continues]", total-p.NextOffset, p.NextOffset)
+			if !strings.Contains(p.Text, want) {
+				t.Fatalf("marker %q, want %q", p.Text[len(text):], want)
+			}
+		}
+		got.WriteString(text)
+		if !p.Truncated {
+			break
+		}
+		if p.NextOffset != offset+utf8.RuneCountInString(text) {
+			t.Fatalf("next_offset %d, want %d (characters)", p.NextOffset, offset+utf8.RuneCountInString(text))
+		}
+		offset = p.NextOffset
+	}
+	if got.String() != whole {
+		t.Errorf("the pages do not add up to the whole outline:\n%s\n---\n%s", got.String(), whole)
+	}
 }

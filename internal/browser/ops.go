@@ -399,7 +399,7 @@ func summarize(op Op, r Result) string {
 	case op.Ref != "":
 		return op.Kind + " " + op.Ref
 	case r.Snapshot != nil:
-		return fmt.Sprintf("snapshot: %d refs, %d chars", r.Snapshot.Refs, len(r.Snapshot.Text))
+		return fmt.Sprintf("snapshot: %d refs, %d chars", r.Snapshot.Refs, utf8.RuneCountInString(r.Snapshot.Text))
 	case op.Key != "":
 		return op.Kind + " " + op.Key
 	case op.Selector != "":

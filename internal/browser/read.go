@@ -18,7 +18,8 @@ const (
 	ReadRaw         = "raw"
 )
 
-// MaxReadRawChars caps the HTML of a raw read.
+// MaxReadRawChars caps the HTML of a raw read, in characters (Unicode code
+// points).
 const MaxReadRawChars = 200_000
 
 // ReadResult is what read returns: the current document after its scripts
@@ -76,12 +77,8 @@ func (s *Session) Read(ctx context.Context, mode string) (ReadResult, error) {
 	r := ReadResult{Mode: mode, URL: st.URL, Title: st.Title}
 	if mode == ReadRaw {
 		r.HTML = html
-		if len(html) > MaxReadRawChars {
-			cutAt := MaxReadRawChars
-			for cutAt > 0 && !utf8.RuneStart(html[cutAt]) {
-				cutAt--
-			}
-			r.HTML, r.Truncated = html[:cutAt], true
+		if utf8.RuneCountInString(html) > MaxReadRawChars {
+			r.HTML, r.Truncated = string([]rune(html)[:MaxReadRawChars]), true
 		}
 		return r, nil
 	}
