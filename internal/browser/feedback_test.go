@@ -155,3 +155,22 @@ func TestSnapshotCountsCharacters(t *testing.T) {
 		t.Errorf("the pages do not add up to the whole outline:\n%s\n---\n%s", got.String(), whole)
 	}
 }
+
+// A click on a link the policy refuses, and a page whose image it refuses:
+// the replies name the refusal, not the page before or a blank success.
+func TestActionsReportRefusals(t *testing.T) {
+	other := serve(t, func(w http.ResponseWriter, r *http.Request) { html(w, `<title>Forbidden land</title>`) })
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		html(w, `<title>Start</title><a href="`+other.URL+`/x">Off limits</a><img src="`+other.URL+`/pixel.png" alt="pixel">`)
+	})
+	s, _ := open(t, func(o *Options) { o.Policy = Policy{DefaultAction: ActionAllow, DeniedOrigins: []string{other.URL}} })
+	r := do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/"})
+	if r.Page == nil || len(r.Page.Refused) != 1 || r.Page.Refused[0].URL != other.URL+"/pixel.png" || r.Page.Refused[0].ResourceType != "Image" {
+		t.Errorf("navigate: page %+v, want the refused image", r.Page)
+	}
+	r = do(t, s, Op{Kind: KindClick, Ref: refOf(t, *r.Snapshot, `- link "Off limits"`), Snapshot: new(false)})
+	if r.Page == nil || r.Page.URL != other.URL+"/x" || !strings.Contains(r.Page.Error, "ERR_BLOCKED_BY_CLIENT") ||
+		len(r.Page.Refused) != 1 || r.Page.Refused[0].ResourceType != "Document" {
+		t.Errorf("click on a refused link: page %+v, want the error page of %s/x and its refusal", r.Page, other.URL)
+	}
+}

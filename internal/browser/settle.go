@@ -40,9 +40,26 @@ type PageInfo struct {
 	// Loading says the navigation had not finished loading (or not yet
 	// committed) when the wait's bound ran out.
 	Loading bool `json:"loading,omitempty"`
+	// Error is set when the document that committed is Chromium's error
+	// page (the URL is the one that failed): the network error, such as
+	// net::ERR_BLOCKED_BY_CLIENT when the policy refused it.
+	Error string `json:"error,omitempty"`
 	// NewTabs are the windows the page opened during the action (popups,
 	// target=_blank); ops keep running on the current tab.
 	NewTabs []NewTab `json:"new_tabs,omitempty"`
+	// Refused are the requests the browser's policy (layer 1) refused
+	// during the action (at most MaxRefusedReported).
+	Refused []Refusal `json:"refused,omitempty"`
+}
+
+// MaxRefusedReported caps PageInfo.Refused.
+const MaxRefusedReported = 20
+
+// Refusal is one request the policy refused during an action.
+type Refusal struct {
+	URL          string `json:"url"`
+	Reason       string `json:"reason"`
+	ResourceType string `json:"resource_type,omitempty"`
 }
 
 // NewTab is a window a page opened.
@@ -57,11 +74,13 @@ type navTracker struct {
 	frame cdp.FrameID // the main frame (its id is the target's)
 
 	mu        sync.Mutex
-	changed   chan struct{} // closed and replaced on every change
-	pending   bool          // a main-frame navigation is requested and not yet committed or stopped
-	commits   int           // main-frame documents committed so far
-	loader    cdp.LoaderID  // the committed document
-	loaded    bool          // its load event fired
+	changed   chan struct{}           // closed and replaced on every change
+	pending   bool                    // a main-frame navigation is requested and not yet committed or stopped
+	commits   int                     // main-frame documents committed so far
+	loader    cdp.LoaderID            // the committed document
+	loaded    bool                    // its load event fired
+	errorPage string                  // the committed document's unreachable URL when it is an error page
+	failed    map[cdp.LoaderID]string // documents' network errors
 	status    map[cdp.LoaderID]int64
 	popups    []target.ID
 	popupURLs map[target.ID]string
@@ -69,7 +88,7 @@ type navTracker struct {
 
 // navMark is the tracker's counters before an action.
 type navMark struct {
-	commits, popups int
+	commits, popups, requests int
 }
 
 // trackerOf returns the tracker of b's current tab, starting it on first
@@ -87,7 +106,7 @@ func (s *Session) trackerOf(b *instance) *navTracker {
 		return nil
 	}
 	tr := &navTracker{frame: cdp.FrameID(tb.target.TargetID), changed: make(chan struct{}),
-		status: map[cdp.LoaderID]int64{}, popupURLs: map[target.ID]string{}}
+		status: map[cdp.LoaderID]int64{}, failed: map[cdp.LoaderID]string{}, popupURLs: map[target.ID]string{}}
 	tb.nav = tr
 	// cdp.Events subscribes now: nothing is missed between here and the
 	// goroutines' first reads.
@@ -98,6 +117,7 @@ func (s *Session) trackerOf(b *instance) *navTracker {
 	stopped := cdp.Events(ctx, t, page.FrameStoppedLoading)
 	life := cdp.Events(ctx, t, page.LifecycleEvent)
 	resp := cdp.Events(ctx, t, network.ResponseReceived)
+	fail := cdp.Events(ctx, t, network.LoadingFailed)
 	created := cdp.Events(ctx, b.browser, target.TargetCreated)
 	changed := cdp.Events(ctx, b.browser, target.TargetInfoChanged)
 	follow(b, requested, func(ev page.EventFrameRequestedNavigation) {
@@ -123,6 +143,19 @@ func (s *Session) trackerOf(b *instance) *navTracker {
 			tr.pending, tr.loaded = false, false
 			tr.commits++
 			tr.loader = ev.Frame.LoaderID
+			tr.errorPage = ev.Frame.UnreachableURL
+		})
+	})
+	follow(b, fail, func(ev network.EventLoadingFailed) {
+		if ev.Type != network.ResourceTypeDocument {
+			return
+		}
+		// A navigation's request id is its loader id.
+		tr.update(func() {
+			if len(tr.failed) > 64 {
+				clear(tr.failed)
+			}
+			tr.failed[cdp.LoaderID(ev.RequestID)] = ev.ErrorText
 		})
 	})
 	follow(b, stopped, func(ev page.EventFrameStoppedLoading) {
@@ -312,6 +345,9 @@ func (s *Session) settle(ctx context.Context, b *instance, tr *navTracker, m nav
 		return PageInfo{}, err
 	}
 	info.URL, info.Title = st.URL, st.Title
+	for _, e := range s.netlog.refusedSince(m.requests, MaxRefusedReported) {
+		info.Refused = append(info.Refused, Refusal{URL: e.URL, Reason: e.Reason, ResourceType: e.ResourceType})
+	}
 	if tr != nil {
 		tr.mu.Lock()
 		info.Navigated = tr.commits != m.commits
@@ -320,6 +356,13 @@ func (s *Session) settle(ctx context.Context, b *instance, tr *navTracker, m nav
 		}
 		if tr.pending {
 			info.Loading = true
+		}
+		if tr.errorPage != "" {
+			info.URL = tr.errorPage
+			info.Error = tr.failed[tr.loader]
+			if info.Error == "" {
+				info.Error = "the page failed to load"
+			}
 		}
 		for _, id := range tr.popups[min(m.popups, len(tr.popups)):] {
 			info.NewTabs = append(info.NewTabs, NewTab{URL: tr.popupURLs[id]})
@@ -357,7 +400,9 @@ func (s *Session) beforeAction() (*navTracker, navMark) {
 	}
 	defer s.mu.Unlock()
 	tr := s.trackerOf(b)
-	return tr, tr.mark()
+	m := tr.mark()
+	m.requests = s.netlog.count()
+	return tr, m
 }
 
 // afterAction settles the action and fills r.Page, and r.Snapshot unless

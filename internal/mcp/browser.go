@@ -325,6 +325,12 @@ func pageReport(did string, res engine.BrowserResult) string {
 		if pg.Loading {
 			b.WriteString("Loading: the page had not finished loading; take a snapshot again to see it complete\n")
 		}
+		if pg.Error != "" {
+			fmt.Fprintf(&b, "Error: the page did not load (%s); the tab shows the browser's error page\n", pg.Error)
+		}
+		for _, r := range pg.Refused {
+			fmt.Fprintf(&b, "Refused by policy: %s %s (%s)\n", r.ResourceType, r.URL, r.Reason)
+		}
 		for _, t := range pg.NewTabs {
 			fmt.Fprintf(&b, "New tab opened: %s (actions stay on this tab)\n", t.URL)
 		}
