@@ -335,9 +335,6 @@ func (s *Session) settle(ctx context.Context, b *instance, tr *navTracker, m nav
 				return !tr.pending && (tr.commits == m.commits || tr.loaded)
 			})
 			info.Loading = !loaded
-			if loaded {
-				waitQuiet(ctx, b)
-			}
 		}
 	}
 	st, err := currentState(ctx, b, "settle")
