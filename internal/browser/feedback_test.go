@@ -24,7 +24,7 @@ func feedbackSite(t *testing.T) string {
 		default:
 			html(w, `<title>Start page</title><h1>Start</h1><a href="/next">Go next</a>
 <form action="/next"><label>Q <input name="q"></label></form>
-<a href="/missing">Broken</a> <a href="/next" target="_blank">Elsewhere</a>
+<a href="/missing">Broken</a> <a href="javascript:void(0)">Nothing</a> <a href="#part">Part</a> <a href="/next" target="_blank">Elsewhere</a>
 <button onclick="setTimeout(() => { const p = document.createElement('p'); p.textContent = 'Late news'; document.body.append(p); }, 40)">Later</button>
 <button onclick="history.pushState({}, '', '/pushed'); document.title = 'Pushed'">Push</button>`)
 		}
@@ -87,6 +87,12 @@ func TestActionsReportTheirConsequences(t *testing.T) {
 		if r.Page == nil || r.Page.Navigated || r.Page.URL != base+"/" || r.Snapshot == nil || !strings.Contains(r.Snapshot.Text, "Late news") {
 			t.Errorf("click that changes the DOM: page %+v snapshot %+v, want the late paragraph", r.Page, r.Snapshot)
 		}
+		for _, name := range []string{"Nothing", "Part"} { // a no-op link, then a fragment
+			r = do(t, s, Op{Kind: KindClick, Ref: refOf(t, snap, `- link "`+name+`"`), Snapshot: new(false)})
+		}
+		if r.Page == nil || r.Page.Navigated || r.Page.Loading || r.Page.URL != base+"/#part" {
+			t.Errorf("click on a fragment link: page %+v, want %s/#part", r.Page, base)
+		}
 		r = do(t, s, Op{Kind: KindClick, Ref: refOf(t, snap, `- button "Push"`)})
 		if r.Page == nil || r.Page.Navigated || r.Page.URL != base+"/pushed" || r.Page.Title != "Pushed" {
 			t.Errorf("click that pushes a history entry: page %+v, want %s/pushed, Pushed", r.Page, base)
@@ -96,8 +102,8 @@ func TestActionsReportTheirConsequences(t *testing.T) {
 			t.Errorf("click on a target=_blank link: page %+v, want one new tab and no navigation", r.Page)
 		}
 		r = do(t, s, Op{Kind: KindBack})
-		if r.Page == nil || r.Page.URL != base+"/" || r.State == nil || r.State.URL != base+"/" {
-			t.Errorf("back: page %+v state %+v, want %s/", r.Page, r.State, base)
+		if r.Page == nil || r.Page.URL != base+"/#part" || r.State == nil || r.State.URL != base+"/#part" {
+			t.Errorf("back: page %+v state %+v, want %s/#part", r.Page, r.State, base)
 		}
 	})
 }

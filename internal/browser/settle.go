@@ -71,7 +71,8 @@ type NewTab struct {
 // navigation is in flight, the committed document, its load and HTTP
 // status, and the windows it opens.
 type navTracker struct {
-	frame cdp.FrameID // the main frame (its id is the target's)
+	frame cdp.FrameID        // the main frame (its id is the target's)
+	stop  context.CancelFunc // ends the tracker's subscriptions (the tab closed)
 
 	mu        sync.Mutex
 	changed   chan struct{}           // closed and replaced on every change
@@ -101,11 +102,11 @@ func (s *Session) trackerOf(b *instance) *navTracker {
 	if tb.nav != nil {
 		return tb.nav
 	}
-	ctx := b.eventsCtx
-	if ctx == nil {
+	if b.eventsCtx == nil {
 		return nil
 	}
-	tr := &navTracker{frame: cdp.FrameID(tb.target.TargetID), changed: make(chan struct{}),
+	ctx, stop := context.WithCancel(b.eventsCtx)
+	tr := &navTracker{frame: cdp.FrameID(tb.target.TargetID), stop: stop, changed: make(chan struct{}),
 		status: map[cdp.LoaderID]int64{}, failed: map[cdp.LoaderID]string{}, popupURLs: map[target.ID]string{}}
 	tb.nav = tr
 	// cdp.Events subscribes now: nothing is missed between here and the

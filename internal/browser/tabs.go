@@ -134,6 +134,9 @@ func (s *Session) CloseTab(ctx context.Context) ([]Tab, error) {
 	if cur.cancel != nil {
 		cur.cancel()
 	}
+	if cur.nav != nil {
+		cur.nav.stop()
+	}
 	for i, tb := range b.tabs {
 		if tb == cur {
 			b.tabs = append(b.tabs[:i], b.tabs[i+1:]...)
