@@ -243,6 +243,9 @@ func (s *Session) Forward(ctx context.Context) (State, error) { return s.history
 // URL (the renderer's), as after a same-document navigation.
 const historyLag = 500 * time.Millisecond
 
+// rendererLag bounds currentState's question to the renderer.
+const rendererLag = 500 * time.Millisecond
+
 // currentState reads the URL and title from the navigation history, once
 // its current entry names the main frame's URL (waiting at most
 // historyLag; past it the frame's URL wins). An error page's entry is the
@@ -259,7 +262,11 @@ func currentState(ctx context.Context, b *instance, op string) (State, error) {
 		}
 		e := h.Entries[h.CurrentIndex]
 		st := State{URL: e.URL, Title: e.Title}
-		ft, err := cdp.Call(ctx, b.target, page.GetFrameTree, cdp.Empty{})
+		// The history is the browser process's; the frame tree is the
+		// renderer's, which a page's script may keep busy: bounded.
+		fctx, cancel := context.WithTimeout(ctx, rendererLag)
+		ft, err := cdp.Call(fctx, b.target, page.GetFrameTree, cdp.Empty{})
+		cancel()
 		if err != nil || ft.FrameTree == nil || ft.FrameTree.Frame == nil || ft.FrameTree.Frame.UnreachableURL != "" {
 			return st, nil
 		}

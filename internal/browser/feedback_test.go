@@ -180,3 +180,21 @@ func TestActionsReportRefusals(t *testing.T) {
 		t.Errorf("click on a refused link: page %+v, want the error page of %s/x and its refusal", r.Page, other.URL)
 	}
 }
+
+// A page whose script keeps its renderer busy after a click: the click
+// succeeded and its reply says where the tab is; only the snapshot is
+// missing, and says why.
+func TestActionReplyWithBusyRenderer(t *testing.T) {
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		html(w, `<title>Busy</title><button onclick="setTimeout(() => { for (;;) {} }, 20)">Hang</button>`)
+	})
+	s, _ := open(t, nil)
+	r := do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/"})
+	r, err := s.Do(testCtx(t), Op{Kind: KindClick, Ref: refOf(t, *r.Snapshot, `- button "Hang"`)})
+	if err != nil {
+		t.Fatalf("click: %v", err)
+	}
+	if r.Page == nil || r.Page.URL != site.URL+"/" || r.Page.Title != "Busy" || r.Snapshot != nil || r.Page.SnapshotError == "" {
+		t.Errorf("click: page %+v snapshot %v, want the page and a snapshot error", r.Page, r.Snapshot != nil)
+	}
+}

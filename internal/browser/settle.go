@@ -12,6 +12,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
+
+	"github.com/airlockhq/airlock"
 )
 
 // Bounds of the wait after an action (settle).
@@ -26,6 +28,10 @@ const (
 	// stateNavMax bounds how long get_state and read wait for a pending
 	// navigation to commit.
 	stateNavMax = 5 * time.Second
+	// settleSnapshotMax bounds the fresh snapshot of an action's reply: a
+	// renderer that a page's script keeps busy costs the snapshot, not the
+	// action.
+	settleSnapshotMax = 10 * time.Second
 )
 
 // PageInfo is where an action left the tab: the page it is really on.
@@ -50,6 +56,10 @@ type PageInfo struct {
 	// Refused are the requests the browser's policy (layer 1) refused
 	// during the action (at most MaxRefusedReported).
 	Refused []Refusal `json:"refused,omitempty"`
+	// SnapshotError says why the fresh snapshot is missing (the page's
+	// renderer did not answer within its bound); the action itself
+	// succeeded.
+	SnapshotError string `json:"snapshot_error,omitempty"`
 }
 
 // MaxRefusedReported caps PageInfo.Refused.
@@ -421,9 +431,15 @@ func (s *Session) afterAction(ctx context.Context, op Op, tr *navTracker, m navM
 	}
 	r.Page = &info
 	if op.Snapshot == nil || *op.Snapshot {
-		snap, err := s.snapshotLocked(ctx, b, SnapshotOptions{})
+		sctx, cancel := context.WithTimeout(ctx, settleSnapshotMax)
+		snap, err := s.snapshotLocked(sctx, b, SnapshotOptions{})
+		cancel()
 		if err != nil {
-			return err
+			if b.lost() {
+				return errCrashed(err)
+			}
+			info.SnapshotError = "no snapshot: " + airlock.PublicMessageOf(err)
+			return nil
 		}
 		r.Snapshot = &snap
 	}

@@ -335,6 +335,9 @@ func pageReport(did string, res engine.BrowserResult) string {
 			fmt.Fprintf(&b, "New tab opened: %s (actions stay on this tab)\n", t.URL)
 		}
 	}
+	if pg := res.Page; pg != nil && pg.SnapshotError != "" {
+		fmt.Fprintf(&b, "Snapshot: %s (the page's scripts may be busy; browser_snapshot retries)\n", pg.SnapshotError)
+	}
 	if s := res.Snapshot; s != nil {
 		b.WriteString("Snapshot (refs of this page):\n")
 		b.WriteString(s.Text)
