@@ -243,6 +243,10 @@ func (s *Session) Forward(ctx context.Context) (State, error) { return s.history
 // URL (the renderer's), as after a same-document navigation.
 const historyLag = 500 * time.Millisecond
 
+// historyBusy bounds how long currentState retries a history that the
+// browser does not give while the tab is between two documents.
+const historyBusy = 2 * time.Second
+
 // rendererLag bounds currentState's question to the renderer.
 const rendererLag = 500 * time.Millisecond
 
@@ -251,9 +255,20 @@ const rendererLag = 500 * time.Millisecond
 // historyLag; past it the frame's URL wins). An error page's entry is the
 // URL that failed.
 func currentState(ctx context.Context, b *instance, op string) (State, error) {
-	deadline := time.Now().Add(historyLag)
+	start := time.Now()
+	deadline := start.Add(historyLag)
 	for {
 		h, err := cdp.Call(ctx, b.target, page.GetNavigationHistory, cdp.Empty{})
+		var ce *cdproto.Error
+		if errors.As(err, &ce) && time.Since(start) < historyBusy {
+			// "Not attached to an active page": the tab is between two
+			// documents.
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+				continue
+			}
+		}
 		if err != nil {
 			return State{}, cdpErr(ctx, b, op, err)
 		}

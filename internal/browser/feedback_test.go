@@ -198,3 +198,33 @@ func TestActionReplyWithBusyRenderer(t *testing.T) {
 		t.Errorf("click: page %+v snapshot %v, want the page and a snapshot error", r.Page, r.Snapshot != nil)
 	}
 }
+
+// A navigate that does not wait for its load, to a page slow to answer:
+// its reply, get_state and read name the page navigated to once it
+// commits, never the page before (nor the tab between two documents).
+func TestNavigateWithoutLoadReportsTheCommit(t *testing.T) {
+	base := feedbackSite(t)
+	s, _ := open(t, nil)
+	do(t, s, Op{Kind: KindNavigate, URL: base + "/", Snapshot: new(false)})
+	r := do(t, s, Op{Kind: KindNavigate, URL: base + "/next", WaitUntilLoaded: new(false), Snapshot: new(false)})
+	if r.Page == nil {
+		t.Fatal("navigate without waiting: no page")
+	}
+	if r.Page.URL != base+"/next" {
+		t.Errorf("navigate without waiting: page %+v, want %s/next once committed", r.Page, base)
+	}
+	// The same through the method, which does not settle.
+	do(t, s, Op{Kind: KindNavigate, URL: base + "/", Snapshot: new(false)})
+	if err := s.Navigate(testCtx(t), base+"/next?q=2", false); err != nil {
+		t.Fatalf("Navigate: %v", err)
+	}
+	st := do(t, s, Op{Kind: KindGetState}).State
+	// The title may not be parsed yet at commit; never the old page's.
+	if st.URL != base+"/next?q=2" || st.Title == "Start page" {
+		t.Errorf("get_state after a navigate that did not wait: %+v, want %s/next?q=2", st, base)
+	}
+	rd := do(t, s, Op{Kind: KindRead}).Read
+	if rd.URL != base+"/next?q=2" || rd.Title != "Next page" || !strings.Contains(rd.Markdown, "q=2") {
+		t.Errorf("read: url %q title %q markdown %q", rd.URL, rd.Title, rd.Markdown)
+	}
+}

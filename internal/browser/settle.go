@@ -329,6 +329,11 @@ var quietExpr = strings.NewReplacer(
 // not wait for its load) waits for nothing. The caller holds s.mu.
 func (s *Session) settle(ctx context.Context, b *instance, tr *navTracker, m navMark, waitLoad bool) (PageInfo, error) {
 	var info PageInfo
+	if tr != nil && !waitLoad {
+		// Not the load: only the commit, so that the state is the new
+		// document's (bounded as get_state's wait).
+		tr.waitCommitted(ctx, stateNavMax)
+	}
 	if tr != nil && waitLoad {
 		nav := func() bool {
 			tr.mu.Lock()
