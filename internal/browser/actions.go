@@ -238,17 +238,67 @@ func (s *Session) Back(ctx context.Context) (State, error) { return s.history(ct
 // Forward goes one entry forward in the page's history; see history.
 func (s *Session) Forward(ctx context.Context) (State, error) { return s.history(ctx, KindForward) }
 
-// currentState reads the URL and title from the navigation history.
+// historyLag bounds how long currentState waits for the navigation
+// history (kept by the browser process) to catch up with the document's
+// URL (the renderer's), as after a same-document navigation.
+const historyLag = 500 * time.Millisecond
+
+// historyBusy bounds how long currentState retries a history that the
+// browser does not give while the tab is between two documents.
+const historyBusy = 2 * time.Second
+
+// rendererLag bounds currentState's question to the renderer.
+const rendererLag = 500 * time.Millisecond
+
+// currentState reads the URL and title from the navigation history, once
+// its current entry names the main frame's URL (waiting at most
+// historyLag; past it the frame's URL wins). An error page's entry is the
+// URL that failed.
 func currentState(ctx context.Context, b *instance, op string) (State, error) {
-	h, err := cdp.Call(ctx, b.target, page.GetNavigationHistory, cdp.Empty{})
-	if err != nil {
-		return State{}, cdpErr(ctx, b, op, err)
+	start := time.Now()
+	deadline := start.Add(historyLag)
+	for {
+		h, err := cdp.Call(ctx, b.target, page.GetNavigationHistory, cdp.Empty{})
+		var ce *cdproto.Error
+		if errors.As(err, &ce) && time.Since(start) < historyBusy {
+			// "Not attached to an active page": the tab is between two
+			// documents.
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+				continue
+			}
+		}
+		if err != nil {
+			return State{}, cdpErr(ctx, b, op, err)
+		}
+		if h.CurrentIndex < 0 || int(h.CurrentIndex) >= len(h.Entries) {
+			return State{}, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: %s: no current history entry", op)
+		}
+		e := h.Entries[h.CurrentIndex]
+		st := State{URL: e.URL, Title: e.Title}
+		// The history is the browser process's; the frame tree is the
+		// renderer's, which a page's script may keep busy: bounded.
+		fctx, cancel := context.WithTimeout(ctx, rendererLag)
+		ft, err := cdp.Call(fctx, b.target, page.GetFrameTree, cdp.Empty{})
+		cancel()
+		if err != nil || ft.FrameTree == nil || ft.FrameTree.Frame == nil || ft.FrameTree.Frame.UnreachableURL != "" {
+			return st, nil
+		}
+		f := ft.FrameTree.Frame
+		if u := f.URL + f.URLFragment; u != e.URL {
+			if time.Now().Before(deadline) {
+				select {
+				case <-ctx.Done():
+					return st, nil
+				case <-time.After(20 * time.Millisecond):
+				}
+				continue
+			}
+			st.URL = u
+		}
+		return st, nil
 	}
-	if h.CurrentIndex < 0 || int(h.CurrentIndex) >= len(h.Entries) {
-		return State{}, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: %s: no current history entry", op)
-	}
-	e := h.Entries[h.CurrentIndex]
-	return State{URL: e.URL, Title: e.Title}, nil
 }
 
 // MaxScreenshotHeight caps a full-page screenshot (CSS pixels); a longer

@@ -149,4 +149,62 @@ func BenchmarkOps(b *testing.B) {
 		}
 	})
 	b.Run("snapshot", func(b *testing.B) { snapshotBench(b, s, SnapshotOptions{}) })
+	// The ops as agents run them: each waits for what it caused (the DOM
+	// settling: 100 ms without a mutation) and returns a fresh snapshot,
+	// or not (snapshot: false).
+	for _, withSnap := range []bool{true, false} {
+		name := "settled"
+		if !withSnap {
+			name = "settled-nosnapshot"
+		}
+		b.Run(name, func(b *testing.B) {
+			op := func(o Op) {
+				o.Snapshot = new(withSnap)
+				if _, err := s.Do(ctx, o); err != nil {
+					b.Fatal(err)
+				}
+			}
+			op(Op{Kind: KindNavigate, URL: srv.URL + "/"})
+			snap, err := s.Snapshot(ctx, SnapshotOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var button, field string
+			for line := range strings.SplitSeq(snap.Text, "\n") {
+				switch l := strings.TrimSpace(line); {
+				case strings.HasPrefix(l, `- button`):
+					button = refRE.FindString(l)
+				case strings.HasPrefix(l, `- textbox "Name"`):
+					field = refRE.FindString(l)
+				}
+			}
+			b.Run("navigate", func(b *testing.B) {
+				for b.Loop() {
+					op(Op{Kind: KindNavigate, URL: srv.URL + "/"})
+				}
+			})
+			snap, err = s.Snapshot(ctx, SnapshotOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for line := range strings.SplitSeq(snap.Text, "\n") {
+				switch l := strings.TrimSpace(line); {
+				case strings.HasPrefix(l, `- button`):
+					button = refRE.FindString(l)
+				case strings.HasPrefix(l, `- textbox "Name"`):
+					field = refRE.FindString(l)
+				}
+			}
+			b.Run("click", func(b *testing.B) {
+				for b.Loop() {
+					op(Op{Kind: KindClick, Ref: button})
+				}
+			})
+			b.Run("fill", func(b *testing.B) {
+				for b.Loop() {
+					op(Op{Kind: KindFill, Ref: field, Text: "some text"})
+				}
+			})
+		})
+	}
 }

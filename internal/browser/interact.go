@@ -196,7 +196,8 @@ type ActionResult struct {
 	Text   *string        `json:"text,omitempty"`      // extract_text
 	Cut    bool           `json:"truncated,omitempty"` // extract_text hit max_chars
 	File   string         `json:"file,omitempty"`      // screenshot: the path under the files directory
-	URL    string         `json:"url,omitempty"`       // goto: the URL after it
+	URL    string         `json:"url,omitempty"`       // goto, click, dblclick, fill, press, select: the URL after it
+	Page   *PageInfo      `json:"page,omitempty"`      // the same steps: where the tab is after them (see PageInfo)
 
 	// Err is the step's error, for callers in Go.
 	Err error `json:"-"`
@@ -294,7 +295,27 @@ func (s *Session) runAction(ctx context.Context, i int, a Action) ActionResult {
 	// error (wait_for_timeout) rather than the context's.
 	actx, cancel := context.WithTimeout(ctx, timeout+time.Duration(a.MS+a.WaitForHiddenMS)*time.Millisecond+stepMargin)
 	defer cancel()
+	var (
+		tr   *navTracker
+		mark navMark
+	)
+	acts := stepActs[a.Action]
+	if acts {
+		tr, mark = s.beforeAction()
+	}
 	err := s.safeAction(actx, a, timeout, &r)
+	if err == nil && acts {
+		// The step waits for what it caused, as an op does (afterAction),
+		// without the snapshot.
+		op := Op{Kind: KindClick, Snapshot: new(false)}
+		if a.Action == ActGoto {
+			op = Op{Kind: KindNavigate, WaitUntilLoaded: new(a.WaitUntil != "commit"), Snapshot: new(false)}
+		}
+		var res Result
+		if err = s.afterAction(actx, op, tr, mark, &res); err == nil {
+			r.Page, r.URL = res.Page, res.Page.URL
+		}
+	}
 	if err != nil {
 		pub := airlock.Public(err, "")
 		r.Error, r.Err = &pub, err
@@ -311,6 +332,12 @@ func (s *Session) runAction(ctx context.Context, i int, a Action) ActionResult {
 func (s *Session) safeAction(ctx context.Context, a Action, timeout time.Duration, r *ActionResult) (err error) {
 	defer s.recoverOp("interact."+a.Action, &err)
 	return s.doAction(ctx, a, timeout, r)
+}
+
+// stepActs are the steps that act on the page and report where it is after
+// them.
+var stepActs = map[string]bool{
+	ActGoto: true, ActClick: true, ActDblclick: true, ActFill: true, ActPress: true, ActSelect: true,
 }
 
 func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration, r *ActionResult) error {

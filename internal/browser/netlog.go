@@ -51,6 +51,36 @@ func (r *netRing) add(e NetworkEntry) {
 	r.next = (r.next + 1) % NetworkLogCapacity
 }
 
+// count is the number of entries added so far.
+func (r *netRing) count() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.total
+}
+
+// refusedSince returns up to limit refused entries added after the first n
+// (those the ring still holds), oldest first.
+func (r *netRing) refusedSince(n, limit int) []NetworkEntry {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []NetworkEntry
+	added := r.total - n
+	held := len(r.entries)
+	for i := max(held-added, 0); i < held && len(out) < limit; i++ {
+		e := r.entries[(r.next+i)%held]
+		if !e.Allowed {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func (r *netRing) snapshot() NetworkLog {
 	r.mu.Lock()
 	defer r.mu.Unlock()

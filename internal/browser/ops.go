@@ -73,6 +73,13 @@ const (
 //	close_tab   -
 //	back        -
 //	forward     -
+//
+// The actions (navigate, click, fill, press, select, back, forward) wait
+// for what they caused — a navigation (committed, then loaded, bounded),
+// new windows, or the DOM settling (no mutation for 100 ms, at most 1 s)
+// — and return Result.Page (the URL and title the tab is really on, the
+// HTTP status of a navigation, new windows) and a fresh snapshot; each
+// takes snapshot (default true): false leaves the snapshot out.
 type Op struct {
 	Kind            string `json:"kind"`
 	URL             string `json:"url,omitempty"`
@@ -93,6 +100,7 @@ type Op struct {
 	MaxDepth        int    `json:"max_depth,omitempty"`
 	MaxChars        int    `json:"max_chars,omitempty"`
 	Offset          int    `json:"offset,omitempty"`
+	Snapshot        *bool  `json:"snapshot,omitempty"`
 }
 
 // opSpec is what one kind accepts: its fields, and those that must be
@@ -104,13 +112,13 @@ type opSpec struct {
 
 // opSpecs is the registry of kinds; its size must be OpCount.
 var opSpecs = map[string]opSpec{
-	KindNavigate:   {fields: []string{"url", "wait_until_loaded"}, required: []string{"url"}},
+	KindNavigate:   {fields: []string{"url", "wait_until_loaded", "snapshot"}, required: []string{"url"}},
 	KindSnapshot:   {fields: []string{"interactive_only", "max_depth", "max_chars", "offset"}},
 	KindRead:       {fields: []string{"mode"}},
-	KindClick:      {fields: []string{"ref"}, required: []string{"ref"}},
-	KindFill:       {fields: []string{"ref", "text"}, required: []string{"ref"}},
-	KindPress:      {fields: []string{"key", "ref"}, required: []string{"key"}},
-	KindSelect:     {fields: []string{"ref", "value"}, required: []string{"ref"}},
+	KindClick:      {fields: []string{"ref", "snapshot"}, required: []string{"ref"}},
+	KindFill:       {fields: []string{"ref", "text", "snapshot"}, required: []string{"ref"}},
+	KindPress:      {fields: []string{"key", "ref", "snapshot"}, required: []string{"key"}},
+	KindSelect:     {fields: []string{"ref", "value", "snapshot"}, required: []string{"ref"}},
 	KindUpload:     {fields: []string{"ref", "path"}, required: []string{"ref", "path"}},
 	KindDownload:   {fields: []string{"url", "dest_path"}, required: []string{"url", "dest_path"}},
 	KindScreenshot: {fields: []string{"format", "full_page"}},
@@ -120,8 +128,8 @@ var opSpecs = map[string]opSpec{
 	KindConsole:    {},
 	KindNewTab:     {fields: []string{"url"}},
 	KindCloseTab:   {},
-	KindBack:       {},
-	KindForward:    {},
+	KindBack:       {fields: []string{"snapshot"}},
+	KindForward:    {fields: []string{"snapshot"}},
 }
 
 // Kinds returns the op kinds, sorted.
@@ -201,7 +209,7 @@ func (op Op) setFields() []string {
 		{"path", op.Path != ""}, {"dest_path", op.DestPath != ""}, {"format", op.Format != ""},
 		{"full_page", op.FullPage}, {"selector", op.Selector != ""}, {"role", op.Role != ""},
 		{"timeout_ms", op.TimeoutMS != 0}, {"interactive_only", op.InteractiveOnly}, {"max_depth", op.MaxDepth != 0},
-		{"max_chars", op.MaxChars != 0}, {"offset", op.Offset != 0},
+		{"max_chars", op.MaxChars != 0}, {"offset", op.Offset != 0}, {"snapshot", op.Snapshot != nil},
 	} {
 		if f.set {
 			fs = append(fs, f.name)
@@ -263,8 +271,9 @@ func (op Op) check(present []string) error {
 // Result is what an op returns; only the part of its kind is set.
 type Result struct {
 	Kind       string      `json:"kind"`
+	Page       *PageInfo   `json:"page,omitempty"`       // the actions: where the tab is after them
 	State      *State      `json:"state,omitempty"`      // get_state, back, forward
-	Snapshot   *Snapshot   `json:"snapshot,omitempty"`   // snapshot
+	Snapshot   *Snapshot   `json:"snapshot,omitempty"`   // snapshot; the actions unless snapshot: false
 	Screenshot *Screenshot `json:"screenshot,omitempty"` // screenshot
 	Console    *ConsoleLog `json:"console,omitempty"`    // console
 	Network    *NetworkLog `json:"network,omitempty"`    // network_log
@@ -309,6 +318,13 @@ func (s *Session) do(ctx context.Context, op Op) (Result, error) {
 	s.curOp.Store(&kind)
 	defer s.curOp.Store(nil)
 	r := Result{Kind: op.Kind}
+	var (
+		tr   *navTracker
+		mark navMark
+	)
+	if actionKinds[op.Kind] {
+		tr, mark = s.beforeAction()
+	}
 	var err error
 	switch op.Kind {
 	case KindNavigate:
@@ -360,6 +376,12 @@ func (s *Session) do(ctx context.Context, op Op) (Result, error) {
 		st, err = s.history(ctx, op.Kind)
 		r.State = &st
 	}
+	if err == nil && actionKinds[op.Kind] {
+		err = s.afterAction(ctx, op, tr, mark, &r)
+		if err == nil && r.State != nil && r.Page != nil {
+			r.State.URL, r.State.Title = r.Page.URL, r.Page.Title
+		}
+	}
 	s.emitOp(ctx, op, r, err)
 	if err != nil {
 		return Result{}, err
@@ -395,7 +417,7 @@ func summarize(op Op, r Result) string {
 	case op.Ref != "":
 		return op.Kind + " " + op.Ref
 	case r.Snapshot != nil:
-		return fmt.Sprintf("snapshot: %d refs, %d chars", r.Snapshot.Refs, len(r.Snapshot.Text))
+		return fmt.Sprintf("snapshot: %d refs, %d chars", r.Snapshot.Refs, utf8.RuneCountInString(r.Snapshot.Text))
 	case op.Key != "":
 		return op.Kind + " " + op.Key
 	case op.Selector != "":

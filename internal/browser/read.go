@@ -4,6 +4,9 @@ import (
 	"context"
 	"unicode/utf8"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/dom"
+
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/internal/extract"
 )
@@ -15,7 +18,8 @@ const (
 	ReadRaw         = "raw"
 )
 
-// MaxReadRawChars caps the HTML of a raw read.
+// MaxReadRawChars caps the HTML of a raw read, in characters (Unicode code
+// points).
 const MaxReadRawChars = 200_000
 
 // ReadResult is what read returns: the current document after its scripts
@@ -51,15 +55,21 @@ func (s *Session) Read(ctx context.Context, mode string) (ReadResult, error) {
 	if err != nil {
 		return ReadResult{}, err
 	}
-	st, err := currentState(ctx, b, "read")
-	if err != nil {
-		s.mu.Unlock()
-		return ReadResult{}, err
+	// The URL and the content come from one document (DOM.getDocument),
+	// once a navigation in flight has committed; the title is the
+	// history's only when it names the same URL, else the extractor's.
+	s.trackerOf(b).waitCommitted(ctx, stateNavMax)
+	docURL, html, err := documentHTML(ctx, b)
+	var st State
+	if err == nil {
+		st, err = currentState(ctx, b, "read")
 	}
-	html, err := outerHTML(ctx, b)
 	s.mu.Unlock()
 	if err != nil {
 		return ReadResult{}, cdpErr(ctx, b, "read", err)
+	}
+	if st.URL != docURL {
+		st = State{URL: docURL}
 	}
 	if len(html) > MaxRenderedBytes {
 		return ReadResult{}, airlock.Errorf(airlock.CodeTooLarge, "rendered_size", "browser: read: the document is over %d bytes", MaxRenderedBytes)
@@ -67,12 +77,8 @@ func (s *Session) Read(ctx context.Context, mode string) (ReadResult, error) {
 	r := ReadResult{Mode: mode, URL: st.URL, Title: st.Title}
 	if mode == ReadRaw {
 		r.HTML = html
-		if len(html) > MaxReadRawChars {
-			cutAt := MaxReadRawChars
-			for cutAt > 0 && !utf8.RuneStart(html[cutAt]) {
-				cutAt--
-			}
-			r.HTML, r.Truncated = html[:cutAt], true
+		if utf8.RuneCountInString(html) > MaxReadRawChars {
+			r.HTML, r.Truncated = string([]rune(html)[:MaxReadRawChars]), true
 		}
 		return r, nil
 	}
@@ -89,4 +95,21 @@ func (s *Session) Read(ctx context.Context, mode string) (ReadResult, error) {
 	}
 	r.Markdown, r.Truncated = p.Markdown, len(p.Truncated) > 0
 	return r, nil
+}
+
+// documentHTML returns the main frame's document URL and its serialised
+// DOM, both from the same document node.
+func documentHTML(ctx context.Context, b *instance) (string, string, error) {
+	doc, err := cdp.Call(ctx, b.target, dom.GetDocument, dom.GetDocumentParams{Depth: new(int64(0))})
+	if err != nil {
+		return "", "", err
+	}
+	if doc.Root == nil {
+		return "", "", airlock.Errorf(airlock.CodeInternal, "cdp", "browser: read: no document")
+	}
+	res, err := cdp.Call(ctx, b.target, dom.GetOuterHTML, dom.GetOuterHTMLParams{BackendNodeID: doc.Root.BackendNodeID})
+	if err != nil {
+		return "", "", err
+	}
+	return doc.Root.DocumentURL, res.OuterHTML, nil
 }

@@ -567,15 +567,9 @@ type State struct {
 }
 
 // GetState returns the current URL and title from the navigation history,
-// without touching the DOM.
-func (s *Session) GetState(ctx context.Context) (State, error) {
-	b, err := s.begin()
-	if err != nil {
-		return State{}, err
-	}
-	defer s.mu.Unlock()
-	return currentState(ctx, b, "get_state")
-}
+// without touching the DOM, once a navigation in flight has committed
+// (waiting at most 5 s): it is never the page before a click's navigation.
+func (s *Session) GetState(ctx context.Context) (State, error) { return s.pageState(ctx) }
 
 // KillForTest kills the browser process without Close, as a crash would.
 // Tests of callers use it; the session notices through Crashed.

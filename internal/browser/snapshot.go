@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/accessibility"
@@ -85,7 +86,8 @@ type Snapshot struct {
 	Text string `json:"text"`
 	// Refs is the number of refs the whole outline names.
 	Refs int `json:"refs"`
-	// TotalChars is the length of the whole outline; Truncated and
+	// TotalChars is the length of the whole outline in characters
+	// (Unicode code points, as max_chars and offsets count); Truncated and
 	// NextOffset say there is more and where it continues.
 	TotalChars int  `json:"total_chars"`
 	Truncated  bool `json:"truncated,omitempty"`
@@ -113,15 +115,20 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (Snapshot, er
 	if o.MaxChars < 0 || o.MaxChars > MaxSnapshotChars || o.MaxDepth < 0 || o.Offset < 0 {
 		return Snapshot{}, opErr("snapshot: max_chars 0 to %d, max_depth and offset not negative", MaxSnapshotChars)
 	}
-	budget := o.MaxChars
-	if budget == 0 {
-		budget = DefaultSnapshotChars
-	}
 	b, err := s.begin()
 	if err != nil {
 		return Snapshot{}, err
 	}
 	defer s.mu.Unlock()
+	return s.snapshotLocked(ctx, b, o)
+}
+
+// snapshotLocked is Snapshot with s.mu held and the options checked.
+func (s *Session) snapshotLocked(ctx context.Context, b *instance, o SnapshotOptions) (Snapshot, error) {
+	budget := o.MaxChars
+	if budget == 0 {
+		budget = DefaultSnapshotChars
+	}
 	loader, err := mainLoader(ctx, b)
 	if err != nil {
 		return Snapshot{}, cdpErr(ctx, b, "snapshot", err)
@@ -129,7 +136,7 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (Snapshot, er
 	key := SnapshotOptions{InteractiveOnly: o.InteractiveOnly, MaxDepth: o.MaxDepth}
 	var full lastOutline
 	if o.Offset > 0 {
-		if s.last == nil || s.last.loader != loader || s.last.opts != key || o.Offset >= len(s.last.text) {
+		if s.last == nil || s.last.loader != loader || s.last.opts != key || o.Offset >= utf8.RuneCountInString(s.last.text) {
 			return Snapshot{}, airlock.Errorf(airlock.CodeInvalid, "stale_snapshot",
 				"browser: snapshot offset %d does not continue the last snapshot of this page: take a new one (offset 0)", o.Offset)
 		}
@@ -147,24 +154,29 @@ func (s *Session) Snapshot(ctx context.Context, o SnapshotOptions) (Snapshot, er
 // markerReserve is kept free in a page's budget for the truncation marker.
 const markerReserve = 100
 
-// pageOf cuts one page of the outline, at a line boundary.
+// pageOf cuts one page of the outline, at a line boundary. Sizes,
+// budgets and offsets count characters (Unicode code points), not bytes.
 func pageOf(full lastOutline, offset, budget int) Snapshot {
-	snap := Snapshot{Refs: full.refs, TotalChars: len(full.text)}
-	rest := full.text[offset:]
+	text := []rune(full.text)
+	snap := Snapshot{Refs: full.refs, TotalChars: len(text)}
+	rest := text[min(offset, len(text)):]
 	if len(rest) <= budget {
-		snap.Text = rest
+		snap.Text = string(rest)
 		return snap
 	}
 	budget = max(budget-markerReserve, 1) // the marker fits in the budget
-	cutAt := strings.LastIndexByte(rest[:budget], '\n') + 1
-	if cutAt == 0 { // one line longer than the budget: cut inside it
-		cutAt = budget
-		for cutAt > 0 && !utf8RuneStart(rest[cutAt]) {
-			cutAt--
+	cutAt := 0
+	for i := budget - 1; i >= 0; i-- {
+		if rest[i] == '\n' {
+			cutAt = i + 1
+			break
 		}
 	}
+	if cutAt == 0 { // one line longer than the budget: cut inside it
+		cutAt = budget
+	}
 	snap.Truncated, snap.NextOffset = true, offset+cutAt
-	snap.Text = rest[:cutAt] + fmt.Sprintf("[truncated: %d more characters; snapshot with offset %d continues]\n", len(rest)-cutAt, snap.NextOffset)
+	snap.Text = string(rest[:cutAt]) + fmt.Sprintf("[truncated: %d more characters; snapshot with offset %d continues]\n", len(rest)-cutAt, snap.NextOffset)
 	return snap
 }
 

@@ -20,6 +20,7 @@ type tab struct {
 	target *chromedp.Target
 	cancel context.CancelFunc // nil for the browser's first tab
 	doc    bool               // a navigate was sent to it (see requireDocument)
+	nav    *navTracker        // follows the main frame; started on first use (trackerOf)
 }
 
 // Tab is a tab as ops report it.
@@ -138,6 +139,9 @@ func (s *Session) CloseTab(ctx context.Context) ([]Tab, error) {
 	}
 	if cur.cancel != nil {
 		cur.cancel()
+	}
+	if cur.nav != nil {
+		cur.nav.stop()
 	}
 	for i, tb := range b.tabs {
 		if tb == cur {

@@ -31,7 +31,8 @@ const (
 
 // NavigateInput is the input of browser_navigate.
 type NavigateInput struct {
-	URL string `json:"url" jsonschema:"The absolute http or https URL to open in the browser."`
+	URL      string `json:"url" jsonschema:"The absolute http or https URL to open in the browser."`
+	Snapshot *bool  `json:"snapshot,omitempty" jsonschema:"Return a fresh snapshot of the page after the action (default true); false leaves it out."`
 }
 
 // SnapshotInput is the input of browser_snapshot.
@@ -43,25 +44,34 @@ type SnapshotInput struct {
 
 // RefInput names an element by its snapshot ref.
 type RefInput struct {
-	Ref string `json:"ref" jsonschema:"An element ref from the latest browser_snapshot, such as @e3."`
+	Ref      string `json:"ref" jsonschema:"An element ref from the latest snapshot, such as @e3."`
+	Snapshot *bool  `json:"snapshot,omitempty" jsonschema:"Return a fresh snapshot of the page after the action (default true); false leaves it out."`
+}
+
+// HistoryInput is the input of browser_back.
+type HistoryInput struct {
+	Snapshot *bool `json:"snapshot,omitempty" jsonschema:"Return a fresh snapshot of the page after the action (default true); false leaves it out."`
 }
 
 // FillInput is the input of browser_fill.
 type FillInput struct {
-	Ref  string `json:"ref" jsonschema:"A text field's ref from the latest browser_snapshot."`
-	Text string `json:"text" jsonschema:"The text that replaces the field's content (empty clears it)."`
+	Ref      string `json:"ref" jsonschema:"A text field's ref from the latest browser_snapshot."`
+	Text     string `json:"text" jsonschema:"The text that replaces the field's content (empty clears it)."`
+	Snapshot *bool  `json:"snapshot,omitempty" jsonschema:"Return a fresh snapshot of the page after the action (default true); false leaves it out."`
 }
 
 // PressInput is the input of browser_press.
 type PressInput struct {
-	Key string `json:"key" jsonschema:"A key name (Enter, Tab, Escape, Backspace, ArrowDown, ...) or one character."`
-	Ref string `json:"ref,omitempty" jsonschema:"An element to focus first (optional)."`
+	Key      string `json:"key" jsonschema:"A key name (Enter, Tab, Escape, Backspace, ArrowDown, ...) or one character."`
+	Ref      string `json:"ref,omitempty" jsonschema:"An element to focus first (optional)."`
+	Snapshot *bool  `json:"snapshot,omitempty" jsonschema:"Return a fresh snapshot of the page after the action (default true); false leaves it out."`
 }
 
 // SelectInput is the input of browser_select.
 type SelectInput struct {
-	Ref   string `json:"ref" jsonschema:"A <select> element's ref."`
-	Value string `json:"value" jsonschema:"The value of the option to choose."`
+	Ref      string `json:"ref" jsonschema:"A <select> element's ref."`
+	Value    string `json:"value" jsonschema:"The value of the option to choose."`
+	Snapshot *bool  `json:"snapshot,omitempty" jsonschema:"Return a fresh snapshot of the page after the action (default true); false leaves it out."`
 }
 
 // ReadInput is the input of browser_read.
@@ -102,22 +112,17 @@ func addBrowserTools(s *sdkmcp.Server) {
 	AddTool(s, &sdkmcp.Tool{Name: ToolBrowserNavigate, Title: "Open a URL in the browser",
 		Description: "Open a URL in a real headless browser (JavaScript runs) under Airlock's policy: only http and https, only origins the " +
 			"operator's browser policy allows, and every request of the page (subresources, frames, workers, WebSockets) is checked. " +
-			"The browser session is kept between calls. Then call browser_snapshot to see the page and get element refs.",
+			"The browser session is kept between calls. The reply names the page it landed on (URL, title, HTTP status) and carries a " +
+			"snapshot of it with element refs (snapshot: false leaves it out).",
 		Annotations: writeTool("Open a URL in the browser"), InputSchema: schema[NavigateInput](noTune)},
 		func(ctx context.Context, en *engine.Engine, p airlock.Principal, in NavigateInput) (*sdkmcp.CallToolResult, error) {
-			if _, err := browserDo(ctx, en, p, engine.BrowserOp{Kind: "navigate", URL: in.URL}); err != nil {
-				return nil, err
-			}
-			st, err := browserDo(ctx, en, p, engine.BrowserOp{Kind: "get_state"})
-			if err != nil {
-				return nil, err
-			}
-			return Text(fmt.Sprintf("Opened %s\nTitle: %s\nCall browser_snapshot to see the page.", st.State.URL, st.State.Title)), nil
+			return actionText(ctx, en, p, "navigate "+in.URL, engine.BrowserOp{Kind: "navigate", URL: in.URL, Snapshot: in.Snapshot})
 		})
 	AddTool(s, &sdkmcp.Tool{Name: ToolBrowserSnapshot, Title: "Snapshot the page",
 		Description: "An outline of the page's accessibility tree, one element per line: `- role \"name\" @eN`. Refs (@eN) name elements for " +
 			"browser_click, browser_fill, browser_press and browser_select; they die when the page navigates (a stale ref is an error, never a " +
-			"click on something else). Long pages are cut at max_chars with a marker naming the offset to continue from.",
+			"click on something else). Long pages are cut at max_chars with a marker naming the offset to continue from. The action tools " +
+			"already return a fresh snapshot: call this one to page through a long outline or for interactive_only.",
 		Annotations: readOnly("Snapshot the page"), InputSchema: schema[SnapshotInput](noTune)},
 		func(ctx context.Context, en *engine.Engine, p airlock.Principal, in SnapshotInput) (*sdkmcp.CallToolResult, error) {
 			res, err := browserDo(ctx, en, p, engine.BrowserOp{Kind: "snapshot", InteractiveOnly: in.InteractiveOnly, MaxChars: in.MaxChars, Offset: in.Offset})
@@ -129,36 +134,25 @@ func addBrowserTools(s *sdkmcp.Server) {
 	refTool := func(name, title, kind, desc string) {
 		AddTool(s, &sdkmcp.Tool{Name: name, Title: title, Description: desc, Annotations: writeTool(title), InputSchema: schema[RefInput](noTune)},
 			func(ctx context.Context, en *engine.Engine, p airlock.Principal, in RefInput) (*sdkmcp.CallToolResult, error) {
-				if _, err := browserDo(ctx, en, p, engine.BrowserOp{Kind: kind, Ref: in.Ref}); err != nil {
-					return nil, err
-				}
-				return stateText(ctx, en, p, kind+" "+in.Ref)
+				return actionText(ctx, en, p, kind+" "+in.Ref, engine.BrowserOp{Kind: kind, Ref: in.Ref, Snapshot: in.Snapshot})
 			})
 	}
-	refTool(ToolBrowserClick, "Click an element", "click", "Click the element a ref names (from the latest browser_snapshot).")
+	refTool(ToolBrowserClick, "Click an element", "click", "Click the element a ref names (from the latest snapshot). The reply waits for "+
+		"what the click caused (a navigation, a new tab, the page settling) and names the page the tab is on after it, with a fresh snapshot.")
 	AddTool(s, &sdkmcp.Tool{Name: ToolBrowserFill, Title: "Fill a text field", Description: "Replace the content of the text field a ref names.",
 		Annotations: writeTool("Fill a text field"), InputSchema: schema[FillInput](noTune)},
 		func(ctx context.Context, en *engine.Engine, p airlock.Principal, in FillInput) (*sdkmcp.CallToolResult, error) {
-			if _, err := browserDo(ctx, en, p, engine.BrowserOp{Kind: "fill", Ref: in.Ref, Text: in.Text}); err != nil {
-				return nil, err
-			}
-			return stateText(ctx, en, p, "fill "+in.Ref)
+			return actionText(ctx, en, p, "fill "+in.Ref, engine.BrowserOp{Kind: "fill", Ref: in.Ref, Text: in.Text, Snapshot: in.Snapshot})
 		})
 	AddTool(s, &sdkmcp.Tool{Name: ToolBrowserPress, Title: "Press a key", Description: "Press one key, on the focused element or on the element a ref names (Enter submits a form).",
 		Annotations: writeTool("Press a key"), InputSchema: schema[PressInput](noTune)},
 		func(ctx context.Context, en *engine.Engine, p airlock.Principal, in PressInput) (*sdkmcp.CallToolResult, error) {
-			if _, err := browserDo(ctx, en, p, engine.BrowserOp{Kind: "press", Key: in.Key, Ref: in.Ref}); err != nil {
-				return nil, err
-			}
-			return stateText(ctx, en, p, "press "+in.Key)
+			return actionText(ctx, en, p, "press "+in.Key, engine.BrowserOp{Kind: "press", Key: in.Key, Ref: in.Ref, Snapshot: in.Snapshot})
 		})
 	AddTool(s, &sdkmcp.Tool{Name: ToolBrowserSelect, Title: "Choose an option", Description: "Choose the option with a value in the <select> a ref names.",
 		Annotations: writeTool("Choose an option"), InputSchema: schema[SelectInput](noTune)},
 		func(ctx context.Context, en *engine.Engine, p airlock.Principal, in SelectInput) (*sdkmcp.CallToolResult, error) {
-			if _, err := browserDo(ctx, en, p, engine.BrowserOp{Kind: "select", Ref: in.Ref, Value: in.Value}); err != nil {
-				return nil, err
-			}
-			return stateText(ctx, en, p, "select "+in.Ref)
+			return actionText(ctx, en, p, "select "+in.Ref, engine.BrowserOp{Kind: "select", Ref: in.Ref, Value: in.Value, Snapshot: in.Snapshot})
 		})
 	AddTool(s, &sdkmcp.Tool{Name: ToolBrowserRead, Title: "Read the page",
 		Description: "The current page after its scripts ran, through the same extractor as web_fetch: main_content (markdown), article (JSON) or raw (HTML).",
@@ -201,12 +195,9 @@ func addBrowserTools(s *sdkmcp.Server) {
 			return Text("present"), nil
 		})
 	AddTool(s, &sdkmcp.Tool{Name: ToolBrowserBack, Title: "Go back", Description: "Go one page back in the browser's history.",
-		Annotations: writeTool("Go back"), InputSchema: schema[CloseInput](noTune)},
-		func(ctx context.Context, en *engine.Engine, p airlock.Principal, _ CloseInput) (*sdkmcp.CallToolResult, error) {
-			if _, err := browserDo(ctx, en, p, engine.BrowserOp{Kind: "back"}); err != nil {
-				return nil, err
-			}
-			return stateText(ctx, en, p, "back")
+		Annotations: writeTool("Go back"), InputSchema: schema[HistoryInput](noTune)},
+		func(ctx context.Context, en *engine.Engine, p airlock.Principal, in HistoryInput) (*sdkmcp.CallToolResult, error) {
+			return actionText(ctx, en, p, "back", engine.BrowserOp{Kind: "back", Snapshot: in.Snapshot})
 		})
 	AddTool(s, &sdkmcp.Tool{Name: ToolBrowserInteract, Title: "Run a sequence of browser steps",
 		Description: "Run several steps in one call, naming elements by CSS selector. Returns each step's result (ok or its error, " +
@@ -315,13 +306,51 @@ func browserDo(ctx context.Context, en *engine.Engine, p airlock.Principal, op e
 	return en.BrowserDo(ctx, p, id, op)
 }
 
-// stateText reports what an action did and where the page is now.
-func stateText(ctx context.Context, en *engine.Engine, p airlock.Principal, did string) (*sdkmcp.CallToolResult, error) {
-	st, err := browserDo(ctx, en, p, engine.BrowserOp{Kind: "get_state"})
+// actionText runs an action op and reports what it did and the page the
+// tab is really on after it (the op waited for what it caused): URL,
+// title, the HTTP status of a navigation, new tabs, and the fresh
+// snapshot unless the call opted out.
+func actionText(ctx context.Context, en *engine.Engine, p airlock.Principal, did string, op engine.BrowserOp) (*sdkmcp.CallToolResult, error) {
+	res, err := browserDo(ctx, en, p, op)
 	if err != nil {
 		return nil, err
 	}
+	return Text(pageReport(did, res)), nil
+}
+
+// pageReport is the text of an action's reply.
+func pageReport(did string, res engine.BrowserResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Done: %s\nPage: %s (%s)", did, st.State.URL, st.State.Title)
-	return Text(b.String()), nil
+	fmt.Fprintf(&b, "Done: %s\n", did)
+	if pg := res.Page; pg != nil {
+		fmt.Fprintf(&b, "Page: %s\nTitle: %s\n", pg.URL, pg.Title)
+		switch {
+		case pg.Navigated && pg.Status != 0:
+			fmt.Fprintf(&b, "Navigated: a new page loaded (HTTP %d)\n", pg.Status)
+		case pg.Navigated:
+			b.WriteString("Navigated: a new page loaded\n")
+		default:
+			b.WriteString("Navigated: no (same page)\n")
+		}
+		if pg.Loading {
+			b.WriteString("Loading: the page had not finished loading; take a snapshot again to see it complete\n")
+		}
+		if pg.Error != "" {
+			fmt.Fprintf(&b, "Error: the page did not load (%s); the tab shows the browser's error page\n", pg.Error)
+		}
+		for _, r := range pg.Refused {
+			fmt.Fprintf(&b, "Refused by policy: %s %s (%s)\n", r.ResourceType, r.URL, r.Reason)
+		}
+		for _, t := range pg.NewTabs {
+			fmt.Fprintf(&b, "New tab opened: %s (actions stay on this tab)\n", t.URL)
+		}
+	}
+	if pg := res.Page; pg != nil && pg.SnapshotError != "" {
+		fmt.Fprintf(&b, "Snapshot: %s (the page's scripts may be busy; browser_snapshot retries)\n", pg.SnapshotError)
+	}
+	if s := res.Snapshot; s != nil {
+		b.WriteString("Snapshot (refs of this page):\n")
+		b.WriteString(s.Text)
+	}
+	return b.String()
 }

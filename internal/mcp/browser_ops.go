@@ -57,12 +57,9 @@ func addBrowserOpTools(s *sdkmcp.Server) {
 		})
 	AddTool(s, &sdkmcp.Tool{Name: ToolBrowserForward, Title: "Go forward",
 		Description: "Go one page forward in the browser's history (after browser_back).",
-		Annotations: writeTool("Go forward"), InputSchema: schema[EmptyInput](noTune)},
-		func(ctx context.Context, en *engine.Engine, p airlock.Principal, _ EmptyInput) (*sdkmcp.CallToolResult, error) {
-			if _, err := browserDo(ctx, en, p, engine.BrowserOp{Kind: "forward"}); err != nil {
-				return nil, err
-			}
-			return stateText(ctx, en, p, "forward")
+		Annotations: writeTool("Go forward"), InputSchema: schema[HistoryInput](noTune)},
+		func(ctx context.Context, en *engine.Engine, p airlock.Principal, in HistoryInput) (*sdkmcp.CallToolResult, error) {
+			return actionText(ctx, en, p, "forward", engine.BrowserOp{Kind: "forward", Snapshot: in.Snapshot})
 		})
 	AddTool(s, &sdkmcp.Tool{Name: ToolBrowserNetworkLog, Title: "The browser's requests",
 		Description: "The requests the session's pages made, oldest first, each allowed or refused by Airlock's policy " +
@@ -137,10 +134,7 @@ func addBrowserOpTools(s *sdkmcp.Server) {
 		Description: "Set the file of a file input (a ref) to a file of the session's files directory.",
 		Annotations: writeTool("Upload a file"), InputSchema: schema[UploadInput](noTune)},
 		func(ctx context.Context, en *engine.Engine, p airlock.Principal, in UploadInput) (*sdkmcp.CallToolResult, error) {
-			if _, err := browserDo(ctx, en, p, engine.BrowserOp{Kind: "upload", Ref: in.Ref, Path: in.Path}); err != nil {
-				return nil, err
-			}
-			return stateText(ctx, en, p, "upload "+in.Path+" to "+in.Ref)
+			return actionText(ctx, en, p, "upload "+in.Path+" to "+in.Ref, engine.BrowserOp{Kind: "upload", Ref: in.Ref, Path: in.Path})
 		})
 	AddTool(s, &sdkmcp.Tool{Name: ToolBrowserDownload, Title: "Download a file",
 		Description: "Download a URL through the browser (its origin policy and cookies) into the session's files directory.",

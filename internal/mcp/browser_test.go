@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -138,5 +139,52 @@ func TestBrowserTools(t *testing.T) {
 	tools, err := cs2.ListTools(testCtx(t), nil)
 	if err != nil || len(tools.Tools) != 3 {
 		t.Fatalf("network principal: %d tools, %v", len(tools.Tools), err)
+	}
+}
+
+// Issue #15, item 2: a click's reply names the page the click led to, with
+// its HTTP status and a fresh snapshot whose refs work, not the page
+// before it.
+func TestBrowserActionRepliesNameThePage(t *testing.T) {
+	if _, err := os.Stat("/usr/lib/chromium/chromium"); err != nil {
+		t.Fatalf("needs Debian's Chromium (apt-get install chromium): %v", err)
+	}
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		switch r.URL.Path {
+		case "/next":
+			time.Sleep(150 * time.Millisecond)
+			io.WriteString(w, `<!doctype html><title>Next page</title><h1>Arrived</h1><button onclick="this.textContent='Pressed'">Press me</button>`)
+		default:
+			io.WriteString(w, `<!doctype html><title>Start page</title><a href="/next">Go next</a>`)
+		}
+	}))
+	t.Cleanup(page.Close)
+	cfg := loopback
+	cfg.Browser = engine.BrowserConfig{Policy: engine.BrowserPolicy{AllowedOrigins: []string{page.URL}}}
+	cs := inMemory(t, newEngine(t, cfg))
+
+	refIn := func(out, prefix string) string {
+		for line := range strings.SplitSeq(out, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), prefix) {
+				return regexp.MustCompile(`@e\d+`).FindString(line)
+			}
+		}
+		t.Fatalf("no %s in\n%s", prefix, out)
+		return ""
+	}
+	out := mustOK(t, call(t, cs, ToolBrowserNavigate, map[string]any{"url": page.URL + "/"}))
+	if !strings.Contains(out, "Page: "+page.URL+"/\n") || !strings.Contains(out, "HTTP 200") {
+		t.Fatalf("navigate reply:\n%s", out)
+	}
+	out = mustOK(t, call(t, cs, ToolBrowserClick, map[string]any{"ref": refIn(out, `- link "Go next"`)}))
+	if !strings.Contains(out, "Page: "+page.URL+"/next\n") || !strings.Contains(out, "Title: Next page") ||
+		!strings.Contains(out, "HTTP 200") || !strings.Contains(out, `heading "Arrived"`) {
+		t.Fatalf("click reply does not name the new page:\n%s", out)
+	}
+	// The reply's refs are live: no browser_snapshot call is needed.
+	out = mustOK(t, call(t, cs, ToolBrowserClick, map[string]any{"ref": refIn(out, `- button "Press me"`), "snapshot": false}))
+	if !strings.Contains(out, "Navigated: no") || strings.Contains(out, "Snapshot") {
+		t.Errorf("click with snapshot false:\n%s", out)
 	}
 }
