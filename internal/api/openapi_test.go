@@ -300,6 +300,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"Tab":            field(result, "Tabs"),
 		"ReadResult":     field(result, "Read"),
 		"Download":       field(result, "Download"),
+		"PageInfo":       field(result, "Page"),
 		"ActionResult":   field(reflect.TypeOf(engine.BrowserInteractResult{}), "Results"),
 	}
 	for name, rt := range rtypes {

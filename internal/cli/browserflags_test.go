@@ -32,13 +32,13 @@ func TestMCPAllowOrigin(t *testing.T) {
 	if out, isErr := nav(); !isErr {
 		t.Errorf("navigate with no origin allowed: %s", out)
 	}
-	if out, isErr := nav("--allow-origin", srv.URL); isErr || !strings.Contains(out, "Opened "+srv.URL+"/") {
+	if out, isErr := nav("--allow-origin", srv.URL); isErr || !strings.Contains(out, "Page: "+srv.URL+"/") {
 		t.Errorf("navigate with --allow-origin %s: %v %s", srv.URL, isErr, out)
 	}
 	if out, isErr := nav("--allow-origin", "http://127.0.0.1:1"); !isErr {
 		t.Errorf("navigate with another origin allowed: %s", out)
 	}
-	if out, isErr := nav("--browser-default", "allow"); isErr || !strings.Contains(out, "Opened ") {
+	if out, isErr := nav("--browser-default", "allow"); isErr || !strings.Contains(out, "Page: "+srv.URL+"/") {
 		t.Errorf("navigate with --browser-default allow: %v %s", isErr, out)
 	}
 }
