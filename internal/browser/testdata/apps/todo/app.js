@@ -140,7 +140,7 @@ class TodoApp extends HTMLElement {
   <h1>todos</h1>
 </header>
 <div class="card">
-  <input id="new-todo" class="new-todo" placeholder="What needs to be done?" aria-label="New todo" autofocus>
+  <input id="new-todo" class="new-todo" placeholder="What needs to be done?" aria-label="New todo">
   <section class="main" id="main">
     <input id="toggle-all" class="toggle-all" type="checkbox">
     <label for="toggle-all">Mark all as complete</label>
