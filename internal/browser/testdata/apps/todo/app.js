@@ -105,11 +105,12 @@ h1 { margin: 0; padding-top: 20px; text-align: center; font-size: 80px; font-wei
   font-size: 24px; background: rgba(0, 0, 0, 0.003); box-shadow: inset 0 -2px 1px rgba(0, 0, 0, 0.03); }
 .new-todo::placeholder { font-style: italic; color: rgba(0, 0, 0, 0.4); }
 .main { position: relative; border-top: 1px solid #e6e6e6; }
-/* The checkbox is 1 px, transparent and outside the list, above its
-   top-left corner: a click at its centre lands on the header. The label
-   over the list is what a person clicks. */
-.toggle-all { width: 1px; height: 1px; border: none; opacity: 0; position: absolute; right: 100%; bottom: 100%; }
-.toggle-all + label { position: absolute; top: -65px; left: -0; width: 60px; height: 65px; display: flex;
+/* The checkbox is 1 px and transparent, under the centre of its label
+   (the chevron left of the new-todo field), which covers it: a click at
+   the checkbox's centre lands on the label, which is what a person clicks. */
+.toggle-all { width: 1px; height: 1px; margin: 0; padding: 0; border: none; opacity: 0; position: absolute;
+  top: -33px; left: 30px; }
+.toggle-all + label { position: absolute; z-index: 1; top: -65px; left: 0; width: 60px; height: 65px; display: flex;
   align-items: center; justify-content: center; font-size: 0; cursor: pointer; }
 .toggle-all + label::before { content: "❯"; display: inline-block; font-size: 22px; color: #949494;
   transform: rotate(90deg); }
