@@ -91,6 +91,9 @@ func TestAppTodo(t *testing.T) {
 	if strings.Contains(snap.Text, `"Clear completed"`) {
 		t.Errorf("Clear completed shows with nothing completed:\n%s", snap.Text)
 	}
+	if strings.Contains(snap.Text, `button "Delete"`) {
+		t.Errorf("a Delete button shows with the pointer over no todo:\n%s", snap.Text)
+	}
 	// The first unnamed checkbox after the toggle-all is the first todo's.
 	var toggle string
 	for line := range strings.SplitSeq(snap.Text, "\n") {
@@ -106,6 +109,11 @@ func TestAppTodo(t *testing.T) {
 	snap = snapshotUntil(t, s, `checkbox [checked]`)
 	wantLeft(t, snap, 2)
 	wantLines(t, snap, `button "Clear completed"`)
+	// The pointer rests on the first todo: its Delete button, and only
+	// its, shows (CSS :hover).
+	if n := strings.Count(snap.Text, `button "Delete"`); n != 1 {
+		t.Errorf("%d Delete buttons with the pointer over one todo:\n%s", n, snap.Text)
+	}
 
 	// Reloaded, the app shows what localStorage kept.
 	do(t, s, Op{Kind: KindNavigate, URL: base + "/todo/index.html#/active"})
