@@ -788,9 +788,13 @@ func TestProgress(t *testing.T) {
 	if last.Done != 30 || last.Queued != 0 || last.Failed != 0 || last.PagesPerS <= 0 {
 		t.Errorf("last progress = %+v, want done 30", last)
 	}
+	// Events are at least ProgressInterval apart when emitted; the test
+	// stamps them when its callback runs, which a loaded machine (and the
+	// race detector) may delay for one event and not the next: only a gap
+	// under half the interval shows events that were not rate-limited.
 	for i := 1; i < len(c.at)-1; i++ {
-		if gap := c.at[i].Sub(c.at[i-1]); gap < ProgressInterval-time.Millisecond {
-			t.Errorf("progress events %d and %d %v apart, want at least %v", i-1, i, gap, ProgressInterval)
+		if gap := c.at[i].Sub(c.at[i-1]); gap < ProgressInterval/2 {
+			t.Errorf("progress events %d and %d %v apart, want about %v", i-1, i, gap, ProgressInterval)
 		}
 	}
 }
