@@ -1,0 +1,100 @@
+package browser
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/airlockhq/airlock"
+)
+
+// addTodos adds titles to the todo app at url through interact steps
+// whose CSS selectors name elements inside its open shadow roots.
+func addTodos(t *testing.T, s *Session, url string, titles ...string) InteractResult {
+	t.Helper()
+	steps := []Action{{Action: ActGoto, URL: url}}
+	for _, title := range titles {
+		steps = append(steps,
+			Action{Action: ActFill, Selector: "input.new-todo", Text: title},
+			Action{Action: ActPress, Selector: "input.new-todo", Key: "Enter"},
+			Action{Action: ActWaitForSelector, Selector: "todo-item"},
+		)
+	}
+	steps = append(steps, Action{Action: ActExtractText, Selector: ".todo-count"})
+	res, err := s.Interact(testCtx(t), steps, true)
+	if err != nil || res.FirstError() != nil {
+		t.Fatalf("adding todos through shadow roots: %v %v", err, res.FirstError())
+	}
+	return res
+}
+
+// TestInteractShadowDOM: interact's CSS selectors pierce open shadow
+// roots (each compound in one tree scope, combinators crossing from a
+// shadow root to its host), and a selector that matches nothing fails
+// as no_match, one that matches only hidden elements as not_visible.
+func TestInteractShadowDOM(t *testing.T) {
+	base := serveApps(t)
+	s, _ := open(t, nil)
+	res := addTodos(t, s, base+"/todo/", "buy milk", "write the note", "ship it")
+	if got := *res.Results[len(res.Results)-1].Text; got != "3 items left" {
+		t.Fatalf("count %q, want 3 items left", got)
+	}
+	ctx := testCtx(t)
+	res, err := s.Interact(ctx, []Action{
+		// Descendant and child combinators cross shadow boundaries.
+		{Action: ActExtractText, Selector: "todo-app .todo-list li:nth-child(2) todo-item label.title"},
+		{Action: ActExtractText, Selector: "todo-item > .view > label"},
+		{Action: ActClick, Selector: "todo-list li:first-child .toggle", TimeoutMS: 200}, // no such tag
+		{Action: ActClick, Selector: "#todo-list li:first-child .toggle"},
+		{Action: ActExtractText, Selector: "footer.footer > .todo-count"},
+		{Action: ActClick, Selector: "#no-such-thing", TimeoutMS: 200},
+		{Action: ActClick, Selector: "#todo-list li:nth-child(3) .destroy", TimeoutMS: 200}, // shows on hover only
+		{Action: ActExtractText, Selector: "div[", TimeoutMS: 200},
+		{Action: ActWaitForSelector, Selector: "#no-such-thing", TimeoutMS: 200},
+		{Action: ActWaitForSelector, Selector: "button.destroy", State: "attached"},
+		{Action: ActExtractText, Selector: "h1, #never"},
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := func(i int) string {
+		t.Helper()
+		r := res.Results[i]
+		if r.Text == nil {
+			t.Fatalf("step %d: no text: %v", i, r.Err)
+		}
+		return *r.Text
+	}
+	if got := text(0); got != "write the note" {
+		t.Errorf("nested descendant query: %q", got)
+	}
+	if got := text(1); got != "buy milk" {
+		t.Errorf("child combinator to the host: %q", got)
+	}
+	if airlock.ReasonOf(res.Results[2].Err) != "no_match" {
+		t.Errorf("unknown tag: %v", res.Results[2].Err)
+	}
+	if !res.Results[3].OK {
+		t.Errorf("click the first todo's checkbox: %v", res.Results[3].Err)
+	}
+	if got := text(4); got != "2 items left" {
+		t.Errorf("after completing one, count %q", got)
+	}
+	if e := res.Results[5].Err; airlock.CodeOf(e) != airlock.CodeNotFound || airlock.ReasonOf(e) != "no_match" || !strings.Contains(e.Error(), "#no-such-thing") {
+		t.Errorf("no element: %v (%s)", e, airlock.CodeOf(e))
+	}
+	if e := res.Results[6].Err; airlock.ReasonOf(e) != "not_visible" || !strings.Contains(e.Error(), "li:nth-child(3) .destroy") {
+		t.Errorf("hidden element: %v", e)
+	}
+	if e := res.Results[7].Err; airlock.ReasonOf(e) != "bad_selector" {
+		t.Errorf("bad selector: %v", e)
+	}
+	if e := res.Results[8].Err; airlock.ReasonOf(e) != "wait_for_timeout" || !strings.Contains(e.Error(), "no element matches") {
+		t.Errorf("wait_for_selector of nothing: %v", e)
+	}
+	if !res.Results[9].OK {
+		t.Errorf("attached hidden delete button: %v", res.Results[9].Err)
+	}
+	if got := text(10); got != "todos" {
+		t.Errorf("selector list: %q", got)
+	}
+}
