@@ -64,6 +64,13 @@ func (s *Session) Read(ctx context.Context, mode string) (ReadResult, error) {
 	if err == nil {
 		st, err = currentState(ctx, b, "read")
 	}
+	var (
+		visible    string
+		visibleCut bool
+	)
+	if err == nil && mode == ReadMainContent {
+		visible, visibleCut, err = visibleText(ctx, b, maxVisibleChars)
+	}
 	s.mu.Unlock()
 	if err != nil {
 		return ReadResult{}, cdpErr(ctx, b, "read", err)
@@ -94,7 +101,23 @@ func (s *Session) Read(ctx context.Context, mode string) (ReadResult, error) {
 		return r, nil
 	}
 	r.Markdown, r.Truncated = p.Markdown, len(p.Truncated) > 0
+	if keptLittle(p.Markdown, visible) {
+		r.Markdown, r.Truncated = visible, visibleCut
+	}
 	return r, nil
+}
+
+// maxVisibleChars caps the rendered text a main_content read falls back
+// to, in characters.
+const maxVisibleChars = 100_000
+
+// keptLittle reports whether the extractor's Markdown holds less than
+// half the characters of the page's rendered text: on a single-page app
+// (content in shadow roots, in elements no article heuristic keeps) the
+// extractor may keep only a footer, and read then returns the rendered
+// text instead.
+func keptLittle(markdown, visible string) bool {
+	return utf8.RuneCountInString(markdown)*2 < utf8.RuneCountInString(visible)
 }
 
 // documentHTML returns the main frame's document URL and its serialised

@@ -98,3 +98,25 @@ func TestInteractShadowDOM(t *testing.T) {
 		t.Errorf("selector list: %q", got)
 	}
 }
+
+// TestReadApp: read of a rendered single-page app returns its main
+// visible content, shadow roots included: on the todo app with three
+// todos, the todos and the count, not only the footer.
+func TestReadApp(t *testing.T) {
+	base := serveApps(t)
+	s, _ := open(t, nil)
+	addTodos(t, s, base+"/todo/", "buy milk", "write the note", "ship it")
+	r, err := s.Read(testCtx(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("read: %q\n%s", r.Title, r.Markdown)
+	for _, want := range []string{"buy milk", "write the note", "ship it", "3 items left", "todos", "Double-click to edit a todo"} {
+		if !strings.Contains(r.Markdown, want) {
+			t.Errorf("read misses %q:\n%s", want, r.Markdown)
+		}
+	}
+	if strings.Contains(r.Markdown, "×") {
+		t.Errorf("read shows the hidden Delete buttons:\n%s", r.Markdown)
+	}
+}
