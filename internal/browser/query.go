@@ -90,8 +90,19 @@ const deepQueryScript = `function (selector) {
     const p = el.parentNode;
     return p && p.nodeType === 11 && p.host ? p.host : null;
   }
-  // matchAt: does parts[0..i] match with parts[i] on el?
+  // matchAt: does parts[0..i] match with parts[i] on el? Memoised per
+  // element, list and part, so that chains of descendant combinators
+  // stay linear in the tree's depth.
+  let memo = new Map();
   function matchAt(el, parts, i) {
+    let m = memo.get(el);
+    if (!m) { m = new Map(); memo.set(el, m); }
+    const key = lists.indexOf(parts) * 4096 + i;
+    let r = m.get(key);
+    if (r === undefined) { r = matchOnce(el, parts, i); m.set(key, r); }
+    return r;
+  }
+  function matchOnce(el, parts, i) {
     if (!el.matches(parts[i])) return false;
     if (i === 0) return true;
     const comb = parts[i - 1];

@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 
@@ -118,5 +119,64 @@ func TestReadApp(t *testing.T) {
 	}
 	if strings.Contains(r.Markdown, "×") {
 		t.Errorf("read shows the hidden Delete buttons:\n%s", r.Markdown)
+	}
+}
+
+// TestQueryDeepSemantics: the selector grammar of the shadow-piercing
+// query: combinators outside strings and parentheses, sibling
+// combinators within one parent, lists, tree order with a host's shadow
+// tree before its light children, closed roots not entered.
+func TestQueryDeepSemantics(t *testing.T) {
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		html(w, `<title>Q</title>
+<div id="host"><p class="light">light child</p></div>
+<div id="closed"></div>
+<section><h2>A</h2><p class="sib">after h2</p><p class="sib2">second</p></section>
+<p data-x="a > b, c">quoted</p>
+<script>
+const open = document.getElementById("host").attachShadow({mode: "open"});
+open.innerHTML = '<div class="wrap"><p class="inner">shadow first</p><slot></slot></div>';
+const inner = open.querySelector(".wrap").appendChild(document.createElement("span"));
+inner.attachShadow({mode: "open"}).innerHTML = '<b class="deep">two levels</b>';
+document.getElementById("closed").attachShadow({mode: "closed"}).innerHTML = '<i class="secret">closed</i>';
+</script>`)
+	})
+	s, _ := open(t, nil)
+	do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/"})
+	for _, tc := range []struct{ sel, want, reason string }{
+		{sel: "p", want: "shadow first"}, // the host's shadow tree before its light child
+		{sel: "#host p.light", want: "light child"},
+		{sel: "#host > .wrap > p", want: "shadow first"},
+		{sel: "#host .deep", want: "two levels"},
+		{sel: ".wrap > span > b", want: "two levels"},
+		{sel: "body > div .deep", want: "two levels"},
+		{sel: "h2 + p", want: "after h2"},
+		{sel: "h2 ~ .sib2", want: "second"},
+		{sel: `p[data-x="a > b, c"]`, want: "quoted"},
+		{sel: "section :is(h2 + p)", want: "after h2"},
+		{sel: ".nothing, #host .deep", want: "two levels"},
+		{sel: "div div div div div .deep", reason: "no_match"},
+		{sel: ".secret", reason: "no_match"},
+		{sel: ".wrap + .deep", reason: "no_match"},
+		{sel: "> p", reason: "bad_selector"},
+		{sel: "p >", reason: "bad_selector"},
+		{sel: "p[", reason: "bad_selector"},
+	} {
+		t.Run(tc.sel, func(t *testing.T) {
+			res, err := s.Interact(testCtx(t), []Action{{Action: ActExtractText, Selector: tc.sel, TimeoutMS: 150}}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := res.Results[0]
+			if tc.reason != "" {
+				if airlock.ReasonOf(r.Err) != tc.reason {
+					t.Errorf("got %v, want reason %s", r.Err, tc.reason)
+				}
+				return
+			}
+			if r.Text == nil || *r.Text != tc.want {
+				t.Errorf("got %v (%v), want %q", r.Text, r.Err, tc.want)
+			}
+		})
 	}
 }
