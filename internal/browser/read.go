@@ -111,14 +111,20 @@ func (s *Session) Read(ctx context.Context, mode string) (ReadResult, error) {
 // to, in characters.
 const maxVisibleChars = 100_000
 
-// keptLittle reports whether the extractor's Markdown holds less than
-// half the characters of the page's rendered text: on a single-page app
-// (content in shadow roots, in elements no article heuristic keeps) the
-// extractor may keep only a footer, and read then returns the rendered
-// text instead.
+// keptLittle reports whether the extractor kept little of the page's
+// rendered text: less than half of it while under keptLittleChars, or
+// less than a quarter however long. On a single-page app (content in
+// shadow roots, in elements no article heuristic keeps) the extractor may
+// keep only a footer, and read then returns the rendered text instead;
+// an article among its navigation keeps the extractor's Markdown.
 func keptLittle(markdown, visible string) bool {
-	return utf8.RuneCountInString(markdown)*2 < utf8.RuneCountInString(visible)
+	m, v := utf8.RuneCountInString(markdown), utf8.RuneCountInString(visible)
+	return m*4 < v || (m < keptLittleChars && m*2 < v)
 }
+
+// keptLittleChars: under it, an extraction with less than half the
+// rendered text is replaced by it.
+const keptLittleChars = 2000
 
 // documentHTML returns the main frame's document URL and its serialised
 // DOM, both from the same document node.

@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -178,5 +179,52 @@ document.getElementById("closed").attachShadow({mode: "closed"}).innerHTML = '<i
 				t.Errorf("got %v (%v), want %q", r.Text, r.Err, tc.want)
 			}
 		})
+	}
+}
+
+// TestReadKeepsArticle: on an article page, whose visible text is mostly
+// the article, read keeps the extractor's Markdown (links, emphasis, no
+// navigation) rather than the rendered text.
+func TestReadKeepsArticle(t *testing.T) {
+	para := strings.Repeat("The committee met on Tuesday and agreed the plan in full, with two amendments. ", 4)
+	var nav, body strings.Builder
+	for i := range 12 {
+		fmt.Fprintf(&nav, `<li><a href="/s%d">Section %d</a></li>`, i, i)
+	}
+	for i := range 6 {
+		fmt.Fprintf(&body, `<p>%s <strong>Point %d.</strong> See <a href="/ref%d">reference %d</a>.</p>`, para, i, i, i)
+	}
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		html(w, `<title>Minutes</title><header><nav><ul>`+nav.String()+`</ul></nav></header>
+<main><article><h1>Minutes of the meeting</h1>`+body.String()+`</article></main><footer>© the committee</footer>`)
+	})
+	s, _ := open(t, nil)
+	do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/"})
+	r, err := s.Read(testCtx(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Markdown, "**Point 3.**") || !strings.Contains(r.Markdown, "[reference 5](") || strings.Contains(r.Markdown, "Section 7") {
+		t.Errorf("read replaced the article's Markdown:\n%s", r.Markdown)
+	}
+}
+
+func TestKeptLittle(t *testing.T) {
+	for _, tc := range []struct {
+		markdown, visible int
+		want              bool
+	}{
+		{0, 0, false},
+		{0, 1, true},
+		{90, 200, true},
+		{100, 200, false},
+		{1999, 4000, true},
+		{2000, 4001, false},
+		{2000, 8001, true},
+		{5000, 12000, false},
+	} {
+		if got := keptLittle(strings.Repeat("é", tc.markdown), strings.Repeat("x", tc.visible)); got != tc.want {
+			t.Errorf("keptLittle(%d, %d) = %v, want %v", tc.markdown, tc.visible, got, tc.want)
+		}
 	}
 }
