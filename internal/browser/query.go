@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -139,22 +138,20 @@ func queryDeep(ctx context.Context, b *instance, selector string) (cdp.BackendNo
 	if err != nil || doc.Root == nil {
 		return 0, false, transient(ctx, b, err)
 	}
+	ft, err := cdp.Call(ctx, b.target, page.GetFrameTree, cdp.Empty{})
+	if err != nil || ft.FrameTree == nil || ft.FrameTree.Frame == nil {
+		return 0, false, transient(ctx, b, err)
+	}
+	world, err := cdp.Call(ctx, b.target, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: ft.FrameTree.Frame.ID, WorldName: "airlock"})
+	if err != nil {
+		return 0, false, transient(ctx, b, err)
+	}
 	const group = "airlock-query"
-	var obj dom.ResolveNodeResult
-	for fresh := false; ; fresh = true {
-		world, err := queryWorld(ctx, b, fresh)
-		if err != nil {
-			return 0, false, transient(ctx, b, err)
-		}
-		obj, err = cdp.Call(ctx, b.target, dom.ResolveNode, dom.ResolveNodeParams{
-			BackendNodeID: doc.Root.BackendNodeID, ObjectGroup: group, ExecutionContextID: world,
-		})
-		if err == nil && obj.Object != nil && obj.Object.ObjectID != "" {
-			break
-		}
-		if fresh { // a new world cannot resolve it either: the document is going
-			return 0, false, transient(ctx, b, err)
-		}
+	obj, err := cdp.Call(ctx, b.target, dom.ResolveNode, dom.ResolveNodeParams{
+		BackendNodeID: doc.Root.BackendNodeID, ObjectGroup: group, ExecutionContextID: world.ExecutionContextID,
+	})
+	if err != nil || obj.Object == nil || obj.Object.ObjectID == "" {
+		return 0, false, transient(ctx, b, err)
 	}
 	defer cdp.Call(context.WithoutCancel(ctx), b.target, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: group})
 	arg, err := json.Marshal(selector)
@@ -185,47 +182,6 @@ func queryDeep(ctx context.Context, b *instance, selector string) (cdp.BackendNo
 		return 0, false, transient(ctx, b, err)
 	}
 	return d.Node.BackendNodeID, true, nil
-}
-
-// worlds caches the isolated world of each document the query ran in, so
-// that polling a selector does not create a world per probe: keyed by
-// target, frame and loader (a new document has a new loader), bounded.
-var worlds struct {
-	sync.Mutex
-	m map[string]runtime.ExecutionContextID
-}
-
-const maxWorlds = 256
-
-// queryWorld returns the isolated world of the main frame's current
-// document, a new one when fresh or none is cached.
-func queryWorld(ctx context.Context, b *instance, fresh bool) (runtime.ExecutionContextID, error) {
-	ft, err := cdp.Call(ctx, b.target, page.GetFrameTree, cdp.Empty{})
-	if err != nil {
-		return 0, err
-	}
-	if ft.FrameTree == nil || ft.FrameTree.Frame == nil {
-		return 0, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: no main frame")
-	}
-	f := ft.FrameTree.Frame
-	key := string(b.target.TargetID) + "/" + string(f.ID) + "/" + string(f.LoaderID)
-	worlds.Lock()
-	id, ok := worlds.m[key]
-	worlds.Unlock()
-	if ok && !fresh {
-		return id, nil
-	}
-	w, err := cdp.Call(ctx, b.target, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: f.ID, WorldName: "airlock"})
-	if err != nil {
-		return 0, err
-	}
-	worlds.Lock()
-	if worlds.m == nil || len(worlds.m) >= maxWorlds {
-		worlds.m = map[string]runtime.ExecutionContextID{}
-	}
-	worlds.m[key] = w.ExecutionContextID
-	worlds.Unlock()
-	return w.ExecutionContextID, nil
 }
 
 // findFor is findWhen for a step that acts on the element: when none

@@ -2,12 +2,9 @@ package browser
 
 import (
 	"fmt"
-	"maps"
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/chromedp/cdproto/runtime"
 
 	"github.com/airlockhq/airlock"
 )
@@ -229,49 +226,5 @@ func TestKeptLittle(t *testing.T) {
 		if got := keptLittle(strings.Repeat("é", tc.markdown), strings.Repeat("x", tc.visible)); got != tc.want {
 			t.Errorf("keptLittle(%d, %d) = %v, want %v", tc.markdown, tc.visible, got, tc.want)
 		}
-	}
-}
-
-// TestQueryWorldReused: polling a selector reuses one isolated world per
-// document instead of creating one per probe; a new document gets its own.
-func TestQueryWorldReused(t *testing.T) {
-	site := serve(t, func(w http.ResponseWriter, r *http.Request) { html(w, `<title>W</title><p id="p">x</p>`) })
-	s, _ := open(t, nil)
-	steps := []Action{{Action: ActExtractText, Selector: "#p"}, {Action: ActWaitForSelector, Selector: "#gone", State: "detached"}}
-	// tabWorlds returns the cached worlds of the tab's target.
-	tabWorlds := func() map[string]runtime.ExecutionContextID {
-		b, err := s.begin()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.mu.Unlock()
-		worlds.Lock()
-		defer worlds.Unlock()
-		out := map[string]runtime.ExecutionContextID{}
-		for k, v := range worlds.m {
-			if strings.HasPrefix(k, string(b.target.TargetID)+"/") {
-				out[k] = v
-			}
-		}
-		return out
-	}
-	run := func() {
-		for range 3 {
-			if res, err := s.Interact(testCtx(t), steps, true); err != nil || res.FirstError() != nil {
-				t.Fatalf("steps: %v %v", err, res.FirstError())
-			}
-		}
-	}
-	do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/"})
-	run()
-	first := tabWorlds()
-	run()
-	if again := tabWorlds(); len(first) != 1 || !maps.Equal(first, again) {
-		t.Errorf("one document: worlds %v, then %v; want one, reused", first, again)
-	}
-	do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/other"})
-	run()
-	if got := tabWorlds(); len(got) != 2 {
-		t.Errorf("two documents: worlds %v, want two", got)
 	}
 }
