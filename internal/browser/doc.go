@@ -3,7 +3,9 @@
 // typed surface: a Session navigates, takes accessibility snapshots that
 // name elements by refs (@e1, @e2, ...), acts on those refs with synthetic
 // input events, runs interact sequences that name elements by CSS
-// selector, and reads pages through the Browse extractor. No method
+// selector (piercing open shadow roots, query.go), and reads pages through
+// the Browse extractor (or their rendered text, when it keeps little of an
+// app: visible.go). No method
 // evaluates caller-supplied JavaScript.
 //
 //	s, err := browser.Open(ctx, browser.Options{

@@ -417,7 +417,7 @@ func TestInteractSemantics(t *testing.T) {
 	if len(res.Results) != 5 || res.Aborted || res.Results[1].OK || !res.Results[2].OK || *res.Results[3].Text != "double" || !res.Results[4].OK {
 		t.Fatalf("results: %+v", res)
 	}
-	if airlock.ReasonOf(res.Results[1].Err) != "wait_for_timeout" {
+	if airlock.ReasonOf(res.Results[1].Err) != "no_match" {
 		t.Errorf("missing selector: %v", res.Results[1].Err)
 	}
 	res, _ = s.Interact(ctx, []Action{

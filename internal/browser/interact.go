@@ -3,7 +3,6 @@ package browser
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
 
@@ -409,7 +407,7 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 		if a.Force {
 			state = "attached"
 		}
-		backend, err := findWhen(ctx, b, a.Selector, state, timeout)
+		backend, err := findFor(ctx, b, a.Selector, state, timeout)
 		if err != nil {
 			return err
 		}
@@ -422,7 +420,7 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 		return fillNode(ctx, b, backend, what, a.Text)
 	case ActPress:
 		if a.Selector != "" {
-			backend, err := findWhen(ctx, b, a.Selector, "visible", timeout)
+			backend, err := findFor(ctx, b, a.Selector, "visible", timeout)
 			if err != nil {
 				return err
 			}
@@ -433,7 +431,7 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 		rn, _ := keyRune(a.Key)
 		return pressKey(ctx, b, rn)
 	case ActSelect:
-		backend, err := findWhen(ctx, b, a.Selector, "attached", timeout)
+		backend, err := findFor(ctx, b, a.Selector, "attached", timeout)
 		if err != nil {
 			return err
 		}
@@ -443,7 +441,7 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 		if sel == "" {
 			sel = "body"
 		}
-		backend, err := findWhen(ctx, b, sel, "attached", timeout)
+		backend, err := findFor(ctx, b, sel, "attached", timeout)
 		if err != nil {
 			return err
 		}
@@ -469,7 +467,7 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 		if state == "" {
 			state = "visible"
 		}
-		return waitSelector(ctx, b, a.Selector, state, timeout)
+		return waitStep(ctx, b, a.Selector, state, timeout)
 	}
 	return actErr("unknown action %q", a.Action)
 }
@@ -479,29 +477,11 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 const textScript = `function () { return typeof this.innerText === "string" ? this.innerText : (this.textContent || ""); }`
 
 // querySelector finds the first element matching selector in the current
-// tab's main document. Errors: invalid (bad_selector); other protocol
-// failures (a document being replaced) read as not found.
+// tab's main document or its open shadow roots (queryDeep). Errors:
+// invalid (bad_selector); other protocol failures (a document being
+// replaced) read as not found.
 func querySelector(ctx context.Context, b *instance, selector string) (cdp.BackendNodeID, bool, error) {
-	doc, err := cdp.Call(ctx, b.target, dom.GetDocument, dom.GetDocumentParams{Depth: new(int64(0))})
-	if err != nil || doc.Root == nil {
-		return 0, false, transient(ctx, b, err)
-	}
-	q, err := cdp.Call(ctx, b.target, dom.QuerySelector, dom.QuerySelectorParams{NodeID: doc.Root.NodeID, Selector: selector})
-	if err != nil {
-		var ce *cdproto.Error
-		if errors.As(err, &ce) && strings.Contains(ce.Message, "DOM Error while querying") {
-			return 0, false, airlock.Errorf(airlock.CodeInvalid, "bad_selector", "browser: %q is not a valid CSS selector", selector)
-		}
-		return 0, false, transient(ctx, b, err)
-	}
-	if q.NodeID == 0 {
-		return 0, false, nil
-	}
-	d, err := cdp.Call(ctx, b.target, dom.DescribeNode, dom.DescribeNodeParams{NodeID: q.NodeID})
-	if err != nil || d.Node == nil {
-		return 0, false, transient(ctx, b, err)
-	}
-	return d.Node.BackendNodeID, true, nil
+	return queryDeep(ctx, b, selector)
 }
 
 // hasBox reports whether a node is rendered (has a content box).

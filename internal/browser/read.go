@@ -64,6 +64,13 @@ func (s *Session) Read(ctx context.Context, mode string) (ReadResult, error) {
 	if err == nil {
 		st, err = currentState(ctx, b, "read")
 	}
+	var (
+		visible    string
+		visibleCut bool
+	)
+	if err == nil && mode == ReadMainContent {
+		visible, visibleCut, err = visibleText(ctx, b, maxVisibleChars)
+	}
 	s.mu.Unlock()
 	if err != nil {
 		return ReadResult{}, cdpErr(ctx, b, "read", err)
@@ -94,8 +101,30 @@ func (s *Session) Read(ctx context.Context, mode string) (ReadResult, error) {
 		return r, nil
 	}
 	r.Markdown, r.Truncated = p.Markdown, len(p.Truncated) > 0
+	if keptLittle(p.Markdown, visible) {
+		r.Markdown, r.Truncated = visible, visibleCut
+	}
 	return r, nil
 }
+
+// maxVisibleChars caps the rendered text a main_content read falls back
+// to, in characters.
+const maxVisibleChars = 100_000
+
+// keptLittle reports whether the extractor kept little of the page's
+// rendered text: less than half of it while under keptLittleChars, or
+// less than a quarter however long. On a single-page app (content in
+// shadow roots, in elements no article heuristic keeps) the extractor may
+// keep only a footer, and read then returns the rendered text instead;
+// an article among its navigation keeps the extractor's Markdown.
+func keptLittle(markdown, visible string) bool {
+	m, v := utf8.RuneCountInString(markdown), utf8.RuneCountInString(visible)
+	return m*4 < v || (m < keptLittleChars && m*2 < v)
+}
+
+// keptLittleChars: under it, an extraction with less than half the
+// rendered text is replaced by it.
+const keptLittleChars = 2000
 
 // documentHTML returns the main frame's document URL and its serialised
 // DOM, both from the same document node.
