@@ -34,8 +34,7 @@ import (
 // fixed function of this package in an isolated world (never caller
 // code; the page cannot replace the built-ins it uses).
 
-// maxQueryElements bounds the elements one query visits.
-const maxQueryElements = 200_000
+// One query visits at most 200,000 elements (the bound is in the script).
 
 // deepQueryScript is called on the document with the selector. It returns
 // the first matching element, null when none matches, or the string
@@ -118,7 +117,7 @@ const deepQueryScript = `function (selector) {
   let seen = 0;
   function walk(root) {
     for (let el = root.firstElementChild; el; el = el.nextElementSibling) {
-      if (++seen > 200000) return null; // maxQueryElements
+      if (++seen > 200000) return null; // the bound on elements visited
       for (const parts of lists) if (matchAt(el, parts, parts.length - 1)) return el;
       if (el.shadowRoot) { const f = walk(el.shadowRoot); if (f) return f; }
       const f = walk(el);
