@@ -114,10 +114,10 @@ func TestRefActionsTodoApp(t *testing.T) {
 	wantLeft(t, *r.Snapshot, 2)
 
 	// Toggle all, through the label that covers the 1-px checkbox.
-	all := refOf(t, *r.Snapshot, `- checkbox "Mark all as complete"`)
+	all := refOf(t, *r.Snapshot, `- checkbox "❯ Mark all as complete"`)
 	r = do(t, s, Op{Kind: KindCheck, Ref: all})
 	wantLeft(t, *r.Snapshot, 0)
-	wantLines(t, *r.Snapshot, `checkbox "Mark all as complete" [checked]`, `button "Clear completed"`)
+	wantLines(t, *r.Snapshot, `Mark all as complete" [checked]`, `button "Clear completed"`)
 	// Checking what is checked changes nothing.
 	r = do(t, s, Op{Kind: KindCheck, Ref: all})
 	wantLeft(t, *r.Snapshot, 0)
