@@ -3,6 +3,10 @@ package browser
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/chromedp/cdproto"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
@@ -66,7 +70,7 @@ func (s *Session) Dblclick(ctx context.Context, ref string) error {
 // content box, in the viewport's CSS pixels.
 func centreOf(ctx context.Context, b *instance, backend cdp.BackendNodeID, what, op string) (float64, float64, error) {
 	if _, err := cdp.Call(ctx, b.target, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: backend}); err != nil {
-		return 0, 0, nodeErr(ctx, b, what, op, err)
+		return 0, 0, boxErr(ctx, b, what, op, err)
 	}
 	q, err := cdp.Call(ctx, b.target, dom.GetContentQuads, dom.GetContentQuadsParams{BackendNodeID: backend})
 	if err != nil {
@@ -79,14 +83,25 @@ func centreOf(ctx context.Context, b *instance, backend cdp.BackendNodeID, what,
 	return (quad[0] + quad[2] + quad[4] + quad[6]) / 4, (quad[1] + quad[3] + quad[5] + quad[7]) / 4, nil
 }
 
+// boxErr maps a failure to scroll a node into view: a node without a
+// layout object (display: none) is not_visible, not an internal error.
+func boxErr(ctx context.Context, b *instance, what, op string, err error) error {
+	var ce *cdproto.Error
+	if errors.As(err, &ce) && strings.Contains(ce.Message, "layout object") {
+		return airlock.Errorf(airlock.CodeInvalid, "not_visible", "browser: %s %s: the element is not rendered (display: none or detached)", op, what)
+	}
+	return nodeErr(ctx, b, what, op, err)
+}
+
 // checkedScript reads the checked state of a node: an <input> checkbox or
-// radio's checked, else its aria-checked ("true", "false", "mixed").
+// radio's checked, else its aria-checked ("mixed" is not checked), and
+// whether it is a radio.
 const checkedScript = `function () {
 	if (this instanceof HTMLInputElement && (this.type === "checkbox" || this.type === "radio")) {
-		return this.checked ? "true" : "false";
+		return {checked: this.checked, radio: this.type === "radio"};
 	}
-	const a = this.getAttribute && this.getAttribute("aria-checked");
-	return a === "true" || a === "mixed" ? a : "false";
+	const role = (this.getAttribute && this.getAttribute("role")) || "";
+	return {checked: this.getAttribute("aria-checked") === "true", radio: role === "radio" || role === "menuitemradio"};
 }`
 
 // receivesScript reports whether a hit test at (x, y), the centre of this
@@ -108,8 +123,16 @@ const receivesScript = `function (p) {
 // labelScript returns the first <label> of a labelable element, or null.
 const labelScript = `function () { return (this.labels && this.labels.length > 0) ? this.labels[0] : null; }`
 
+// controlScript returns the checkbox or radio a <label> labels, or null.
+const controlScript = `function () {
+	const c = this instanceof HTMLLabelElement ? this.control : null;
+	return c instanceof HTMLInputElement && (c.type === "checkbox" || c.type === "radio") ? c : null;
+}`
+
 // Check sets ref's checkbox, radio or switch to want (check: true,
-// uncheck: false). Already in that state, it does nothing. Otherwise it
+// uncheck: false); ref may also be the <label> of a checkbox or radio (an
+// input hidden by display: none has no ref of its own, its label has).
+// Already in that state, it does nothing. Otherwise it
 // clicks the element itself when a hit test at its centre reaches it, or
 // else its associated <label> (a real checkbox often hides under its
 // label, 1 px and transparent, as TodoMVC's "toggle all" does) when the
@@ -130,28 +153,47 @@ func (s *Session) Check(ctx context.Context, ref string, want bool) error {
 		return err
 	}
 	defer s.mu.Unlock()
-	if !checkableRoles[e.role] {
+	input := e.backend
+	switch {
+	case e.role == "label":
+		if input, err = relatedNode(ctx, b, e.backend, ref, op, controlScript); err != nil {
+			return err
+		}
+		if input == 0 {
+			return airlock.Errorf(airlock.CodeInvalid, "not_checkable", "browser: %s %s: the label is not the label of a checkbox or radio button", op, ref)
+		}
+	case !checkableRoles[e.role]:
 		return airlock.Errorf(airlock.CodeInvalid, "not_checkable", "browser: %s %s: a %s is not a checkbox, radio or switch", op, ref, e.role)
 	}
+	var radio bool
 	state := func() (bool, error) {
-		raw, err := callOnNode(ctx, b, e.backend, ref, op, checkedScript, nil)
+		raw, err := callOnNode(ctx, b, input, ref, op, checkedScript, nil)
 		if err != nil {
 			return false, err
 		}
-		var v string
+		var v struct{ Checked, Radio bool }
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return false, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: %s %s: unexpected state %s", op, ref, raw)
 		}
-		return v == "true", nil
+		radio = v.Radio
+		return v.Checked, nil
 	}
 	cur, err := state()
 	if err != nil || cur == want {
 		return err
 	}
-	if !want && (e.role == "radio" || e.role == "menuitemradio") {
+	if !want && radio {
 		return opErr("uncheck %s: a radio button is unchecked by checking another one of its group", ref)
 	}
-	target, err := checkTarget(ctx, b, e.backend, ref, op)
+	target := e.backend
+	if e.role != "label" {
+		target, err = checkTarget(ctx, b, e.backend, ref, op)
+	} else if got, err2 := disabled(ctx, b, input, ref, op); err2 != nil || got {
+		err = err2
+		if got {
+			err = airlock.Errorf(airlock.CodeInvalid, "disabled", "browser: %s %s: the element is disabled", op, ref)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -189,7 +231,7 @@ func checkTarget(ctx context.Context, b *instance, backend cdp.BackendNodeID, wh
 	} else if airlock.ReasonOf(err) != "not_visible" {
 		return 0, err
 	}
-	label, err := labelOf(ctx, b, backend, what, op)
+	label, err := relatedNode(ctx, b, backend, what, op, labelScript)
 	if err != nil {
 		return 0, err
 	}
@@ -217,8 +259,26 @@ func receives(ctx context.Context, b *instance, backend cdp.BackendNodeID, what,
 	return v, nil
 }
 
-// labelOf returns the backend node of the first <label> of a node, or 0.
-func labelOf(ctx context.Context, b *instance, backend cdp.BackendNodeID, what, op string) (cdp.BackendNodeID, error) {
+// disabledScript reports whether a control is disabled.
+const disabledScript = `function () { return !!this.disabled || (this.getAttribute && this.getAttribute("aria-disabled") === "true"); }`
+
+// disabled runs disabledScript on a node.
+func disabled(ctx context.Context, b *instance, backend cdp.BackendNodeID, what, op string) (bool, error) {
+	raw, err := callOnNode(ctx, b, backend, what, op, disabledScript, nil)
+	if err != nil {
+		return false, err
+	}
+	var v bool
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return false, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: %s %s: unexpected result %s", op, what, raw)
+	}
+	return v, nil
+}
+
+// relatedNode runs one of this package's fixed functions (labelScript,
+// controlScript) on a node, in an isolated world, and returns the backend
+// node of the element it returns, or 0 for null.
+func relatedNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what, op, script string) (cdp.BackendNodeID, error) {
 	ft, err := cdp.Call(ctx, b.target, page.GetFrameTree, cdp.Empty{})
 	if err != nil {
 		return 0, cdpErr(ctx, b, op, err)
@@ -240,7 +300,7 @@ func labelOf(ctx context.Context, b *instance, backend cdp.BackendNodeID, what, 
 		return 0, staleRef(what, "no longer in the document")
 	}
 	res, err := cdp.Call(ctx, b.target, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
-		FunctionDeclaration: labelScript, ObjectID: obj.Object.ObjectID, ObjectGroup: group, Silent: new(true),
+		FunctionDeclaration: script, ObjectID: obj.Object.ObjectID, ObjectGroup: group, Silent: new(true),
 	})
 	if err != nil {
 		return 0, nodeErr(ctx, b, what, op, err)

@@ -132,3 +132,42 @@ func TestRefActionsTodoApp(t *testing.T) {
 	_, err := s.Do(testCtx(t), Op{Kind: KindCheck, Ref: refOf(t, *r.Snapshot, `- link "All"`)})
 	wantCode(t, err, airlock.CodeInvalid, "not_checkable")
 }
+
+// switchPage has a checkbox hidden by display: none behind its <label>
+// (a styled switch), a disabled checkbox, and a hidden button.
+const switchPage = `<!doctype html><title>switches</title>
+<style>#dark { display: none; } label.sw { display: inline-block; padding: 10px; border: 1px solid; }</style>
+<input type="checkbox" id="dark"><label class="sw" for="dark">Dark mode</label>
+<label><input type="checkbox" id="off" disabled> Frozen</label>
+<button onclick="this.style.display = 'none'">Hide me</button>
+<p id="out">light</p>
+<script>
+document.getElementById("dark").addEventListener("change", (e) => {
+  document.getElementById("out").textContent = e.target.checked ? "dark" : "light";
+});
+</script>`
+
+// TestCheckHiddenInputThroughLabel: a checkbox with no box (display:
+// none) is checked through its label; a disabled one is refused as
+// disabled; hovering an element with no box is not_visible, never an
+// internal error.
+func TestCheckHiddenInputThroughLabel(t *testing.T) {
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) { html(w, switchPage) })
+	s, _ := open(t, nil)
+	r := do(t, s, Op{Kind: KindNavigate, URL: site.URL})
+	t.Logf("switches:\n%s", r.Snapshot.Text)
+	// The input has no box, so no ref: its label has one, and check takes it.
+	dark := refOf(t, *r.Snapshot, `- label "Dark mode"`)
+	r = do(t, s, Op{Kind: KindCheck, Ref: dark})
+	wantLines(t, *r.Snapshot, `"dark"`)
+	r = do(t, s, Op{Kind: KindUncheck, Ref: dark})
+	wantLines(t, *r.Snapshot, `"light"`)
+	_, err := s.Do(testCtx(t), Op{Kind: KindCheck, Ref: refOf(t, *r.Snapshot, `- checkbox "Frozen"`)})
+	wantCode(t, err, airlock.CodeInvalid, "disabled")
+	hide := refOf(t, *r.Snapshot, `- button "Hide me"`)
+	_, err = s.Do(testCtx(t), Op{Kind: KindCheck, Ref: hide})
+	wantCode(t, err, airlock.CodeInvalid, "not_checkable")
+	do(t, s, Op{Kind: KindClick, Ref: hide, Snapshot: new(false)})
+	_, err = s.Do(testCtx(t), Op{Kind: KindHover, Ref: hide})
+	wantCode(t, err, airlock.CodeInvalid, "not_visible")
+}
