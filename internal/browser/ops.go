@@ -63,8 +63,8 @@ const (
 //	click       ref (an option's ref: chooses it in its <select>)
 //	dblclick    ref
 //	hover       ref (the pointer stays there: :hover content shows)
-//	check       ref of a checkbox, radio or switch (through its <label>
-//	            when the input itself does not receive the click)
+//	check       ref of a checkbox, radio or switch, or of its <label>
+//	            (through the label when the input does not receive the click)
 //	uncheck     ref, as check
 //	fill        ref, text ("" clears the field)
 //	press       key (a key name such as Enter, Tab, Escape, ArrowDown, or

@@ -20,7 +20,7 @@ const (
 
 // CheckInput is the input of browser_check.
 type CheckInput struct {
-	Ref      string `json:"ref" jsonschema:"A checkbox, radio button or switch ref from the latest snapshot, such as @e3."`
+	Ref      string `json:"ref" jsonschema:"A checkbox, radio button or switch ref from the latest snapshot, such as @e3, or the ref of its label."`
 	Checked  *bool  `json:"checked,omitempty" jsonschema:"The state to leave it in (default true; false unchecks it). Already in that state, nothing is clicked."`
 	Snapshot *bool  `json:"snapshot,omitempty" jsonschema:"Return a fresh snapshot of the page after the action (default true); false leaves it out."`
 }
