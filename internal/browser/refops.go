@@ -117,6 +117,11 @@ const receivesScript = `function (p) {
 		hit = d;
 	}
 	for (let n = hit; n; n = n.parentNode || n.host) { if (n === this) return "yes"; }
+	// A closed shadow root hides where the hit lands inside it: the host
+	// of one that holds this element counts.
+	for (let r = this.getRootNode(); r instanceof ShadowRoot; r = r.host.getRootNode()) {
+		if (r.host === hit && r.mode === "closed") return "yes";
+	}
 	return "no";
 }`
 
