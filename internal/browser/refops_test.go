@@ -1,7 +1,9 @@
 package browser
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 
 	"github.com/airlockhq/airlock"
@@ -170,4 +172,69 @@ func TestCheckHiddenInputThroughLabel(t *testing.T) {
 	do(t, s, Op{Kind: KindClick, Ref: hide, Snapshot: new(false)})
 	_, err = s.Do(testCtx(t), Op{Kind: KindHover, Ref: hide})
 	wantCode(t, err, airlock.CodeInvalid, "not_visible")
+}
+
+// BenchmarkRefOps measures hover, dblclick and check/uncheck (alternating)
+// as agents run them: each waits for the page to settle; with and without
+// the fresh snapshot.
+func BenchmarkRefOps(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<title>Ref ops</title><style>#box { display: none; } .sw { padding: 8px; }</style>
+<input type="checkbox" id="box"><label class="sw" for="box">Switch</label>
+<button ondblclick="this.textContent = 'twice'">Twice</button><p>text</p>`))
+	}))
+	b.Cleanup(srv.Close)
+	s := benchSession(b)
+	ctx := context.Background()
+	if _, err := s.Do(ctx, Op{Kind: KindNavigate, URL: srv.URL + "/"}); err != nil {
+		b.Fatal(err)
+	}
+	snap, err := s.Snapshot(ctx, SnapshotOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ref := func(prefix string) string {
+		for line := range strings.SplitSeq(snap.Text, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), prefix) {
+				return refRE.FindString(line)
+			}
+		}
+		b.Fatalf("no %s in %s", prefix, snap.Text)
+		return ""
+	}
+	label, button := ref(`- label "Switch"`), ref(`- button "Twice"`)
+	for _, withSnap := range []bool{true, false} {
+		name := "settled"
+		if !withSnap {
+			name = "settled-nosnapshot"
+		}
+		op := func(b *testing.B, o Op) {
+			o.Snapshot = new(withSnap)
+			if _, err := s.Do(ctx, o); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(name+"/hover", func(b *testing.B) {
+			for b.Loop() {
+				op(b, Op{Kind: KindHover, Ref: button})
+			}
+		})
+		b.Run(name+"/dblclick", func(b *testing.B) {
+			for b.Loop() {
+				op(b, Op{Kind: KindDblclick, Ref: button})
+			}
+		})
+		b.Run(name+"/check", func(b *testing.B) {
+			on := true
+			for b.Loop() {
+				kind := KindCheck
+				if !on {
+					kind = KindUncheck
+				}
+				op(b, Op{Kind: kind, Ref: label})
+				on = !on
+			}
+		})
+	}
 }
