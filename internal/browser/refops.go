@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/chromedp/cdproto"
-
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/input"
@@ -63,6 +62,10 @@ func (s *Session) Dblclick(ctx context.Context, ref string) error {
 		return err
 	}
 	defer s.mu.Unlock()
+	// centreOf first: an element without a box is not_visible, typed.
+	if _, _, err := centreOf(ctx, b, e.backend, ref, KindDblclick); err != nil {
+		return err
+	}
 	return clickNode(ctx, b, e.backend, ref, 2)
 }
 

@@ -170,8 +170,10 @@ func TestCheckHiddenInputThroughLabel(t *testing.T) {
 	_, err = s.Do(testCtx(t), Op{Kind: KindCheck, Ref: hide})
 	wantCode(t, err, airlock.CodeInvalid, "not_checkable")
 	do(t, s, Op{Kind: KindClick, Ref: hide, Snapshot: new(false)})
-	_, err = s.Do(testCtx(t), Op{Kind: KindHover, Ref: hide})
-	wantCode(t, err, airlock.CodeInvalid, "not_visible")
+	for _, kind := range []string{KindHover, KindDblclick} {
+		_, err = s.Do(testCtx(t), Op{Kind: kind, Ref: hide})
+		wantCode(t, err, airlock.CodeInvalid, "not_visible")
+	}
 }
 
 // BenchmarkRefOps measures hover, dblclick and check/uncheck (alternating)
