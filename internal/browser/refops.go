@@ -358,7 +358,8 @@ const optionScript = `function () {
 
 // selectRef chooses, in ref's <select>, the option whose value is value,
 // or else the one whose visible label is value, and fires input and
-// change (chooseScript, in an isolated world).
+// change (chooseScript, in an isolated world). The select op runs it when
+// Select (by value) finds no option: nothing was chosen then.
 //
 // Errors: invalid (bad_ref, stale_ref; not_select; no_option, naming
 // neither a value nor a label; disabled), timeout, unavailable
