@@ -92,7 +92,7 @@ func (c BrowserConfig) validate() error {
 
 // The browser's types, as the engine's API names them.
 type (
-	// BrowserOp is one of the 18 ops, a tagged union {"kind":"navigate",...}.
+	// BrowserOp is one of the 22 ops, a tagged union {"kind":"navigate",...}.
 	BrowserOp = browser.Op
 	// BrowserResult is what an op returns.
 	BrowserResult = browser.Result

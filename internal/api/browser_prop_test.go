@@ -42,7 +42,8 @@ func TestBrowserAPINeverCrashes(t *testing.T) {
 		default:
 			w.Write([]byte(`<!doctype html><title>Prop</title><h1>Hi</h1><input id="q" aria-label="Query">
 <button id="go" onclick="location.href='/two'">Go</button><a href="/two">Two</a>
-<select id="s" aria-label="Pick"><option value="a">A</option><option value="b">B</option></select>`))
+<select id="s" aria-label="Pick"><option value="a">A</option><option value="b">B</option></select>
+<input type="checkbox" id="c" style="display: none"><label for="c">Agree</label>`))
 		}
 	}))
 	t.Cleanup(page.Close)
@@ -85,7 +86,7 @@ func TestBrowserAPINeverCrashes(t *testing.T) {
 		case 2:
 			return map[string]any{"kind": "snapshot", "interactive_only": rng.IntN(2) == 0}
 		case 3:
-			return map[string]any{"kind": "click", "ref": refs()}
+			return map[string]any{"kind": pick("click", "dblclick", "hover", "check", "uncheck"), "ref": refs()}
 		case 4:
 			return map[string]any{"kind": "fill", "ref": refs(), "text": "hello"}
 		case 5:

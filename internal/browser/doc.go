@@ -46,7 +46,7 @@
 //     denied_origins on the pinned addresses, so a denied address has no
 //     other name) as its egress.ProxyClient.Admit.
 //
-// Ops. The locked union of 18 op kinds (OpCount) is Op, a tagged JSON union
+// Ops. The locked union of 22 op kinds (OpCount) is Op, a tagged JSON union
 // {"kind":"navigate","url":"…"} decoded strictly by ParseOp and run by
 // Session.Do: `navigate`, `snapshot`, `read`, `click`, `fill`, `press`,
 // `select`, `upload`, `download`, `screenshot`, `get_state`, `wait_for`,

@@ -96,7 +96,7 @@ func errNeedsURL(what string) error {
 // truth, an empty page.
 func opNeedsDocument(op Op) bool {
 	switch op.Kind {
-	case KindClick, KindFill, KindSelect, KindUpload, KindWaitFor:
+	case KindClick, KindFill, KindSelect, KindUpload, KindWaitFor, KindHover, KindDblclick, KindCheck, KindUncheck:
 		return true
 	case KindPress:
 		return op.Ref != ""

@@ -15,7 +15,7 @@ import (
 	"github.com/airlockhq/airlock"
 )
 
-// The 18 op kinds: the "kind" tag of the JSON union. The set is locked:
+// The 22 op kinds: the "kind" tag of the JSON union. The set is locked:
 // OpCount must change with it (a test counts these constants).
 const (
 	KindNavigate   = "navigate"
@@ -36,11 +36,15 @@ const (
 	KindCloseTab   = "close_tab"
 	KindBack       = "back"
 	KindForward    = "forward"
+	KindHover      = "hover"
+	KindDblclick   = "dblclick"
+	KindCheck      = "check"
+	KindUncheck    = "uncheck"
 )
 
 // OpCount is the locked number of op kinds. Adding a kind means changing
 // this constant, and with it the review of the op surface.
-const OpCount = 18
+const OpCount = 22
 
 // Limits of wait_for.
 const (
@@ -56,11 +60,16 @@ const (
 //	snapshot    interactive_only, max_depth, max_chars (default 12000),
 //	            offset (continue the last snapshot of the page)
 //	read        mode: main_content (default), article, raw
-//	click       ref
+//	click       ref (an option's ref: chooses it in its <select>)
+//	dblclick    ref
+//	hover       ref (the pointer stays there: :hover content shows)
+//	check       ref of a checkbox, radio or switch, or of its <label>
+//	            (through the label when the input does not receive the click)
+//	uncheck     ref, as check
 //	fill        ref, text ("" clears the field)
 //	press       key (a key name such as Enter, Tab, Escape, ArrowDown, or
 //	            one character), ref (optional: focus it first)
-//	select      ref, value (an option's value)
+//	select      ref, value (an option's value, or else its visible label)
 //	upload      ref, path
 //	download    url, dest_path
 //	screenshot  format: png (default) or jpeg; full_page
@@ -74,7 +83,8 @@ const (
 //	back        -
 //	forward     -
 //
-// The actions (navigate, click, fill, press, select, back, forward) wait
+// The actions (navigate, click, dblclick, hover, fill, press, select,
+// check, uncheck, back, forward) wait
 // for what they caused — a navigation (committed, then loaded, bounded),
 // new windows, or the DOM settling (no mutation for 100 ms, at most 1 s)
 // — and return Result.Page (the URL and title the tab is really on, the
@@ -130,6 +140,10 @@ var opSpecs = map[string]opSpec{
 	KindCloseTab:   {},
 	KindBack:       {fields: []string{"snapshot"}},
 	KindForward:    {fields: []string{"snapshot"}},
+	KindHover:      {fields: []string{"ref", "snapshot"}, required: []string{"ref"}},
+	KindDblclick:   {fields: []string{"ref", "snapshot"}, required: []string{"ref"}},
+	KindCheck:      {fields: []string{"ref", "snapshot"}, required: []string{"ref"}},
+	KindUncheck:    {fields: []string{"ref", "snapshot"}, required: []string{"ref"}},
 }
 
 // Kinds returns the op kinds, sorted.
@@ -334,13 +348,22 @@ func (s *Session) do(ctx context.Context, op Op) (Result, error) {
 		snap, err = s.Snapshot(ctx, SnapshotOptions{InteractiveOnly: op.InteractiveOnly, MaxDepth: op.MaxDepth, MaxChars: op.MaxChars, Offset: op.Offset})
 		r.Snapshot = &snap
 	case KindClick:
-		err = s.Click(ctx, op.Ref)
+		err = s.clickRef(ctx, op.Ref)
+	case KindDblclick:
+		err = s.Dblclick(ctx, op.Ref)
+	case KindHover:
+		err = s.Hover(ctx, op.Ref)
+	case KindCheck, KindUncheck:
+		err = s.Check(ctx, op.Ref, op.Kind == KindCheck)
 	case KindFill:
 		err = s.Fill(ctx, op.Ref, op.Text)
 	case KindPress:
 		err = s.Press(ctx, op.Ref, op.Key)
 	case KindSelect:
 		err = s.Select(ctx, op.Ref, op.Value)
+		if airlock.ReasonOf(err) == "no_option" {
+			err = s.selectRef(ctx, op.Ref, op.Value) // by visible label
+		}
 	case KindScreenshot:
 		var shot Screenshot
 		shot, err = s.Screenshot(ctx, op.Format, op.FullPage)

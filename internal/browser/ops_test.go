@@ -75,7 +75,8 @@ func TestOpCountLocked(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"navigate", "snapshot", "read", "click", "fill", "press", "select", "upload",
-		"download", "screenshot", "get_state", "wait_for", "network_log", "console", "new_tab", "close_tab", "back", "forward"} {
+		"download", "screenshot", "get_state", "wait_for", "network_log", "console", "new_tab", "close_tab", "back", "forward",
+		"hover", "dblclick", "check", "uncheck"} {
 		if _, ok := opSpecs[want]; !ok {
 			t.Errorf("kind %q is missing", want)
 		}

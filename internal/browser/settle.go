@@ -402,7 +402,7 @@ func (s *Session) pageState(ctx context.Context) (State, error) {
 // says snapshot: false).
 var actionKinds = map[string]bool{
 	KindNavigate: true, KindClick: true, KindFill: true, KindPress: true, KindSelect: true,
-	KindBack: true, KindForward: true,
+	KindBack: true, KindForward: true, KindHover: true, KindDblclick: true, KindCheck: true, KindUncheck: true,
 }
 
 // beforeAction starts following the current tab and marks its counters.

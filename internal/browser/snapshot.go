@@ -265,6 +265,14 @@ func (w *outline) walk(n *accessibility.Node, depth int, parentName string) {
 	switch {
 	case role == "ListMarker":
 		return // a bullet or a number: decoration, with no line and no ref
+	case role == "LabelText" && !n.Ignored && n.BackendDOMNodeID != 0 && !w.opts.InteractiveOnly && !w.holdsControl(n, 0):
+		// A <label> that holds no control (a todo's title, a label for a
+		// hidden input): one line with a ref, so that an agent can click,
+		// double-click or hover it.
+		if text := w.textOf(n, 0); text != "" && text != parentName {
+			w.line(n, "label", text, depth)
+			return
+		}
 	case n.Ignored, transparentRoles[role] && name == "", role == "InlineTextBox":
 	case role == "StaticText":
 		if name != "" && name != parentName && !w.opts.InteractiveOnly {
@@ -301,6 +309,46 @@ func (w *outline) walk(n *accessibility.Node, depth int, parentName string) {
 			w.walk(c, next, pname)
 		}
 	}
+}
+
+// maxLabelDepth bounds the walks under a label.
+const maxLabelDepth = 6
+
+// holdsControl reports whether an interactive element is under n.
+func (w *outline) holdsControl(n *accessibility.Node, depth int) bool {
+	if depth > maxLabelDepth {
+		return true
+	}
+	for _, id := range n.ChildIDs {
+		if c := w.nodes[id]; c != nil && (interactiveRoles[axString(c.Role)] || w.holdsControl(c, depth+1)) {
+			return true
+		}
+	}
+	return false
+}
+
+// textOf is the text under n, its static texts joined by spaces.
+func (w *outline) textOf(n *accessibility.Node, depth int) string {
+	if depth > maxLabelDepth {
+		return ""
+	}
+	var parts []string
+	for _, id := range n.ChildIDs {
+		c := w.nodes[id]
+		if c == nil || c.Ignored {
+			continue
+		}
+		if axString(c.Role) == "StaticText" {
+			if t := axString(c.Name); t != "" {
+				parts = append(parts, t)
+			}
+			continue
+		}
+		if t := w.textOf(c, depth+1); t != "" {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 func (w *outline) line(n *accessibility.Node, role, name string, depth int) {

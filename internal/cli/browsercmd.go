@@ -106,7 +106,7 @@ is the egress proxy (the floor, pinned DNS). The script is a JSON object:
    "stop_on_error"?, "actions": [interact sub-actions]}    or the same with "ops": [ops]
 
 Sub-actions are tagged by "action" (goto, click, dblclick, fill, press, select,
-extract_text, wait_for_selector, screenshot, sleep); ops by "kind" (the 18 ops). Without
+extract_text, wait_for_selector, screenshot, sleep); ops by "kind" (the 22 ops). Without
 "session" or "profile" the script runs in an ephemeral session. "profile" keeps cookies and
 localStorage across runs; "session" names a CLI session: its profile (the same name unless
 "profile" is given) and the page it ended on, where the next run with it starts.

@@ -27,7 +27,8 @@ call audited. Refusals come back to the agent as tool errors with a code and a r
 When the tenant's profile grants the browser (posix, the default at your own terminal),
 the browser_* tools drive a real headless Chromium: browser_navigate opens a page,
 browser_snapshot lists its elements with refs (@e3), and browser_click, browser_fill,
-browser_press and the others act on those refs. The browser loads only the origins its
+browser_press, browser_hover, browser_dblclick, browser_check and the others act on those
+refs. The browser loads only the origins its
 policy allows: none by default. --allow-origin http://127.0.0.1:8080 (repeatable) lets
 it load one, --browser-default allow lets it load any origin the egress policy allows,
 and browser.policy in the configuration does the same for good. Tools the profile does

@@ -101,7 +101,7 @@ func TestMCPCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 23 {
+	if err != nil || len(tools.Tools) != 26 {
 		t.Fatalf("ListTools: %v %v", tools, err)
 	}
 	if out, isErr := mcpCall(t, ctx, cs, "web_fetch", map[string]any{"url": srv.URL + "/"}); isErr || !strings.Contains(out, "# Page /") {
@@ -221,7 +221,7 @@ func TestMCPBinaryStdio(t *testing.T) {
 				t.Errorf("server info %+v", v)
 			}
 			tools, err := cs.ListTools(ctx, nil)
-			if err != nil || len(tools.Tools) != 23 {
+			if err != nil || len(tools.Tools) != 26 {
 				t.Fatalf("ListTools: %v %v", tools, err)
 			}
 			out, isErr := mcpCall(t, ctx, cs, "web_fetch", map[string]any{"url": srv.URL + "/one", "max_length": 40})

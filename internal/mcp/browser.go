@@ -70,7 +70,7 @@ type PressInput struct {
 // SelectInput is the input of browser_select.
 type SelectInput struct {
 	Ref      string `json:"ref" jsonschema:"A <select> element's ref."`
-	Value    string `json:"value" jsonschema:"The value of the option to choose."`
+	Value    string `json:"value" jsonschema:"The option to choose: its value, or else its visible label."`
 	Snapshot *bool  `json:"snapshot,omitempty" jsonschema:"Return a fresh snapshot of the page after the action (default true); false leaves it out."`
 }
 
@@ -149,7 +149,7 @@ func addBrowserTools(s *sdkmcp.Server) {
 		func(ctx context.Context, en *engine.Engine, p airlock.Principal, in PressInput) (*sdkmcp.CallToolResult, error) {
 			return actionText(ctx, en, p, "press "+in.Key, engine.BrowserOp{Kind: "press", Key: in.Key, Ref: in.Ref, Snapshot: in.Snapshot})
 		})
-	AddTool(s, &sdkmcp.Tool{Name: ToolBrowserSelect, Title: "Choose an option", Description: "Choose the option with a value in the <select> a ref names.",
+	AddTool(s, &sdkmcp.Tool{Name: ToolBrowserSelect, Title: "Choose an option", Description: "Choose an option (by value, or else by visible label) in the <select> a ref names. A click on an option's ref chooses it too.",
 		Annotations: writeTool("Choose an option"), InputSchema: schema[SelectInput](noTune)},
 		func(ctx context.Context, en *engine.Engine, p airlock.Principal, in SelectInput) (*sdkmcp.CallToolResult, error) {
 			return actionText(ctx, en, p, "select "+in.Ref, engine.BrowserOp{Kind: "select", Ref: in.Ref, Value: in.Value, Snapshot: in.Snapshot})

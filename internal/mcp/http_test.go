@@ -70,7 +70,7 @@ func TestHTTP(t *testing.T) {
 
 	cs := httpClient(t, srv, localToken)
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 23 {
+	if err != nil || len(tools.Tools) != 26 {
 		t.Fatalf("ListTools: %v %v", tools, err)
 	}
 	if out := mustOK(t, call(t, cs, ToolFetch, map[string]any{"url": site.URL + "/a", "max_length": 50})); !strings.Contains(out, "start_index=50 to continue>") {
@@ -230,7 +230,7 @@ func TestToolsByCapability(t *testing.T) {
 		}
 		return browse, browser
 	}
-	want := map[string][2]int{"compute": {0, 0}, "network": {3, 0}, "posix": {3, 20}}
+	want := map[string][2]int{"compute": {0, 0}, "network": {3, 0}, "posix": {3, 23}}
 	// posix first, so a shared server would leak its tools to the others.
 	for _, prof := range []string{"posix", "compute", "network", "posix"} {
 		browse, browser := names(httpClient(t, srv, tokens[prof]))

@@ -201,8 +201,8 @@ func TestListTools(t *testing.T) {
 		}
 		browse = append(browse, tool)
 	}
-	if len(browse) != len(want) || browserTools != 20 {
-		t.Errorf("%d browse tools, want %d; %d browser tools, want 20", len(browse), len(want), browserTools)
+	if len(browse) != len(want) || browserTools != 23 {
+		t.Errorf("%d browse tools, want %d; %d browser tools, want 23", len(browse), len(want), browserTools)
 	}
 	for _, tool := range browse {
 		props, ok := want[tool.Name]
@@ -562,7 +562,7 @@ func TestServeStdio(t *testing.T) {
 	}
 	// The default principal (posix) gets the browser tools too.
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 23 {
+	if err != nil || len(tools.Tools) != 26 {
 		t.Fatalf("ListTools: %v %v", tools, err)
 	}
 	if out := mustOK(t, call(t, cs, ToolFetch, map[string]any{"url": srv.URL + "/b"})); !strings.Contains(out, "# Page /b") {

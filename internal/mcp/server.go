@@ -91,6 +91,7 @@ var toolsets = []toolset{
 	{airlock.CapabilityBrowse, addBrowseTools},
 	{airlock.CapabilityBrowser, addBrowserTools},
 	{airlock.CapabilityBrowser, addBrowserOpTools},
+	{airlock.CapabilityBrowser, addBrowserRefTools},
 }
 
 // NewServer builds the MCP server whose tools call en on behalf of the
