@@ -149,7 +149,7 @@ func TestWaitHiddenAfterGoto(t *testing.T) {
 			t.Fatal(err)
 		}
 		if r := res.Results[0]; r.OK {
-			t.Errorf("navigate without load, %s: passes while #banner shows", step.Action)
+			t.Errorf("navigate without load, %s: passes while #banner shows: %+v", step.Action, r)
 		}
 	}
 }

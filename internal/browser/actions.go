@@ -121,6 +121,9 @@ func (s *Session) Select(ctx context.Context, ref, value string) error {
 	if err != nil {
 		return err
 	}
+	if err := s.actionable(ctx, b, e.backend, ref, "select", actionTimeout(ctx)); err != nil {
+		return err
+	}
 	return selectNode(ctx, b, e.backend, ref, e.role, value)
 }
 
@@ -130,6 +133,12 @@ func (s *Session) Select(ctx context.Context, ref, value string) error {
 // so the events it fires, are shared with the page. arg is passed as a
 // JSON value; the result is returned by value.
 func callOnNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what, op, script string, arg any) (json.RawMessage, error) {
+	return callNode(ctx, b, backend, what, op, script, arg, false)
+}
+
+// callNode is callOnNode; with await, a function that returns a promise
+// is awaited.
+func callNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what, op, script string, arg any, await bool) (json.RawMessage, error) {
 	ft, err := cdp.Call(ctx, b.target, page.GetFrameTree, cdp.Empty{})
 	if err != nil {
 		return nil, cdpErr(ctx, b, op, err)
@@ -161,6 +170,7 @@ func callOnNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, wha
 		Arguments:           []*runtime.CallArgument{{Value: jsonv2.Value(a)}},
 		ReturnByValue:       new(true),
 		Silent:              new(true),
+		AwaitPromise:        new(await),
 	})
 	if err != nil {
 		return nil, nodeErr(ctx, b, what, op, err)

@@ -401,6 +401,7 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 			if ms == 0 {
 				ms = min(defaultWaitHiddenMS, int(timeout/time.Millisecond))
 			}
+			s.waitDocument(ctx, b, time.Duration(ms)*time.Millisecond)
 			if err := waitSelector(ctx, b, a.WaitForHidden, "hidden", time.Duration(ms)*time.Millisecond); err != nil {
 				return airlock.Errorf(airlock.CodeTimeout, "wait_for_hidden", "browser: wait_for_hidden(%s) timed out before %s(%s)", a.WaitForHidden, a.Action, a.Selector)
 			}
@@ -409,9 +410,15 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 		if a.Force {
 			state = "attached"
 		}
+		start := time.Now()
 		backend, err := findWhen(ctx, b, a.Selector, state, timeout)
 		if err != nil {
 			return err
+		}
+		if !a.Force {
+			if err := s.actionable(ctx, b, backend, what, a.Action, max(timeout-time.Since(start), 0)); err != nil {
+				return err
+			}
 		}
 		switch a.Action {
 		case ActClick:
@@ -433,8 +440,12 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 		rn, _ := keyRune(a.Key)
 		return pressKey(ctx, b, rn)
 	case ActSelect:
+		start := time.Now()
 		backend, err := findWhen(ctx, b, a.Selector, "attached", timeout)
 		if err != nil {
+			return err
+		}
+		if err := s.actionable(ctx, b, backend, what, "select", max(timeout-time.Since(start), 0)); err != nil {
 			return err
 		}
 		return selectNode(ctx, b, backend, what, "element", a.Value)
@@ -468,6 +479,9 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 		state := a.State
 		if state == "" {
 			state = "visible"
+		}
+		if state == "hidden" || state == "detached" {
+			s.waitDocument(ctx, b, timeout)
 		}
 		return waitSelector(ctx, b, a.Selector, state, timeout)
 	}
@@ -520,9 +534,12 @@ func probe(ctx context.Context, b *instance, selector, state string) (cdp.Backen
 	case "attached":
 		return backend, found, nil
 	case "detached":
-		return 0, !found, nil
+		return 0, !found && surelyAbsent(ctx, b, selector), nil
 	case "hidden":
-		return 0, !found || !hasBox(ctx, b, backend), nil
+		if !found {
+			return 0, surelyAbsent(ctx, b, selector), nil
+		}
+		return 0, !hasBox(ctx, b, backend), nil
 	}
 	return backend, found && hasBox(ctx, b, backend), nil
 }
