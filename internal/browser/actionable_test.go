@@ -1,7 +1,10 @@
 package browser
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,4 +155,38 @@ func TestWaitHiddenAfterGoto(t *testing.T) {
 			t.Errorf("navigate without load, %s: passes while #banner shows: %+v", step.Action, r)
 		}
 	}
+}
+
+// BenchmarkActionable measures the checks a click runs before its mouse
+// events (one pass on a ready button) and reports their p50.
+func BenchmarkActionable(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<title>Ops</title><button>Press</button>`))
+	}))
+	b.Cleanup(srv.Close)
+	s := benchSession(b)
+	ctx := context.Background()
+	if err := s.Navigate(ctx, srv.URL+"/", true); err != nil {
+		b.Fatal(err)
+	}
+	bb, err := s.begin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.mu.Unlock()
+	backend, ok, err := querySelector(ctx, bb, "button")
+	if err != nil || !ok {
+		b.Fatalf("button: %v %v", ok, err)
+	}
+	var ds []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if err := s.actionable(ctx, bb, backend, "button", "click", time.Second); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "p50-ms")
 }
