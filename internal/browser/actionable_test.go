@@ -175,9 +175,9 @@ func BenchmarkActionable(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.mu.Unlock()
-	backend, ok, err := querySelector(ctx, bb, "button")
-	if err != nil || !ok {
-		b.Fatalf("button: %v %v", ok, err)
+	backend, err := findWhen(ctx, bb, "button", "visible", 5*time.Second)
+	if err != nil {
+		b.Fatalf("button: %v", err)
 	}
 	var ds []time.Duration
 	for b.Loop() {
