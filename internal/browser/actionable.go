@@ -273,3 +273,26 @@ func surelyAbsent(ctx context.Context, b *instance, selector string) bool {
 	q, err := cdp.Call(ctx, b.target, dom.QuerySelector, dom.QuerySelectorParams{NodeID: doc.Root.NodeID, Selector: selector})
 	return err == nil && q.NodeID == 0
 }
+
+// visibleScript is the fixed function that says whether an element is
+// visible as the actionability checks mean it: rendered, not
+// visibility: hidden, with a non-empty box.
+const visibleScript = `function () {
+	if (!this.isConnected) return false;
+	if (typeof this.checkVisibility === "function" && !this.checkVisibility({visibilityProperty: true})) return false;
+	const r = this.getBoundingClientRect();
+	return r.width > 0 && r.height > 0;
+}`
+
+// seen reports whether a node is visible (visibleScript); a node without
+// a box is not, and a failing check falls back to having a box.
+func seen(ctx context.Context, b *instance, backend cdp.BackendNodeID) bool {
+	if !hasBox(ctx, b, backend) {
+		return false
+	}
+	raw, err := callOnNode(ctx, b, backend, "element", "wait_for", visibleScript, nil)
+	if err != nil {
+		return true
+	}
+	return string(raw) == "true"
+}

@@ -190,3 +190,28 @@ func BenchmarkActionable(b *testing.B) {
 	slices.Sort(ds)
 	b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "p50-ms")
 }
+
+// wait_for_selector's visible and hidden follow what a person sees:
+// visibility: hidden and an empty box are hidden.
+func TestWaitForVisibilityStyles(t *testing.T) {
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		html(w, `<title>V</title><p id="ghost" style="visibility:hidden">boo</p><div id="flat" style="height:0;overflow:hidden"><span>x</span></div><p id="seen">here</p>`)
+	})
+	s, _ := open(t, nil)
+	res, err := s.Interact(testCtx(t), []Action{
+		{Action: ActGoto, URL: site.URL + "/"},
+		{Action: ActWaitForSelector, Selector: "#ghost", State: "hidden", TimeoutMS: 500},
+		{Action: ActWaitForSelector, Selector: "#ghost", State: "visible", TimeoutMS: 300},
+		{Action: ActWaitForSelector, Selector: "#flat", State: "hidden", TimeoutMS: 500},
+		{Action: ActWaitForSelector, Selector: "#seen", State: "visible", TimeoutMS: 500},
+		{Action: ActWaitForSelector, Selector: "#seen", State: "hidden", TimeoutMS: 300},
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, true, false, true, true, false} {
+		if got := res.Results[i].OK; got != want {
+			t.Errorf("step %d (%s %s): ok %v, want %v (%v)", i, res.Results[i].Action, []string{"", "#ghost hidden", "#ghost visible", "#flat hidden", "#seen visible", "#seen hidden"}[i], got, want, res.Results[i].Err)
+		}
+	}
+}

@@ -539,9 +539,9 @@ func probe(ctx context.Context, b *instance, selector, state string) (cdp.Backen
 		if !found {
 			return 0, surelyAbsent(ctx, b, selector), nil
 		}
-		return 0, !hasBox(ctx, b, backend), nil
+		return 0, !seen(ctx, b, backend), nil
 	}
-	return backend, found && hasBox(ctx, b, backend), nil
+	return backend, found && seen(ctx, b, backend), nil
 }
 
 // waitSelector polls until selector is in state or timeout passes.
