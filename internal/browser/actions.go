@@ -108,9 +108,12 @@ const selectScript = `function (v) {
 // the fixed selectScript, run in an isolated world so that the page's
 // scripts cannot tamper with it.
 //
-// Errors: invalid (stale_ref; not_select when ref is not a <select>;
-// no_option; disabled when the select or the option is disabled),
-// timeout, unavailable (browser_crashed).
+// It first waits (DefaultActionTimeout at most) until the element is
+// actionable: a hidden or disabled select is not_actionable.
+//
+// Errors: invalid (stale_ref; not_actionable; not_select when ref is not
+// a <select>; no_option; disabled when the option is disabled), timeout,
+// unavailable (browser_crashed).
 func (s *Session) Select(ctx context.Context, ref, value string) error {
 	b, err := s.begin()
 	if err != nil {

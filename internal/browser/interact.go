@@ -51,7 +51,8 @@ const (
 //	goto               url (required), wait_until: load (default) or commit
 //	click, dblclick    selector; wait_for_hidden (a selector that must be
 //	                   gone first), wait_for_hidden_ms, force (skip the
-//	                   visibility wait), timeout_ms
+//	                   visibility wait and the actionability checks),
+//	                   timeout_ms
 //	fill               selector, text; wait_for_hidden, wait_for_hidden_ms,
 //	                   timeout_ms
 //	press              key (required), selector (optional: focus it first)

@@ -494,8 +494,11 @@ func clickNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what
 // (Input.insertText, which fires input events as typing does). Only
 // textbox, searchbox, combobox and spinbutton refs are fillable.
 //
-// Errors: invalid (stale_ref, not_fillable, not_visible), timeout,
-// unavailable (browser_crashed).
+// It first waits (DefaultActionTimeout at most) until the field is
+// actionable (visible, enabled, editable).
+//
+// Errors: invalid (stale_ref, not_fillable, not_actionable, not_visible),
+// timeout, unavailable (browser_crashed).
 func (s *Session) Fill(ctx context.Context, ref, text string) error {
 	b, e, err := s.beginRef(ctx, ref)
 	if err != nil {
