@@ -108,9 +108,12 @@ const selectScript = `function (v) {
 // the fixed selectScript, run in an isolated world so that the page's
 // scripts cannot tamper with it.
 //
-// Errors: invalid (stale_ref; not_select when ref is not a <select>;
-// no_option; disabled when the select or the option is disabled),
-// timeout, unavailable (browser_crashed).
+// It first waits (DefaultActionTimeout at most) until the element is
+// actionable: a hidden or disabled select is not_actionable.
+//
+// Errors: invalid (stale_ref; not_actionable; not_select when ref is not
+// a <select>; no_option; disabled when the option is disabled), timeout,
+// unavailable (browser_crashed).
 func (s *Session) Select(ctx context.Context, ref, value string) error {
 	b, err := s.begin()
 	if err != nil {
@@ -119,6 +122,9 @@ func (s *Session) Select(ctx context.Context, ref, value string) error {
 	defer s.mu.Unlock()
 	e, err := s.focusRef(ctx, b, ref, "select")
 	if err != nil {
+		return err
+	}
+	if err := s.actionable(ctx, b, e.backend, ref, "select", actionTimeout(ctx)); err != nil {
 		return err
 	}
 	return selectNode(ctx, b, e.backend, ref, e.role, value)
@@ -130,6 +136,12 @@ func (s *Session) Select(ctx context.Context, ref, value string) error {
 // so the events it fires, are shared with the page. arg is passed as a
 // JSON value; the result is returned by value.
 func callOnNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what, op, script string, arg any) (json.RawMessage, error) {
+	return callNode(ctx, b, backend, what, op, script, arg, false)
+}
+
+// callNode is callOnNode; with await, a function that returns a promise
+// is awaited.
+func callNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what, op, script string, arg any, await bool) (json.RawMessage, error) {
 	ft, err := cdp.Call(ctx, b.target, page.GetFrameTree, cdp.Empty{})
 	if err != nil {
 		return nil, cdpErr(ctx, b, op, err)
@@ -161,6 +173,7 @@ func callOnNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, wha
 		Arguments:           []*runtime.CallArgument{{Value: jsonv2.Value(a)}},
 		ReturnByValue:       new(true),
 		Silent:              new(true),
+		AwaitPromise:        new(await),
 	})
 	if err != nil {
 		return nil, nodeErr(ctx, b, what, op, err)
@@ -427,17 +440,12 @@ func present(ctx context.Context, b *instance, selector, role string) (bool, err
 		}
 		return false, nil
 	}
-	q, err := cdp.Call(ctx, b.target, dom.QuerySelector, dom.QuerySelectorParams{NodeID: doc.Root.NodeID, Selector: selector})
+	// The same lookup as interact's: it pierces open shadow roots.
+	_, found, err := querySelector(ctx, b, selector)
 	if err != nil {
-		var ce *cdproto.Error
-		// Chromium answers this only when querySelector throws: the
-		// selector does not parse.
-		if errors.As(err, &ce) && strings.Contains(ce.Message, "DOM Error while querying") {
-			return false, airlock.Errorf(airlock.CodeInvalid, "bad_selector", "browser: wait_for: %q is not a valid CSS selector", selector)
-		}
-		return false, transient(ctx, b, err)
+		return false, err
 	}
-	return q.NodeID != 0, nil
+	return found, nil
 }
 
 // transient passes protocol errors (a document being replaced) as "not

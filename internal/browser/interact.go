@@ -49,7 +49,8 @@ const (
 //	goto               url (required), wait_until: load (default) or commit
 //	click, dblclick    selector; wait_for_hidden (a selector that must be
 //	                   gone first), wait_for_hidden_ms, force (skip the
-//	                   visibility wait), timeout_ms
+//	                   visibility wait and the actionability checks),
+//	                   timeout_ms
 //	fill               selector, text; wait_for_hidden, wait_for_hidden_ms,
 //	                   timeout_ms
 //	press              key (required), selector (optional: focus it first)
@@ -399,6 +400,7 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 			if ms == 0 {
 				ms = min(defaultWaitHiddenMS, int(timeout/time.Millisecond))
 			}
+			s.waitDocument(ctx, b, time.Duration(ms)*time.Millisecond)
 			if err := waitSelector(ctx, b, a.WaitForHidden, "hidden", time.Duration(ms)*time.Millisecond); err != nil {
 				return airlock.Errorf(airlock.CodeTimeout, "wait_for_hidden", "browser: wait_for_hidden(%s) timed out before %s(%s)", a.WaitForHidden, a.Action, a.Selector)
 			}
@@ -407,9 +409,15 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 		if a.Force {
 			state = "attached"
 		}
+		start := time.Now()
 		backend, err := findFor(ctx, b, a.Selector, state, timeout)
 		if err != nil {
 			return err
+		}
+		if !a.Force {
+			if err := s.actionable(ctx, b, backend, what, a.Action, max(timeout-time.Since(start), 0)); err != nil {
+				return err
+			}
 		}
 		switch a.Action {
 		case ActClick:
@@ -431,8 +439,12 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 		rn, _ := keyRune(a.Key)
 		return pressKey(ctx, b, rn)
 	case ActSelect:
+		start := time.Now()
 		backend, err := findFor(ctx, b, a.Selector, "attached", timeout)
 		if err != nil {
+			return err
+		}
+		if err := s.actionable(ctx, b, backend, what, "select", max(timeout-time.Since(start), 0)); err != nil {
 			return err
 		}
 		return selectNode(ctx, b, backend, what, "element", a.Value)
@@ -467,6 +479,9 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 		if state == "" {
 			state = "visible"
 		}
+		if state == "hidden" || state == "detached" {
+			s.waitDocument(ctx, b, timeout)
+		}
 		return waitStep(ctx, b, a.Selector, state, timeout)
 	}
 	return actErr("unknown action %q", a.Action)
@@ -500,11 +515,14 @@ func probe(ctx context.Context, b *instance, selector, state string) (cdp.Backen
 	case "attached":
 		return backend, found, nil
 	case "detached":
-		return 0, !found, nil
+		return 0, !found && surelyAbsent(ctx, b, selector), nil
 	case "hidden":
-		return 0, !found || !hasBox(ctx, b, backend), nil
+		if !found {
+			return 0, surelyAbsent(ctx, b, selector), nil
+		}
+		return 0, !seen(ctx, b, backend), nil
 	}
-	return backend, found && hasBox(ctx, b, backend), nil
+	return backend, found && seen(ctx, b, backend), nil
 }
 
 // waitSelector polls until selector is in state or timeout passes.

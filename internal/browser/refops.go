@@ -40,7 +40,13 @@ func (s *Session) Hover(ctx context.Context, ref string) error {
 		return err
 	}
 	defer s.mu.Unlock()
-	x, y, err := centreOf(ctx, b, e.backend, ref, KindHover)
+	if _, _, err := centreOf(ctx, b, e.backend, ref, KindHover); err != nil {
+		return err // no box: not_visible at once
+	}
+	if err := s.actionable(ctx, b, e.backend, ref, KindHover, actionTimeout(ctx)); err != nil {
+		return err
+	}
+	x, y, err := centreOf(ctx, b, e.backend, ref, KindHover) // after the checks' scroll
 	if err != nil {
 		return err
 	}
@@ -64,6 +70,9 @@ func (s *Session) Dblclick(ctx context.Context, ref string) error {
 	defer s.mu.Unlock()
 	// centreOf first: an element without a box is not_visible, typed.
 	if _, _, err := centreOf(ctx, b, e.backend, ref, KindDblclick); err != nil {
+		return err
+	}
+	if err := s.actionable(ctx, b, e.backend, ref, KindDblclick, actionTimeout(ctx)); err != nil {
 		return err
 	}
 	return clickNode(ctx, b, e.backend, ref, 2)

@@ -105,6 +105,9 @@ type Session struct {
 	refs    *refTable    // refs of the current document
 	lastRef int          // the last ref number minted; never reused
 	last    *lastOutline // the last snapshot's whole outline, for paging
+	// gotoLoader is the document a navigate that did not wait for the
+	// load asked for, until waitDocument has seen it commit.
+	gotoLoader cdp.LoaderID
 
 	console *consoleRing // the page's console messages; has its own lock
 	netlog  *netRing     // the requests layer 1 saw; has its own lock
@@ -519,6 +522,9 @@ func (s *Session) Navigate(ctx context.Context, rawURL string, waitLoaded bool) 
 		res, err = cdp.Call(ctx, b.target, page.Navigate, page.NavigateParams{URL: rawURL})
 		if err == nil && res.ErrorText != "" {
 			err = &chromedp.LoadError{ErrorText: res.ErrorText}
+		}
+		if err == nil {
+			s.gotoLoader = res.LoaderID
 		}
 	}
 	var le *chromedp.LoadError

@@ -475,8 +475,8 @@ func nodeErr(ctx context.Context, b *instance, ref, op string, err error) error 
 		switch m := ce.Message; {
 		case strings.Contains(m, "No node"), strings.Contains(m, "does not belong to the document"):
 			return staleRef(ref, "no longer in the document")
-		case strings.Contains(m, "Could not compute"):
-			return airlock.Errorf(airlock.CodeInvalid, "not_visible", "browser: %s %s: the element has no box (hidden or detached)", op, ref)
+		case strings.Contains(m, "Could not compute"), strings.Contains(m, "layout object"):
+			return airlock.Errorf(airlock.CodeInvalid, "not_visible", "browser: %s %s: the element has no box (hidden or detached): %s", op, ref, m)
 		}
 	}
 	return cdpErr(ctx, b, op, err)
@@ -485,14 +485,20 @@ func nodeErr(ctx context.Context, b *instance, ref, op string, err error) error 
 // Click scrolls ref's element into view and clicks the centre of its first
 // content box with synthetic mouse events (move, press, release).
 //
-// Errors: invalid (stale_ref, not_visible), timeout, unavailable
-// (browser_crashed).
+// It first waits (DefaultActionTimeout at most) until the element is
+// actionable (see actionable).
+//
+// Errors: invalid (stale_ref, not_actionable, not_visible), timeout,
+// unavailable (browser_crashed).
 func (s *Session) Click(ctx context.Context, ref string) error {
 	b, e, err := s.beginRef(ctx, ref)
 	if err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
+	if err := s.actionable(ctx, b, e.backend, ref, "click", actionTimeout(ctx)); err != nil {
+		return err
+	}
 	return clickNode(ctx, b, e.backend, ref, 1)
 }
 
@@ -536,8 +542,11 @@ func clickNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what
 // (Input.insertText, which fires input events as typing does). Only
 // textbox, searchbox, combobox and spinbutton refs are fillable.
 //
-// Errors: invalid (stale_ref, not_fillable, not_visible), timeout,
-// unavailable (browser_crashed).
+// It first waits (DefaultActionTimeout at most) until the field is
+// actionable (visible, enabled, editable).
+//
+// Errors: invalid (stale_ref, not_fillable, not_actionable, not_visible),
+// timeout, unavailable (browser_crashed).
 func (s *Session) Fill(ctx context.Context, ref, text string) error {
 	b, e, err := s.beginRef(ctx, ref)
 	if err != nil {
@@ -546,6 +555,9 @@ func (s *Session) Fill(ctx context.Context, ref, text string) error {
 	defer s.mu.Unlock()
 	if !fillableRoles[e.role] {
 		return airlock.Errorf(airlock.CodeInvalid, "not_fillable", "browser: fill %s: a %s is not a text field", ref, e.role)
+	}
+	if err := s.actionable(ctx, b, e.backend, ref, "fill", actionTimeout(ctx)); err != nil {
+		return err
 	}
 	return fillNode(ctx, b, e.backend, ref, text)
 }
