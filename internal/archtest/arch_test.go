@@ -671,12 +671,12 @@ func TestNetworkCheckerFixtures(t *testing.T) {
 }
 
 // outsideRepo matches a path literal that climbs to the shared checkout
-// beside the repository ("../shared", or "shared" as a filepath.Join
+// beside the repository (a "..", "/shared" path, or "shared" as a filepath.Join
 // element after ".." elements).
 var outsideRepo = regexp.MustCompile(`\.\./shared\b|"\.\.",\s*"shared"`)
 
 // TestNoTestReadsOutsideRepo keeps the standing rule that a fresh clone with
-// nothing beside it passes: no test reads ../shared.
+// nothing beside it passes: no test reads the shared checkout beside it.
 func TestNoTestReadsOutsideRepo(t *testing.T) {
 	root := moduleRoot(t)
 	shared := "sha" + "red" // split so that this file does not match itself

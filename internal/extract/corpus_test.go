@@ -146,7 +146,8 @@ func score(truths, preds []string) prf {
 
 func TestScoreMatchesScorer(t *testing.T) {
 	t.Parallel()
-	// Values computed with ../shared/eval/score_extract.py's formulas.
+	// Values computed with the formulas of the project's extraction scorer
+	// (score_extract.py, kept outside this repository; not read here).
 	tests := []struct {
 		name        string
 		truth, pred string
