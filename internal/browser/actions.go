@@ -90,11 +90,13 @@ func pressKey(ctx context.Context, b *instance, r rune) error {
 // chooses an option, and keyboard emulation of a native popup is
 // unreliable, so this is the documented exception to "no script": it sets
 // the option as a user's choice would and fires input and change.
-const selectScript = `function (v) {
+const selectScript = `function (a) {
 	if (!(this instanceof HTMLSelectElement)) return "not_select";
 	if (this.disabled) return "disabled";
+	const norm = (s) => s.replace(/\s+/g, " ").trim();
 	let opt = null;
-	for (const o of this.options) { if (o.value === v) { opt = o; break; } }
+	for (const o of this.options) { if (o.value === a.v) { opt = o; break; } }
+	if (opt === null && a.label) { for (const o of this.options) { if (norm(o.label || o.text) === norm(a.v)) { opt = o; break; } } }
 	if (opt === null) return "no_option";
 	if (opt.disabled) return "option_disabled";
 	if (this.multiple) { for (const o of this.options) o.selected = (o === opt); } else { opt.selected = true; }
@@ -115,6 +117,13 @@ const selectScript = `function (v) {
 // a <select>; no_option; disabled when the option is disabled), timeout,
 // unavailable (browser_crashed).
 func (s *Session) Select(ctx context.Context, ref, value string) error {
+	return s.selectOption(ctx, ref, value, false)
+}
+
+// selectOption is Select; with byLabel, an option whose visible label
+// (its label or text, trimmed, spaces collapsed) is value is chosen when
+// no option has that value (the select op).
+func (s *Session) selectOption(ctx context.Context, ref, value string, byLabel bool) error {
 	b, err := s.begin()
 	if err != nil {
 		return err
@@ -127,7 +136,7 @@ func (s *Session) Select(ctx context.Context, ref, value string) error {
 	if err := s.actionable(ctx, b, e.backend, ref, "select", actionTimeout(ctx)); err != nil {
 		return err
 	}
-	return selectNode(ctx, b, e.backend, ref, e.role, value)
+	return selectNode(ctx, b, e.backend, ref, e.role, value, byLabel)
 }
 
 // callOnNode runs one of this package's fixed functions (never caller
@@ -184,12 +193,18 @@ func callNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what,
 	return json.RawMessage(res.Result.Value), nil
 }
 
-// selectNode chooses the option value of a <select> node (selectScript).
-func selectNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what, role, value string) error {
-	raw, err := callOnNode(ctx, b, backend, what, "select", selectScript, value)
+// selectNode chooses the option value of a <select> node (selectScript),
+// or with byLabel the option labelled value when none has that value.
+func selectNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what, role, value string, byLabel bool) error {
+	raw, err := callOnNode(ctx, b, backend, what, "select", selectScript, map[string]any{"v": value, "label": byLabel})
 	if err != nil {
 		return err
 	}
+	return selectStatus(raw, what, role, value, byLabel)
+}
+
+// selectStatus maps selectScript's and optionScript's answers.
+func selectStatus(raw json.RawMessage, what, role, value string, byLabel bool) error {
 	var status string
 	if err := json.Unmarshal(raw, &status); err != nil {
 		return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: select %s: unexpected result %s", what, raw)
@@ -200,6 +215,9 @@ func selectNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, wha
 	case "not_select":
 		return airlock.Errorf(airlock.CodeInvalid, "not_select", "browser: select %s: a %s is not a <select>", what, role)
 	case "no_option":
+		if byLabel {
+			return airlock.Errorf(airlock.CodeInvalid, "no_option", "browser: select %s: no option has the value or the label %q", what, value)
+		}
 		return airlock.Errorf(airlock.CodeInvalid, "no_option", "browser: select %s: no option has the value %q", what, value)
 	case "disabled", "option_disabled":
 		return airlock.Errorf(airlock.CodeInvalid, "disabled", "browser: select %s: the select or its option %q is disabled", what, value)

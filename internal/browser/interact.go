@@ -447,7 +447,7 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 		if err := s.actionable(ctx, b, backend, what, "select", max(timeout-time.Since(start), 0)); err != nil {
 			return err
 		}
-		return selectNode(ctx, b, backend, what, "element", a.Value)
+		return selectNode(ctx, b, backend, what, "element", a.Value, false)
 	case ActExtractText:
 		sel := a.Selector
 		if sel == "" {

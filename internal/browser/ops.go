@@ -360,10 +360,7 @@ func (s *Session) do(ctx context.Context, op Op) (Result, error) {
 	case KindPress:
 		err = s.Press(ctx, op.Ref, op.Key)
 	case KindSelect:
-		err = s.Select(ctx, op.Ref, op.Value)
-		if airlock.ReasonOf(err) == "no_option" {
-			err = s.selectRef(ctx, op.Ref, op.Value) // by visible label
-		}
+		err = s.selectOption(ctx, op.Ref, op.Value, true) // by value, else by visible label
 	case KindScreenshot:
 		var shot Screenshot
 		shot, err = s.Screenshot(ctx, op.Format, op.FullPage)

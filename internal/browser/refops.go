@@ -332,26 +332,7 @@ func relatedNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, wh
 	return d.Node.BackendNodeID, nil
 }
 
-// chooseScript chooses an option of a <select> (this), the fixed function
-// select runs (no caller code; see selectScript): the option whose value
-// is v, else the first whose visible label (its label or text, trimmed,
-// spaces collapsed) is v. It fires input and change.
-const chooseScript = `function (v) {
-	if (!(this instanceof HTMLSelectElement)) return "not_select";
-	if (this.disabled) return "disabled";
-	const norm = (s) => s.replace(/\s+/g, " ").trim();
-	let opt = null;
-	for (const o of this.options) { if (o.value === v) { opt = o; break; } }
-	if (opt === null) { for (const o of this.options) { if (norm(o.label || o.text) === norm(v)) { opt = o; break; } } }
-	if (opt === null) return "no_option";
-	if (opt.disabled) return "option_disabled";
-	if (this.multiple) { for (const o of this.options) o.selected = (o === opt); } else { opt.selected = true; }
-	this.dispatchEvent(new Event("input", {bubbles: true}));
-	this.dispatchEvent(new Event("change", {bubbles: true}));
-	return "ok";
-}`
-
-// optionScript chooses this <option> in its <select>, as chooseScript
+// optionScript chooses this <option> in its <select>, as selectScript
 // does; "not_option" when this is no <option> of a <select> (an ARIA
 // option, which a click reaches as any element).
 const optionScript = `function () {
@@ -364,50 +345,6 @@ const optionScript = `function () {
 	sel.dispatchEvent(new Event("change", {bubbles: true}));
 	return "ok";
 }`
-
-// selectRef chooses, in ref's <select>, the option whose value is value,
-// or else the one whose visible label is value, and fires input and
-// change (chooseScript, in an isolated world). The select op runs it when
-// Select (by value) finds no option: nothing was chosen then.
-//
-// Errors: invalid (bad_ref, stale_ref; not_select; no_option, naming
-// neither a value nor a label; disabled), timeout, unavailable
-// (browser_crashed).
-func (s *Session) selectRef(ctx context.Context, ref, value string) error {
-	b, err := s.begin()
-	if err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	e, err := s.focusRef(ctx, b, ref, KindSelect)
-	if err != nil {
-		return err
-	}
-	raw, err := callOnNode(ctx, b, e.backend, ref, KindSelect, chooseScript, value)
-	if err != nil {
-		return err
-	}
-	return chooseStatus(raw, ref, e.role, value)
-}
-
-// chooseStatus maps chooseScript's and optionScript's answers.
-func chooseStatus(raw json.RawMessage, what, role, value string) error {
-	var status string
-	if err := json.Unmarshal(raw, &status); err != nil {
-		return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: select %s: unexpected result %s", what, raw)
-	}
-	switch status {
-	case "ok":
-		return nil
-	case "not_select":
-		return airlock.Errorf(airlock.CodeInvalid, "not_select", "browser: select %s: a %s is not a <select>", what, role)
-	case "no_option":
-		return airlock.Errorf(airlock.CodeInvalid, "no_option", "browser: select %s: no option has the value or the label %q", what, value)
-	case "disabled", "option_disabled":
-		return airlock.Errorf(airlock.CodeInvalid, "disabled", "browser: select %s: the select or its option is disabled", what)
-	}
-	return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: select %s: unexpected status %q", what, status)
-}
 
 // clickRef is the click op: on the ref of an <option> of a <select> it
 // chooses that option (a native select's options have no box to click);
@@ -427,7 +364,7 @@ func (s *Session) clickRef(ctx context.Context, ref string) error {
 			s.mu.Unlock()
 			return s.Click(ctx, ref)
 		}
-		err = chooseStatus(raw, ref, e.role, e.name)
+		err = selectStatus(raw, ref, e.role, e.name, false)
 	}
 	s.mu.Unlock()
 	return err
