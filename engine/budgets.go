@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/airlockhq/airlock/internal/gate"
 )
@@ -27,38 +28,26 @@ func budgetDefaults(b BudgetsConfig) BudgetsConfig {
 			b.Connections = min(b.Connections, c)
 		}
 	}
-	if b.Crawls == 0 {
-		b.Crawls = DefaultBudgetCrawls
-	}
-	if b.BrowserSessions == 0 {
-		b.BrowserSessions = DefaultBudgetBrowserSessions
-	}
-	if b.ExtractBytes == 0 {
-		b.ExtractBytes = DefaultBudgetExtractBytes
-	}
-	if b.ExtractFactor == 0 {
-		b.ExtractFactor = DefaultExtractFactor
-	}
-	if b.Wait == 0 {
-		b.Wait = DefaultBudgetWait
-	}
-	if b.Queue == 0 {
-		b.Queue = DefaultBudgetQueue
-	}
+	orDefault(&b.Crawls, DefaultBudgetCrawls)
+	orDefault(&b.BrowserSessions, DefaultBudgetBrowserSessions)
+	orDefault(&b.ExtractBytes, DefaultBudgetExtractBytes)
+	orDefault(&b.ExtractFactor, DefaultExtractFactor)
+	orDefault(&b.Wait, DefaultBudgetWait)
+	orDefault(&b.Queue, DefaultBudgetQueue)
 	t := &b.Tenant
-	if t.Connections == 0 {
-		t.Connections = max(1, min(DefaultBudgetTenantConnections, b.Connections/2))
-	}
-	if t.BytesInFlight == 0 {
-		t.BytesInFlight = DefaultBudgetTenantBytesInFlight
-	}
-	if t.Crawls == 0 {
-		t.Crawls = min(DefaultBudgetTenantCrawls, b.Crawls)
-	}
-	if t.BrowserSessions == 0 {
-		t.BrowserSessions = min(DefaultBudgetTenantBrowserSessions, b.BrowserSessions)
-	}
+	orDefault(&t.Connections, max(1, min(DefaultBudgetTenantConnections, b.Connections/2)))
+	orDefault(&t.BytesInFlight, DefaultBudgetTenantBytesInFlight)
+	orDefault(&t.Crawls, min(DefaultBudgetTenantCrawls, b.Crawls))
+	orDefault(&t.BrowserSessions, min(DefaultBudgetTenantBrowserSessions, b.BrowserSessions))
 	return b
+}
+
+// orDefault sets *v to d when it is zero (a negative value is left for
+// validation to refuse).
+func orDefault[T int | int64 | time.Duration](v *T, d T) {
+	if *v == 0 {
+		*v = d
+	}
 }
 
 // share is a tenant's share: its override where set, else the default.
