@@ -306,16 +306,10 @@ func answerDenied(t Target, v Verdict, hop int) *Error {
 	if v.Reason == ReasonNotAllowed || v.Reason == ReasonNoPolicy || v.Reason == ReasonLane || v.Reason == ReasonDNSNoAddress {
 		return deniedErr(t, v, hop)
 	}
-	e := &Error{Code: CodeDenied, Reason: ReasonInternalAddress, Class: v.Reason, Name: t.Host, Op: "check", Target: t.String(), Hop: hop}
-	if v.Addr.IsValid() {
-		e.Addr = netip.AddrPortFrom(v.Addr, t.Port)
-	}
-	switch {
-	case v.Reason == ReasonDNSMixed:
-		e.Internal = "an answer is " + string(v.MixedWith)
-	case v.Rule != "":
-		e.Internal = "matched " + v.Rule
-	}
+	// The class's own error, its detail kept for the operator only.
+	e := deniedErr(t, v, hop)
+	e.Reason, e.Class, e.Name = ReasonInternalAddress, v.Reason, t.Host
+	e.Internal, e.Detail = e.Detail, ""
 	return e
 }
 
