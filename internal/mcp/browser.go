@@ -108,6 +108,15 @@ func writeTool(title string) *sdkmcp.ToolAnnotations {
 	return &sdkmcp.ToolAnnotations{Title: title, OpenWorldHint: &open}
 }
 
+// refTool adds a tool that runs the op kind on the element a ref names and
+// replies with actionText.
+func refTool(s *sdkmcp.Server, name, title, kind, desc string) {
+	AddTool(s, &sdkmcp.Tool{Name: name, Title: title, Description: desc, Annotations: writeTool(title), InputSchema: schema[RefInput](noTune)},
+		func(ctx context.Context, en *engine.Engine, p airlock.Principal, in RefInput) (*sdkmcp.CallToolResult, error) {
+			return actionText(ctx, en, p, kind+" "+in.Ref, engine.BrowserOp{Kind: kind, Ref: in.Ref, Snapshot: in.Snapshot})
+		})
+}
+
 func addBrowserTools(s *sdkmcp.Server) {
 	AddTool(s, &sdkmcp.Tool{Name: ToolBrowserNavigate, Title: "Open a URL in the browser",
 		Description: "Open a URL in a real headless browser (JavaScript runs) under Airlock's policy: only http and https, only origins the " +
@@ -131,13 +140,7 @@ func addBrowserTools(s *sdkmcp.Server) {
 			}
 			return Text(res.Snapshot.Text), nil
 		})
-	refTool := func(name, title, kind, desc string) {
-		AddTool(s, &sdkmcp.Tool{Name: name, Title: title, Description: desc, Annotations: writeTool(title), InputSchema: schema[RefInput](noTune)},
-			func(ctx context.Context, en *engine.Engine, p airlock.Principal, in RefInput) (*sdkmcp.CallToolResult, error) {
-				return actionText(ctx, en, p, kind+" "+in.Ref, engine.BrowserOp{Kind: kind, Ref: in.Ref, Snapshot: in.Snapshot})
-			})
-	}
-	refTool(ToolBrowserClick, "Click an element", "click", "Click the element a ref names (from the latest snapshot). The reply waits for "+
+	refTool(s, ToolBrowserClick, "Click an element", "click", "Click the element a ref names (from the latest snapshot). The reply waits for "+
 		"what the click caused (a navigation, a new tab, the page settling) and names the page the tab is on after it, with a fresh snapshot.")
 	AddTool(s, &sdkmcp.Tool{Name: ToolBrowserFill, Title: "Fill a text field", Description: "Replace the content of the text field a ref names.",
 		Annotations: writeTool("Fill a text field"), InputSchema: schema[FillInput](noTune)},

@@ -26,15 +26,9 @@ type CheckInput struct {
 }
 
 func addBrowserRefTools(s *sdkmcp.Server) {
-	refAction := func(name, title, kind, desc string) {
-		AddTool(s, &sdkmcp.Tool{Name: name, Title: title, Description: desc, Annotations: writeTool(title), InputSchema: schema[RefInput](noTune)},
-			func(ctx context.Context, en *engine.Engine, p airlock.Principal, in RefInput) (*sdkmcp.CallToolResult, error) {
-				return actionText(ctx, en, p, kind+" "+in.Ref, engine.BrowserOp{Kind: kind, Ref: in.Ref, Snapshot: in.Snapshot})
-			})
-	}
-	refAction(ToolBrowserHover, "Hover an element", "hover", "Move the pointer over the element a ref names and leave it there: "+
+	refTool(s, ToolBrowserHover, "Hover an element", "hover", "Move the pointer over the element a ref names and leave it there: "+
 		"controls that show only on hover (a delete button, a menu) are in the reply's fresh snapshot, with refs.")
-	refAction(ToolBrowserDblclick, "Double-click an element", "dblclick", "Double-click the element a ref names (to edit a todo's "+
+	refTool(s, ToolBrowserDblclick, "Double-click an element", "dblclick", "Double-click the element a ref names (to edit a todo's "+
 		"title, for instance). The reply waits for what it caused and names the page the tab is on, with a fresh snapshot.")
 	AddTool(s, &sdkmcp.Tool{Name: ToolBrowserCheck, Title: "Check or uncheck",
 		Description: "Check (or with checked: false, uncheck) the checkbox, radio button or switch a ref names. When the input itself " +
