@@ -13,6 +13,7 @@ import (
 	"github.com/airlockhq/airlock/internal/browse"
 	"github.com/airlockhq/airlock/internal/crawl"
 	"github.com/airlockhq/airlock/internal/gate"
+	"github.com/airlockhq/airlock/internal/jobs"
 	"github.com/airlockhq/airlock/internal/provider/native"
 )
 
@@ -210,24 +211,7 @@ func orInt(v, d int) int {
 // the tenant's ceilings are invalid (reason limit). A revocation stops the
 // crawl at its next fetch.
 func (e *Engine) Crawl(ctx context.Context, p airlock.Principal, req airlock.CrawlRequest, emit func(*airlock.Page) error, progress func(airlock.CrawlProgress)) (*airlock.CrawlSummary, error) {
-	target := req.Seed
-	if target == "" {
-		target = fmt.Sprintf("%d urls", len(req.URLs))
-		if len(req.URLs) > 0 {
-			target += " from " + req.URLs[0]
-		}
-	}
-	var flags []string
-	if req.IgnoreRobots {
-		flags = append(flags, "ignore_robots")
-	}
-	if strings.EqualFold(req.TLSProfile, string(egress.ProfileChrome)) {
-		flags = append(flags, "tls=chrome")
-	}
-	if len(flags) > 0 {
-		target += " [" + strings.Join(flags, " ") + "]"
-	}
-	call, err := e.begin(ctx, p, airlock.CapabilityBrowse, "crawl", target)
+	call, err := e.beginCrawl(ctx, p, jobs.Target(req))
 	if err != nil {
 		return nil, err
 	}

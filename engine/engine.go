@@ -43,6 +43,7 @@ import (
 	"github.com/airlockhq/airlock/internal/extract"
 	"github.com/airlockhq/airlock/internal/fleet"
 	"github.com/airlockhq/airlock/internal/gate"
+	"github.com/airlockhq/airlock/internal/jobs"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -84,15 +85,14 @@ type Engine struct {
 	stopBg         chan struct{}
 	bgDone         chan struct{}
 	budgets        *gate.Budgets   // resource budgets (budgets.go)
-	jobs           *jobTable       // crawl jobs (jobs.go)
+	jobs           *jobs.Runner    // crawl jobs (jobs.go)
 	browser        *browserManager // browser sessions (browser.go)
 	fleet          *fleet.Fleet    // shared state on Redis, or nil (fleet.go)
 	fleetRevs      *fleet.ReplicaRevocations
 	stopWatch      context.CancelFunc
 	fleetBg        sync.WaitGroup
 	auditStream    *fleet.AuditStream
-	replica        string     // this replica's name in the fleet
-	jobStore       store.Jobs // crawl jobs: the store, or Redis in a fleet
+	replica        string // this replica's name in the fleet
 	streamFailures atomic.Int64
 	// state.fallback_local: fallbacks so far, and when one was last audited
 	fallbacks         atomic.Int64
@@ -297,10 +297,6 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, airlock.Errorf(airlock.CodeUnavailable, "store", "open the store in %s: %v", cfg.DataDir, err)
 	}
-	e.jobStore = e.st
-	if fl != nil {
-		e.jobStore = fl.Jobs()
-	}
 	var sink store.AuditLog = e.st
 	if fl != nil {
 		e.auditStream = fl.AuditStream(e.replica)
@@ -358,7 +354,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 	}
 	e.registry.MustRegister(bi, e.budgets, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "airlock_broker_calls_in_flight", Help: "Broker calls in progress."}, func() float64 { return float64(g.Active()) }))
-	e.startJobs()
+	e.startJobs(context.Background())
 	go e.retention()
 	return e, nil
 }
@@ -1183,7 +1179,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	e.closed = true
 	e.closing.Store(true)
-	e.stopJobs(ctx)
+	e.jobs.Close(ctx)
 	if !e.waitIdle(ctx) {
 		// The caller stopped waiting: cancel what is still running, and
 		// give it a bounded moment to end, so that its decision records

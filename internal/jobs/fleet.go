@@ -1,4 +1,4 @@
-package engine
+package jobs
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock"
-	"github.com/airlockhq/airlock/internal/browse"
 	"github.com/airlockhq/airlock/internal/crawl"
 	"github.com/airlockhq/airlock/internal/fleet"
 	"github.com/airlockhq/airlock/internal/store"
@@ -38,20 +37,14 @@ type pageAppender interface {
 }
 
 // sharesCrawl reports whether a crawl job of req is shared by the fleet.
-func (e *Engine) sharesCrawl(req airlock.CrawlRequest) bool {
-	if e.fleet == nil {
+func (r *Runner) sharesCrawl(req airlock.CrawlRequest) bool {
+	if r.fleet == nil {
 		return false
 	}
-	if _, ok := e.jobStore.(pageAppender); !ok {
+	if _, ok := r.store.(pageAppender); !ok {
 		return false
 	}
-	name, _, err := e.browse.Resolve(airlock.VerbCrawl, req.Provider)
-	return err == nil && (name == browse.NativeName || name == ChromiumProvider)
-}
-
-// crawlLease is the lease of a shared crawl's URLs (state.crawl_lease).
-func (e *Engine) crawlLease() time.Duration {
-	return e.cfg.State.CrawlLease
+	return r.crawler.Shareable(req)
 }
 
 // fleetJobMeta is what a replica joining a shared job needs besides the
@@ -75,42 +68,42 @@ var errJobConcluded = airlock.Errorf(airlock.CodeTimeout, airlock.ReasonCanceled
 
 // sharedRun makes r a run of a job the fleet shares, before r is in the
 // job table (its fields are read without r's lock).
-func (e *Engine) sharedRun(r *jobRun, lead bool) *jobRun {
-	r.shared = e.fleet.Crawl(r.id, e.crawlLease())
-	r.runName = e.replica + "/" + r.id
-	r.join = !lead
-	return r
+func (r *Runner) sharedRun(run *jobRun, lead bool) *jobRun {
+	run.shared = r.fleet.Crawl(run.id, r.cfg.CrawlLease)
+	run.runName = r.cfg.Replica + "/" + run.id
+	run.join = !lead
+	return run
 }
 
 // shareJob announces a shared job's crawl to the fleet (lead) and records
 // this run as working it.
-func (e *Engine) shareJob(ctx context.Context, r *jobRun, p airlock.Principal) error {
-	if !r.join {
-		if err := r.shared.SetMeta(ctx, fleetJobMeta{Principal: p.String()}); err != nil {
+func (r *Runner) shareJob(ctx context.Context, run *jobRun, p airlock.Principal) error {
+	if !run.join {
+		if err := run.shared.SetMeta(ctx, fleetJobMeta{Principal: p.String()}); err != nil {
 			return err
 		}
 	}
-	return r.shared.Join(ctx, r.runName)
+	return run.shared.Join(ctx, run.runName)
 }
 
 // dropSharedJob undoes shareJob for a job that could not start.
-func (e *Engine) dropSharedJob(r *jobRun) {
-	if r.shared == nil {
+func (r *Runner) dropSharedJob(run *jobRun) {
+	if run.shared == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), jobStoreTimeout)
 	defer cancel()
-	r.shared.Close(ctx)
-	if err := r.shared.Delete(ctx); err != nil {
-		e.logger.Warn("crawl job: shared crawl state not removed", slog.String("job", r.id), slog.String("error", err.Error()))
+	run.shared.Close(ctx)
+	if err := run.shared.Delete(ctx); err != nil {
+		r.logger.Warn("crawl job: shared crawl state not removed", slog.String("job", run.id), slog.String("error", err.Error()))
 	}
 }
 
 // fleetProgress is the progress of a shared job, over every replica.
-func (e *Engine) fleetProgress(r *jobRun, created time.Time, local airlock.CrawlProgress) airlock.CrawlProgress {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), fleet.IOTimeout)
+func (r *Runner) fleetProgress(run *jobRun, created time.Time, local airlock.CrawlProgress) airlock.CrawlProgress {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(run.ctx), fleet.IOTimeout)
 	defer cancel()
-	st, err := r.shared.Stats(ctx)
+	st, err := run.shared.Stats(ctx)
 	if err != nil {
 		return local
 	}
@@ -124,40 +117,40 @@ func (e *Engine) fleetProgress(r *jobRun, created time.Time, local airlock.Crawl
 // leaveSharedJob ends this replica's run of a shared job: its leased URLs
 // go back to the frontier, its result is recorded, and the last run to
 // leave concludes the job.
-func (e *Engine) leaveSharedJob(r *jobRun, sj store.Job, callID string, sum *airlock.CrawlSummary, err error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), jobStoreTimeout)
+func (r *Runner) leaveSharedJob(run *jobRun, sj store.Job, callID string, sum *airlock.CrawlSummary, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(run.ctx), jobStoreTimeout)
 	defer cancel()
-	cause := context.Cause(r.ctx)
-	interrupted := airlock.ReasonOf(cause) == "shutting_down"
-	res := fleetRunResult{Replica: e.replica, Summary: sum, Cancelled: errors.Is(cause, errJobCancelled)}
+	cause := context.Cause(run.ctx)
+	interrupted := airlock.ReasonOf(cause) == reasonShuttingDown
+	res := fleetRunResult{Replica: r.cfg.Replica, Summary: sum, Cancelled: errors.Is(cause, errJobCancelled)}
 	if err != nil && !res.Cancelled && !interrupted && !errors.Is(cause, errJobConcluded) {
 		res.Error, _ = json.Marshal(pub(err, callID))
 	}
-	if err := r.shared.Close(ctx); err != nil {
-		e.logger.Warn("crawl job: leased URLs not returned; they return when their leases lapse",
+	if err := run.shared.Close(ctx); err != nil {
+		r.logger.Warn("crawl job: leased URLs not returned; they return when their leases lapse",
 			slog.String("job", sj.ID), slog.String("error", err.Error()))
 	}
 	raw, _ := json.Marshal(res)
-	last, lerr := r.shared.Leave(ctx, r.runName, raw)
+	last, lerr := run.shared.Leave(ctx, run.runName, raw)
 	if lerr != nil {
-		e.logger.Error("crawl job: leaving the shared crawl", slog.String("job", sj.ID), slog.String("error", lerr.Error()))
+		r.logger.Error("crawl job: leaving the shared crawl", slog.String("job", sj.ID), slog.String("error", lerr.Error()))
 		return
 	}
 	if last {
-		e.concludeSharedJob(ctx, r, sj, interrupted)
+		r.concludeSharedJob(ctx, run, sj, interrupted)
 	}
 }
 
 // concludeSharedJob stores the final state of a shared job, made of every
 // run's result, and removes its crawl state.
-func (e *Engine) concludeSharedJob(ctx context.Context, r *jobRun, sj store.Job, interrupted bool) {
-	cur, err := e.jobStore.GetJob(ctx, sj.ID)
+func (r *Runner) concludeSharedJob(ctx context.Context, run *jobRun, sj store.Job, interrupted bool) {
+	cur, err := r.store.GetJob(ctx, sj.ID)
 	if err != nil || !cur.Finished.IsZero() {
 		return
 	}
-	results, err := r.shared.Results(ctx)
+	results, err := run.shared.Results(ctx)
 	if err != nil {
-		e.logger.Error("crawl job: reading the runs' results", slog.String("job", sj.ID), slog.String("error", err.Error()))
+		r.logger.Error("crawl job: reading the runs' results", slog.String("job", sj.ID), slog.String("error", err.Error()))
 		return
 	}
 	now := time.Now()
@@ -204,69 +197,67 @@ func (e *Engine) concludeSharedJob(ctx context.Context, r *jobRun, sj store.Job,
 	default:
 		sj.State, sum.Stopped = airlock.JobDone, ""
 	}
-	if pr := r.latest(); pr != nil {
+	if pr := run.latest(); pr != nil {
 		sj.Progress, _ = json.Marshal(*pr)
 	}
 	sj.Summary, _ = json.Marshal(sum)
 	sj.Finished = now
-	e.writeJob(r, &sj)
-	if err := r.shared.Delete(ctx); err != nil {
-		e.logger.Warn("crawl job: shared crawl state not removed", slog.String("job", sj.ID), slog.String("error", err.Error()))
+	r.writeJob(run, &sj)
+	if err := run.shared.Delete(ctx); err != nil {
+		r.logger.Warn("crawl job: shared crawl state not removed", slog.String("job", sj.ID), slog.String("error", err.Error()))
 	}
-	e.logger.Info("crawl job concluded by the fleet", slog.String("job", sj.ID), slog.String("state", sj.State),
+	r.logger.Info("crawl job concluded by the fleet", slog.String("job", sj.ID), slog.String("state", sj.State),
 		slog.Int("pages", sum.Pages), slog.Any("runs", replicas))
 }
 
-// fleetJobLoop joins the fleet's shared crawl jobs and stops the local
-// runs of jobs cancelled or concluded elsewhere.
-func (e *Engine) fleetJobLoop() {
-	j := e.jobs
-	defer close(j.fleetDone)
+// fleetLoop joins the fleet's shared crawl jobs and stops the local runs
+// of jobs cancelled or concluded elsewhere, until the runner's context
+// ends.
+func (r *Runner) fleetLoop() {
 	t := time.NewTicker(jobPollInterval)
 	defer t.Stop()
-	done := map[string]bool{} // jobs this engine worked or will not work
+	done := map[string]bool{} // jobs this runner worked or will not work
 	for {
 		select {
-		case <-j.stop:
+		case <-r.ctx.Done():
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), jobStoreTimeout)
-		e.fleetJobTick(ctx, done)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), jobStoreTimeout)
+		r.fleetTick(ctx, done)
 		cancel()
 	}
 }
 
-func (e *Engine) fleetJobTick(ctx context.Context, done map[string]bool) {
-	j := e.jobs
-	j.mu.Lock()
+func (r *Runner) fleetTick(ctx context.Context, done map[string]bool) {
+	r.mu.Lock()
 	var mine []*jobRun
-	for _, r := range j.runs {
-		if r.shared != nil {
-			mine = append(mine, r)
+	for _, run := range r.runs {
+		if run.shared != nil {
+			mine = append(mine, run)
 		}
 	}
-	j.mu.Unlock()
-	for _, r := range mine {
-		done[r.id] = true
-		if reason, err := r.shared.Stopped(ctx); err == nil && reason == airlock.JobCancelled {
-			r.cancel(errJobCancelled)
+	r.mu.Unlock()
+	for _, run := range mine {
+		done[run.id] = true
+		if reason, err := run.shared.Stopped(ctx); err == nil && reason == airlock.JobCancelled {
+			run.cancel(errJobCancelled)
 			continue
 		}
 		// Concluded elsewhere, or gone (pruned, or Redis lost its data):
 		// this run would otherwise wait for a frontier that never empties.
-		if sj, err := e.jobStore.GetJob(ctx, r.id); err == nil && !sj.Finished.IsZero() || errors.Is(err, store.ErrNotFound) {
-			r.cancel(errJobConcluded)
+		if sj, err := r.store.GetJob(ctx, run.id); err == nil && !sj.Finished.IsZero() || errors.Is(err, store.ErrNotFound) {
+			run.cancel(errJobConcluded)
 		}
 	}
-	ids, err := e.fleet.ActiveCrawls(ctx)
+	ids, err := r.fleet.ActiveCrawls(ctx)
 	if err != nil {
 		return
 	}
 	active := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		active[id] = true
-		if !done[id] && e.joinCrawlJob(ctx, id) {
+		if !done[id] && r.join(ctx, id) {
 			done[id] = true
 		}
 	}
@@ -277,11 +268,11 @@ func (e *Engine) fleetJobTick(ctx context.Context, done map[string]bool) {
 	}
 }
 
-// joinCrawlJob starts a run of shared job id on this engine; it reports
-// whether the job is settled for this engine (joined, finished, or not to
-// be joined), false when it is worth trying again.
-func (e *Engine) joinCrawlJob(ctx context.Context, id string) bool {
-	sj, err := e.jobStore.GetJob(ctx, id)
+// join starts a run of shared job id on this runner; it reports whether
+// the job is settled for this runner (joined, finished, or not to be
+// joined), false when it is worth trying again.
+func (r *Runner) join(ctx context.Context, id string) bool {
+	sj, err := r.store.GetJob(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return false // announced before it is stored
@@ -292,7 +283,7 @@ func (e *Engine) joinCrawlJob(ctx context.Context, id string) bool {
 	case sj.State != airlock.JobRunning:
 		return false
 	}
-	c := e.fleet.Crawl(id, e.crawlLease())
+	c := r.fleet.Crawl(id, r.cfg.CrawlLease)
 	if reason, err := c.Stopped(ctx); err != nil || reason != "" {
 		return err == nil
 	}
@@ -311,60 +302,59 @@ func (e *Engine) joinCrawlJob(ctx context.Context, id string) bool {
 		err = json.Unmarshal(sj.Request, &req)
 	}
 	if err != nil {
-		e.logger.Error("crawl job: cannot join", slog.String("job", id), slog.String("error", err.Error()))
+		r.logger.Error("crawl job: cannot join", slog.String("job", id), slog.String("error", err.Error()))
 		return true
 	}
-	j := e.jobs
-	j.mu.Lock()
-	full := j.closed || j.running[p.Tenant] >= MaxRunningJobs
-	j.mu.Unlock()
+	r.mu.Lock()
+	full := r.closed || r.running[p.Tenant] >= MaxRunningJobs
+	r.mu.Unlock()
 	if full {
 		return false
 	}
-	jobCtx, cancel := context.WithCancelCause(context.Background())
-	call, err := e.begin(jobCtx, p, airlock.CapabilityBrowse, "crawl", crawlTarget(req)+" job="+id+" joined")
+	jobCtx, cancel := context.WithCancelCause(context.WithoutCancel(r.ctx))
+	call, err := r.crawler.Begin(jobCtx, p, Target(req)+" job="+id+" joined")
 	if err != nil {
 		cancel(nil)
 		// A principal refused for good (revoked, no grant) is not tried again.
 		return airlock.CodeOf(err) != airlock.CodeRateLimited && airlock.CodeOf(err) != airlock.CodeUnavailable
 	}
-	r := e.sharedRun(&jobRun{id: id, tenant: p.Tenant, ctx: jobCtx, cancel: cancel, done: make(chan struct{}), subs: map[chan struct{}]struct{}{}}, false)
-	j.mu.Lock()
-	if j.closed || j.runs[id] != nil {
-		j.mu.Unlock()
+	run := r.sharedRun(newRun(jobCtx, cancel, id, p.Tenant), false)
+	r.mu.Lock()
+	if r.closed || r.runs[id] != nil {
+		r.mu.Unlock()
 		cancel(nil)
 		call.End(errShuttingDown(), 0, 0)
 		return true
 	}
-	j.running[p.Tenant]++
-	j.runs[id] = r
-	j.wg.Add(1)
-	j.mu.Unlock()
-	if err := e.shareJob(ctx, r, p); err != nil {
-		r.shared.Close(ctx)
-		j.release(r)
+	r.running[p.Tenant]++
+	r.runs[id] = run
+	r.runsDone.Add(1)
+	r.mu.Unlock()
+	if err := r.shareJob(ctx, run, p); err != nil {
+		run.shared.Close(ctx)
+		r.release(run)
 		cancel(nil)
 		call.End(err, 0, 0)
 		return false
 	}
-	e.logger.Info("crawl job joined", slog.String("job", id), slog.String("replica", e.replica))
-	go e.runJob(call, r, sj, req)
+	r.logger.Info("crawl job joined", slog.String("job", id), slog.String("replica", r.cfg.Replica))
+	go r.runJob(call, run, sj, req)
 	return true
 }
 
 // cancelSharedJob asks every replica to stop shared job id and waits,
 // until ctx ends, for the job to be concluded.
-func (e *Engine) cancelSharedJob(ctx context.Context, id string) error {
-	if err := e.fleet.Crawl(id, 0).Stop(ctx, airlock.JobCancelled); err != nil {
+func (r *Runner) cancelSharedJob(ctx context.Context, id string) error {
+	if err := r.fleet.Crawl(id, 0).Stop(ctx, airlock.JobCancelled); err != nil {
 		return err
 	}
-	if r := e.jobs.local(id); r != nil {
-		r.cancel(errJobCancelled)
+	if run := r.local(id); run != nil {
+		run.cancel(errJobCancelled)
 	}
 	t := time.NewTicker(jobPollInterval / 5)
 	defer t.Stop()
 	for {
-		sj, err := e.jobStore.GetJob(ctx, id)
+		sj, err := r.store.GetJob(ctx, id)
 		if err != nil || !sj.Finished.IsZero() {
 			return nil
 		}
