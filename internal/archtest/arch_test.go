@@ -97,6 +97,16 @@ func importRules() []importRule {
 				return underAny(dep.Rel, append([]string{"internal/cli", "engine"}, surfaces...)...)
 			},
 		},
+		{
+			// The engine hands its subsystems narrow dependencies; one
+			// that imported the facade would hold it by the back door.
+			name:       "the crawl-jobs runner never imports the engine facade, a surface or the CLI",
+			applies:    func(rel string) bool { return under(rel, "internal/jobs") },
+			transitive: true,
+			forbidden: func(dep pkg) bool {
+				return underAny(dep.Rel, append([]string{"internal/cli", "engine"}, surfaces...)...)
+			},
+		},
 	}
 	for _, s := range surfaces {
 		others := slices.DeleteFunc(slices.Clone(surfaces), func(o string) bool { return o == s })
@@ -306,6 +316,11 @@ func TestImportRulesCatch(t *testing.T) {
 			name: "provider imports a surface",
 			pkgs: []pkg{ours("internal/provider/native", m("internal/api")), ours("internal/api")},
 			want: []string{"providers never import a surface, the CLI or the engine facade"},
+		},
+		{
+			name: "the jobs runner imports the engine",
+			pkgs: []pkg{ours("internal/jobs", m("engine")), ours("engine")},
+			want: []string{"the crawl-jobs runner never imports the engine facade, a surface or the CLI"},
 		},
 	}
 	for _, tt := range tests {
