@@ -365,3 +365,5 @@ func (r *Runner) cancelSharedJob(ctx context.Context, id string) error {
 		}
 	}
 }
+
+var _ Fleet = (*fleet.Fleet)(nil)

@@ -240,6 +240,9 @@ func TestRunnerExpiresDeadProcesses(t *testing.T) {
 	f := newFake(t, 0, false)
 	r := newRunner(t, st, f)
 	defer r.Close(ctx)
+	if sj, err := st.GetJob(ctx, "01DEAD"); err != nil || sj.State != airlock.JobInterrupted {
+		t.Fatalf("after New, the stored job = %+v, %v; want it marked interrupted", sj, err)
+	}
 	job, err := r.Get(ctx, acme, "01DEAD")
 	if err != nil || job.State != airlock.JobInterrupted || job.Summary == nil ||
 		job.Summary.Stopped != StoppedInterrupted || job.Summary.Queued != 3 || job.Summary.Failed != 1 {
@@ -250,5 +253,34 @@ func TestRunnerExpiresDeadProcesses(t *testing.T) {
 	}
 	if f.runs.Load() != 0 {
 		t.Errorf("%d crawls ran, want none", f.runs.Load())
+	}
+}
+
+// A watcher of a job another process runs polls the store until Close
+// ends it: Close waits for it, and its channel closes without an end.
+func TestRunnerCloseEndsWatchers(t *testing.T) {
+	st := memStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	if err := st.CreateJob(ctx, store.Job{ID: "01ELSEWHERE", Tenant: "acme", Owner: "another-process", State: airlock.JobRunning,
+		Request: []byte(`{}`), Created: now, Updated: now, Lease: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(t, st, newFake(t, 0, false))
+	ch, err := r.Watch(ctx, acme, "01ELSEWHERE", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := <-ch; ev.Kind != airlock.JobEventProgress {
+		t.Fatalf("first event %+v, want the job's progress", ev)
+	}
+	r.Close(ctx)
+	select {
+	case ev, ok := <-ch:
+		if ok {
+			t.Fatalf("after Close: event %+v, want the channel closed", ev)
+		}
+	default:
+		t.Fatal("Close returned with the watcher still running")
 	}
 }
