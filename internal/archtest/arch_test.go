@@ -97,6 +97,12 @@ func importRules() []importRule {
 				return underAny(dep.Rel, append([]string{"internal/cli", "engine"}, surfaces...)...)
 			},
 		},
+		{
+			name:       "internal/render imports nothing of ours but the root package",
+			applies:    func(rel string) bool { return under(rel, "internal/render") },
+			transitive: true,
+			forbidden:  func(dep pkg) bool { return dep.Rel != "" && dep.Rel != "." },
+		},
 	}
 	for _, s := range surfaces {
 		others := slices.DeleteFunc(slices.Clone(surfaces), func(o string) bool { return o == s })
@@ -105,6 +111,11 @@ func importRules() []importRule {
 				name:      s + " never imports egress or a provider",
 				applies:   func(rel string) bool { return under(rel, s) },
 				forbidden: func(dep pkg) bool { return underAny(dep.Rel, "egress", "internal/provider") },
+			},
+			importRule{
+				name:      s + " never imports internal/extract (output formatting is internal/render)",
+				applies:   func(rel string) bool { return under(rel, s) },
+				forbidden: func(dep pkg) bool { return under(dep.Rel, "internal/extract") },
 			},
 			importRule{
 				name:       s + " never imports another surface",
@@ -244,7 +255,10 @@ func TestImportRulesCatch(t *testing.T) {
 				ours("engine", modulePath, m("egress")),
 				ours("internal/api", modulePath, m("engine"), "net/http"),
 				ours("internal/provider/brave", modulePath),
-				ours("internal/cli", m("engine"), m("egress"), m("internal/api")),
+				ours("internal/extract", modulePath),
+				ours("internal/render", modulePath),
+				ours("internal/mcp", modulePath, m("engine"), m("internal/render")),
+				ours("internal/cli", m("engine"), m("egress"), m("internal/api"), m("internal/extract"), m("internal/render")),
 				ours("cmd/airlock", m("internal/cli")),
 				{ImportPath: "golang.org/x/net/idna"},
 				{ImportPath: "errors", Standard: true},
@@ -296,6 +310,24 @@ func TestImportRulesCatch(t *testing.T) {
 				ours("engine", m("internal/mcp")), ours("internal/mcp"),
 			},
 			want: []string{"internal/api imports " + m("internal/mcp") + ": internal/api never imports another surface"},
+		},
+		{
+			name: "surface imports the extractor",
+			pkgs: []pkg{ours("internal/api", m("internal/extract")), ours("internal/extract")},
+			want: []string{"internal/api never imports internal/extract"},
+		},
+		{
+			name: "render imports the extractor",
+			pkgs: []pkg{ours("internal/render", m("internal/extract")), ours("internal/extract")},
+			want: []string{"internal/render imports " + m("internal/extract") + ": internal/render imports nothing of ours but the root package"},
+		},
+		{
+			name: "render imports the extractor transitively",
+			pkgs: []pkg{
+				{ImportPath: m("internal/render"), Rel: "internal/render", Imports: []string{modulePath}, Deps: []string{modulePath, m("internal/extract")}},
+				ours("."), ours("internal/extract"),
+			},
+			want: []string{"internal/render imports " + m("internal/extract")},
 		},
 		{
 			name: "a library imports the CLI",
