@@ -4,10 +4,10 @@
 //
 //   - Forbidden imports, from `go list -deps`: the root package imports only
 //     the standard library; egress imports nothing of ours outside egress/;
-//     the surfaces (internal/api, internal/mcp, internal/wasmhost,
-//     internal/serveflip) never import egress, a provider, the gate or each
-//     other, nor internal/extract (they format output with internal/render,
-//     which imports nothing of ours but the root package).
+//     the surfaces (internal/api, internal/mcp, internal/wasmhost) never
+//     import egress, a provider, the gate or each other, nor
+//     internal/extract (they format output with internal/render, which
+//     imports nothing of ours but the root package).
 //   - No direct network access outside egress/: an AST check of every
 //     non-test file for net.Dial*, net.Dialer, net.Resolver, net.Lookup*,
 //     tls.Dial*, http.Transport, http.DefaultClient, http.Get and their
