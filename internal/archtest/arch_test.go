@@ -99,6 +99,16 @@ func importRules() []importRule {
 			},
 		},
 		{
+			name:       "commands link no test support (package testing, *test and *bench helpers)",
+			applies:    func(rel string) bool { return under(rel, "cmd") },
+			transitive: true,
+			forbidden: func(dep pkg) bool {
+				base := path.Base(dep.ImportPath)
+				return (dep.Standard && under(dep.ImportPath, "testing")) ||
+					(dep.Rel != "" && (strings.HasSuffix(base, "test") || strings.HasSuffix(base, "bench")))
+			},
+		},
+		{
 			name:       "internal/render imports nothing of ours but the root package",
 			applies:    func(rel string) bool { return under(rel, "internal/render") },
 			transitive: true,
@@ -316,6 +326,18 @@ func TestImportRulesCatch(t *testing.T) {
 				ours("engine", m("internal/mcp")), ours("internal/mcp"),
 			},
 			want: []string{"internal/api imports " + m("internal/mcp") + ": internal/api never imports another surface"},
+		},
+		{
+			name: "the binary links a benchmark helper",
+			pkgs: []pkg{
+				{ImportPath: m("cmd/airlock"), Rel: "cmd/airlock", Imports: []string{m("internal/cli")}, Deps: []string{m("internal/cli"), m("internal/crawl/crawlbench"), "testing"}},
+				ours("internal/cli", m("internal/crawl/crawlbench")), ours("internal/crawl/crawlbench", "testing"),
+				{ImportPath: "testing", Standard: true},
+			},
+			want: []string{
+				"cmd/airlock imports " + m("internal/crawl/crawlbench") + ": commands link no test support",
+				"cmd/airlock imports testing: commands link no test support",
+			},
 		},
 		{
 			name: "surface imports the gate",

@@ -7,7 +7,8 @@
 //     the surfaces (internal/api, internal/mcp, internal/wasmhost) never
 //     import egress, a provider, the gate or each other, nor
 //     internal/extract (they format output with internal/render, which
-//     imports nothing of ours but the root package).
+//     imports nothing of ours but the root package); commands link no test
+//     support (package testing, *test and *bench helper packages).
 //   - No direct network access outside egress/: an AST check of every
 //     non-test file for net.Dial*, net.Dialer, net.Resolver, net.Lookup*,
 //     tls.Dial*, http.Transport, http.DefaultClient, http.Get and their
