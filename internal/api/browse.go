@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock"
-	"github.com/airlockhq/airlock/internal/extract"
+	"github.com/airlockhq/airlock/internal/render"
 )
 
 // duration reads a JSON string in time.ParseDuration form ("25s", "1m30s")
@@ -109,11 +109,11 @@ type fetchManyResponse struct {
 
 // contentTypes are the Content-Type of each output format.
 var contentTypes = map[string]string{
-	extract.FormatJSON:     "application/json",
-	extract.FormatJSONL:    "application/x-ndjson",
-	extract.FormatMarkdown: "text/markdown; charset=utf-8",
-	extract.FormatText:     "text/plain; charset=utf-8",
-	extract.FormatOrg:      "text/org; charset=utf-8",
+	render.FormatJSON:     "application/json",
+	render.FormatJSONL:    "application/x-ndjson",
+	render.FormatMarkdown: "text/markdown; charset=utf-8",
+	render.FormatText:     "text/plain; charset=utf-8",
+	render.FormatOrg:      "text/org; charset=utf-8",
 }
 
 // MaxBrowseCrawlPages caps a synchronous crawl (POST /api/browse, verb
@@ -138,9 +138,9 @@ func (s *server) browse(w http.ResponseWriter, r *http.Request, c caller) error 
 	}
 	as := req.As
 	if as == "" {
-		as = extract.FormatJSON
+		as = render.FormatJSON
 	}
-	format, err := extract.ParseFormat(as)
+	format, err := render.ParseFormat(as)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (s *server) browse(w http.ResponseWriter, r *http.Request, c caller) error 
 				return err
 			}
 			setDecision(w, page.DecisionID)
-			if err := extract.Render(&b, format, page); err != nil {
+			if err := render.Render(&b, format, page); err != nil {
 				return err
 			}
 		case len(req.URLs) > 0:
@@ -176,7 +176,7 @@ func (s *server) browse(w http.ResponseWriter, r *http.Request, c caller) error 
 				return err
 			}
 			setDecision(w, id)
-			if format == extract.FormatJSON {
+			if format == render.FormatJSON {
 				writeJSON(w, http.StatusOK, fetchManyResponse{Results: res, DecisionID: id})
 				return nil
 			}
@@ -187,7 +187,7 @@ func (s *server) browse(w http.ResponseWriter, r *http.Request, c caller) error 
 				}
 			}
 			w.Header().Set(HeaderFailed, strconv.Itoa(len(res)-len(pages)))
-			if err := extract.RenderCrawl(&b, format, pages, nil); err != nil {
+			if err := render.RenderCrawl(&b, format, pages, nil); err != nil {
 				return err
 			}
 		default:
@@ -222,7 +222,7 @@ func (s *server) browse(w http.ResponseWriter, r *http.Request, c caller) error 
 			return airlock.Errorf(airlock.CodeInternal, "", "crawl returned no summary")
 		}
 		setDecision(w, sum.DecisionID)
-		if err := extract.RenderCrawl(&b, format, pages, sum); err != nil {
+		if err := render.RenderCrawl(&b, format, pages, sum); err != nil {
 			return err
 		}
 	case airlock.VerbSearch:
@@ -238,7 +238,7 @@ func (s *server) browse(w http.ResponseWriter, r *http.Request, c caller) error 
 			return err
 		}
 		setDecision(w, id)
-		if err := extract.RenderSearch(&b, format, req.Query, res); err != nil {
+		if err := render.RenderSearch(&b, format, req.Query, res); err != nil {
 			return err
 		}
 	case "":

@@ -4,13 +4,18 @@
 //
 //   - Forbidden imports, from `go list -deps`: the root package imports only
 //     the standard library; egress imports nothing of ours outside egress/;
-//     the surfaces (internal/api, internal/mcp, internal/wasmhost,
-//     internal/serveflip) never import egress, a provider or each other.
+//     the surfaces (internal/api, internal/mcp, internal/wasmhost) never
+//     import egress, a provider, the gate or each other, nor
+//     internal/extract (they format output with internal/render, which
+//     imports nothing of ours but the root package); commands link no test
+//     support (package testing, *test and *bench helper packages).
 //   - No direct network access outside egress/: an AST check of every
 //     non-test file for net.Dial*, net.Dialer, net.Resolver, net.Lookup*,
 //     tls.Dial*, http.Transport, http.DefaultClient, http.Get and their
 //     kin, whatever name the import is given, plus http.Client literals
-//     without a Transport (they fall back to http.DefaultTransport).
+//     without a Transport (they fall back to http.DefaultTransport), and
+//     egress.DialInfrastructure (unguarded, for Redis) outside
+//     internal/fleet.
 //
 // Both checkers are proved able to fail: the import rules on a synthetic
 // package graph, the AST check on fixtures in testdata/violations (named

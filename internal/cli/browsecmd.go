@@ -12,7 +12,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
-	"github.com/airlockhq/airlock/internal/extract"
+	"github.com/airlockhq/airlock/internal/render"
 )
 
 func init() { commands = append(commands, newFetchCmd, newCrawlCmd, newSearchCmd) }
@@ -46,7 +46,7 @@ error (exit 4, reason http_status); a bot wall is an error (reason bot_wall), ne
 				if err != nil {
 					return err
 				}
-				return extract.Render(e.stdout, e.outFormat("md"), page)
+				return render.Render(e.stdout, e.outFormat("md"), page)
 			})
 		},
 	}
@@ -138,7 +138,7 @@ separated by rules. --extract none returns links and metadata only (discovery).`
 				format = "jsonl"
 			}
 			return e.withEngine(&pf, func(en *engine.Engine, p airlock.Principal) error {
-				cw, err := extract.NewCrawlWriter(e.stdout, format)
+				cw, err := render.NewCrawlWriter(e.stdout, format)
 				if err != nil {
 					return err
 				}
@@ -209,7 +209,7 @@ SEARXNG_URL). --engine picks one: dataforseo, brave-api, searxng, ddg, brave, bi
 				if err != nil {
 					return err
 				}
-				return extract.RenderSearch(e.stdout, e.outFormat("text"), req.Query, res)
+				return render.RenderSearch(e.stdout, e.outFormat("text"), req.Query, res)
 			})
 		},
 	}

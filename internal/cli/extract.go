@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/internal/extract"
+	"github.com/airlockhq/airlock/internal/render"
 )
 
 func init() { commands = append(commands, newExtractCmd, newPDFTextCmd) }
@@ -28,11 +29,11 @@ A captcha or bot-challenge page is an error (upstream, bot_wall), not content.`,
   curl -s https://example.com/ | airlock extract --format md --url https://example.com/ -`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := extract.ParseFormat(format)
-			if err != nil || f == extract.FormatJSONL {
+			f, err := render.ParseFormat(format)
+			if err != nil || f == render.FormatJSONL {
 				return usageErrorf("extract: --format must be json, md, text or org, not %q", format)
 			}
-			if f == extract.FormatJSON {
+			if f == render.FormatJSON {
 				e.format = formatJSON // errors as JSON too
 			} else {
 				e.format = formatText
@@ -52,11 +53,11 @@ A captcha or bot-challenge page is an error (upstream, bot_wall), not content.`,
 			if err != nil {
 				return err
 			}
-			return extract.Render(e.stdout, f, p)
+			return render.Render(e.stdout, f, p)
 		},
 	}
 	cmd.Flags().StringVar(&base, "url", "", "the page's URL: base of relative links, host of internal links")
-	cmd.Flags().StringVar(&format, "format", extract.FormatText, "output format: json, md (or markdown), text or org")
+	cmd.Flags().StringVar(&format, "format", render.FormatText, "output format: json, md (or markdown), text or org")
 	cmd.Flags().StringVar(&contentType, "content-type", "", "the response's Content-Type (default: sniffed)")
 	cmd.Flags().StringVar(&mode, "extract", airlock.ExtractFull, "full, or none: links and metadata only")
 	cmd.Flags().Int64Var(&maxBytes, "max-bytes", extract.DefaultMaxInputBytes, "largest input accepted")

@@ -452,21 +452,23 @@ func TestPerHostConcurrency(t *testing.T) {
 
 func TestNoIndexNoFollow(t *testing.T) {
 	s := newSite(t, map[string]resp{
-		"/":              page("root", "/noindex", "/nofollow", "/none", "/hdr", "/hdr-other-bot", "/hdr-us"),
-		"/noindex":       {body: pageHTML("noindex", `<meta name="robots" content="noindex">`, "/from-noindex")},
-		"/nofollow":      {body: pageHTML("nofollow", `<meta name="robots" content="nofollow">`, "/from-nofollow")},
-		"/none":          {body: pageHTML("none", `<meta name="robots" content="none">`, "/from-none")},
-		"/hdr":           {body: pageHTML("hdr", ""), header: map[string]string{"X-Robots-Tag": "noindex"}},
-		"/hdr-other-bot": {body: pageHTML("other", ""), header: map[string]string{"X-Robots-Tag": "otherbot: noindex, nofollow"}},
-		"/hdr-us":        {body: pageHTML("us", "", "/from-hdr-us"), header: map[string]string{"X-Robots-Tag": "airlock: nofollow"}},
-		"/from-noindex":  page("from noindex"),
-		"/from-nofollow": page("from nofollow"),
-		"/from-none":     page("from none"),
-		"/from-hdr-us":   page("from hdr"),
+		"/":               page("root", "/noindex", "/nofollow", "/none", "/hdr", "/hdr-other-bot", "/hdr-us", "/hdr-mixed"),
+		"/noindex":        {body: pageHTML("noindex", `<meta name="robots" content="noindex">`, "/from-noindex")},
+		"/nofollow":       {body: pageHTML("nofollow", `<meta name="robots" content="nofollow">`, "/from-nofollow")},
+		"/none":           {body: pageHTML("none", `<meta name="robots" content="none">`, "/from-none")},
+		"/hdr":            {body: pageHTML("hdr", ""), header: map[string]string{"X-Robots-Tag": "noindex"}},
+		"/hdr-other-bot":  {body: pageHTML("other", ""), header: map[string]string{"X-Robots-Tag": "otherbot: noindex, nofollow"}},
+		"/hdr-us":         {body: pageHTML("us", "", "/from-hdr-us"), header: map[string]string{"X-Robots-Tag": "airlock: nofollow"}},
+		"/hdr-mixed":      {body: pageHTML("mixed", "", "/from-hdr-mixed"), header: map[string]string{"X-Robots-Tag": "otherbot: noindex, airlock: nofollow"}},
+		"/from-hdr-mixed": page("from hdr mixed"),
+		"/from-noindex":   page("from noindex"),
+		"/from-nofollow":  page("from nofollow"),
+		"/from-none":      page("from none"),
+		"/from-hdr-us":    page("from hdr"),
 	})
 	c := crawlSite(t, s, airlock.CrawlRequest{Seed: s.URL("/"), MaxPages: 100})
 	var want []string
-	for _, p := range []string{"/", "/from-noindex", "/hdr-other-bot", "/hdr-us", "/nofollow"} {
+	for _, p := range []string{"/", "/from-noindex", "/hdr-mixed", "/hdr-other-bot", "/hdr-us", "/nofollow"} {
 		want = append(want, s.URL(p))
 	}
 	got := c.urls()
@@ -474,7 +476,7 @@ func TestNoIndexNoFollow(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("pages (-want +got):\n%s", diff)
 	}
-	for _, p := range []string{"/from-nofollow", "/from-none", "/from-hdr-us"} {
+	for _, p := range []string{"/from-nofollow", "/from-none", "/from-hdr-us", "/from-hdr-mixed"} {
 		if s.count(p) != 0 {
 			t.Errorf("%s fetched: its only link was nofollow", p)
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/internal/crawl/robotstag"
 )
 
 // Reasons a URL is listed in CrawlSummary.Skipped.
@@ -110,41 +111,7 @@ func headerValues(h map[string][]string, name string) []string {
 }
 
 // xRobotsTag reads the X-Robots-Tag headers of a response: directives with
-// no user-agent prefix, or with ours, count.
+// no user-agent prefix, or with ours, count (robotstag.Header).
 func xRobotsTag(h map[string][]string) (noindex, nofollow bool) {
-	for _, v := range headerValues(h, "X-Robots-Tag") {
-		// "googlebot: noindex, nofollow" names an agent; "noindex" does not.
-		if agent, rest, ok := strings.Cut(v, ":"); ok && !isRobotsDirective(agent) {
-			if !strings.EqualFold(strings.TrimSpace(agent), ProductToken) {
-				continue
-			}
-			v = rest
-		}
-		for d := range strings.SplitSeq(v, ",") {
-			switch strings.ToLower(strings.TrimSpace(d)) {
-			case "noindex":
-				noindex = true
-			case "nofollow":
-				nofollow = true
-			case "none":
-				noindex, nofollow = true, true
-			}
-		}
-	}
-	return noindex, nofollow
-}
-
-// isRobotsDirective reports whether the text before a colon is a directive
-// that takes a value ("unavailable_after: ...", "max-snippet: 20") rather
-// than a user-agent.
-func isRobotsDirective(s string) bool {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if i := strings.LastIndexByte(s, ','); i >= 0 {
-		return true // "noindex, unavailable_after: ..."
-	}
-	switch s {
-	case "unavailable_after", "max-snippet", "max-image-preview", "max-video-preview", "indexifembedded":
-		return true
-	}
-	return false
+	return robotstag.Header(headerValues(h, "X-Robots-Tag"))
 }

@@ -27,6 +27,9 @@ func TestXRobotsTag(t *testing.T) {
 		{[]string{"unavailable_after: 25 Jun 2010 15:00:00 PST"}, false, false},
 		{[]string{"noindex, unavailable_after: 25 Jun 2010 15:00:00 PST"}, true, false},
 		{[]string{"max-snippet: 20"}, false, false},
+		// An agent addresses the directives after it, up to the next agent.
+		{[]string{"otherbot: noindex, airlock: nofollow"}, false, true},
+		{[]string{"airlock: noindex, otherbot: nofollow"}, true, false},
 	}
 	for _, tt := range tests {
 		h := map[string][]string{"x-robots-tag": tt.values}

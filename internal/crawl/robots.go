@@ -13,13 +13,15 @@ import (
 	"time"
 
 	"github.com/jimsmart/grobotstxt"
+
+	"github.com/airlockhq/airlock/internal/crawl/robotstag"
 )
 
 // Robots-related limits (RFC 9309).
 const (
 	// ProductToken is the name a robots.txt group must give to address
 	// this crawler ("User-agent: airlock").
-	ProductToken = "airlock"
+	ProductToken = robotstag.Agent
 	// MaxRobotsBytes of a robots.txt are parsed; the rest is ignored
 	// (RFC 9309 §2.5 asks for at least 500 KiB).
 	MaxRobotsBytes = 500 << 10

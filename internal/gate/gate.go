@@ -22,7 +22,7 @@ const (
 	ReasonRevoked       = "revoked"
 	ReasonTenantRate    = "tenant_rate"
 	ReasonConnectRate   = "connect_rate"
-	ReasonCapability    = "capability"
+	ReasonCapability    = airlock.ReasonCapability
 	ReasonUnknownTenant = "unknown_tenant"
 	ReasonBadPrincipal  = "principal"
 	// ReasonRevocationsStale: the shared revocation set could not be

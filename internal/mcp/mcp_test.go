@@ -20,8 +20,8 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
-	"github.com/airlockhq/airlock/internal/extract"
 	"github.com/airlockhq/airlock/internal/leakcheck"
+	"github.com/airlockhq/airlock/internal/render"
 )
 
 // TestMain fails the package when the tests leave goroutines behind
@@ -286,7 +286,7 @@ func TestWebFetchPaging(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want bytes.Buffer
-	if err := extract.Render(&want, "md", page); err != nil {
+	if err := render.Render(&want, "md", page); err != nil {
 		t.Fatal(err)
 	}
 	total := utf8.RuneCountInString(want.String())

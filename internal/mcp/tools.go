@@ -17,7 +17,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
-	"github.com/airlockhq/airlock/internal/extract"
+	"github.com/airlockhq/airlock/internal/render"
 )
 
 // Tool names.
@@ -141,7 +141,7 @@ func invalid(reason, format string, args ...any) error {
 func toolFormat(f string) (string, error) {
 	switch f {
 	case "", "markdown", "md":
-		return extract.FormatMarkdown, nil
+		return render.FormatMarkdown, nil
 	case "text", "org", "json":
 		return f, nil
 	}
@@ -149,7 +149,7 @@ func toolFormat(f string) (string, error) {
 }
 
 func formatName(f string) string {
-	if f == extract.FormatMarkdown {
+	if f == render.FormatMarkdown {
 		return "markdown"
 	}
 	return f
@@ -181,7 +181,7 @@ func webFetch(ctx context.Context, en *engine.Engine, p airlock.Principal, in Fe
 		return nil, err
 	}
 	var doc bytes.Buffer
-	if err := extract.Render(&doc, format, page); err != nil {
+	if err := render.Render(&doc, format, page); err != nil {
 		return nil, err
 	}
 	content := doc.String()
@@ -297,7 +297,7 @@ func webCrawl(ctx context.Context, en *engine.Engine, p airlock.Principal, in Cr
 	}
 	cut := fitPages(pages, format, CrawlPageBudget)
 	var doc bytes.Buffer
-	if err := extract.RenderCrawl(&doc, format, pages, sum); err != nil {
+	if err := render.RenderCrawl(&doc, format, pages, sum); err != nil {
 		return nil, err
 	}
 
@@ -356,15 +356,15 @@ func fitPages(pages []*airlock.Page, format string, budget int) int {
 	for _, pg := range pages {
 		var ptrs []*string
 		switch format {
-		case extract.FormatMarkdown:
+		case render.FormatMarkdown:
 			if strings.TrimSpace(pg.Markdown) != "" {
 				ptrs = []*string{&pg.Markdown}
 			} else {
 				ptrs = []*string{&pg.Text}
 			}
-		case extract.FormatText, extract.FormatOrg:
+		case render.FormatText, render.FormatOrg:
 			ptrs = []*string{&pg.Text}
-		case extract.FormatJSON:
+		case render.FormatJSON:
 			ptrs = []*string{&pg.Markdown, &pg.Text}
 		}
 		for _, p := range ptrs {

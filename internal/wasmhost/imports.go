@@ -10,7 +10,6 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
-	"github.com/airlockhq/airlock/internal/gate"
 )
 
 // ModuleName is the import module of the Airlock ABI.
@@ -103,7 +102,7 @@ func checkImport(mod, name string, p engine.GuestProfile) error {
 			return airlock.Errorf(airlock.CodeInvalid, "unknown_import", "%s.%s is not a function of the Airlock ABI", mod, cut(name, 64))
 		}
 		if c != "" && !p.Has(c) {
-			return airlock.Errorf(airlock.CodeDenied, gate.ReasonCapability, "%s.%s is not granted by profile %s", mod, name, p.Name)
+			return airlock.Errorf(airlock.CodeDenied, airlock.ReasonCapability, "%s.%s is not granted by profile %s", mod, name, p.Name)
 		}
 		return nil
 	}

@@ -1,4 +1,14 @@
-package crawl
+// Package bench holds the comparison benchmarks whose dependencies stay
+// out of the main module: it is a module of its own (go.mod here, with a
+// replace of the main module by ../), so that colly and its dependencies
+// are neither in airlock's go.mod nor in anything it builds. Run it from
+// this directory:
+//
+//	go test -run '^$' -bench Colly -benchtime 3x .
+//
+// and compare with package crawl's BenchmarkCrawlGeneratedSite, which
+// crawls the same site (internal/crawl/crawlbench) with the same settings.
+package bench
 
 import (
 	"fmt"
@@ -8,6 +18,8 @@ import (
 	"testing"
 
 	"github.com/gocolly/colly/v2"
+
+	"github.com/airlockhq/airlock/internal/crawl/crawlbench"
 )
 
 // BenchmarkColly crawls the generated site of BenchmarkCrawlGeneratedSite
@@ -19,14 +31,18 @@ import (
 // distinct URLs are counted (and no request cap is set, which could then
 // leave pages out).
 func BenchmarkColly(b *testing.B) {
-	for _, n := range benchSizes {
-		for _, perHost := range []int{2, benchConcurrency} {
+	for _, n := range crawlbench.Sizes {
+		for _, perHost := range []int{2, crawlbench.Concurrency} {
 			b.Run(fmt.Sprintf("pages=%d/per-host=%d", n, perHost), func(b *testing.B) {
-				s := newBenchSite(b, n)
-				u, _ := url.Parse(s.srv.URL)
-				tr := benchTransport()
+				s := crawlbench.NewSite(b, n)
+				u, _ := url.Parse(s.Server.URL)
+				tr := &http.Transport{
+					MaxIdleConns:        crawlbench.MaxIdleConns,
+					MaxIdleConnsPerHost: crawlbench.MaxIdleConnsPerHost,
+					IdleConnTimeout:     crawlbench.IdleConnTimeout,
+				}
 				defer tr.CloseIdleConnections()
-				peak := startHeapPeak(b)
+				peak := crawlbench.StartHeapPeak(b)
 				total := 0
 				for b.Loop() {
 					var pages sync.Map
@@ -48,7 +64,7 @@ func BenchmarkColly(b *testing.B) {
 							pages.Store(r.Request.URL.String(), true)
 						}
 					})
-					if err := c.Visit(s.seed()); err != nil {
+					if err := c.Visit(s.Seed()); err != nil {
 						b.Fatal(err)
 					}
 					c.Wait()
@@ -59,8 +75,8 @@ func BenchmarkColly(b *testing.B) {
 					}
 					total += n
 				}
-				peak.report(b)
-				reportPages(b, total)
+				peak.Report(b)
+				crawlbench.ReportPages(b, total)
 			})
 		}
 	}

@@ -1,4 +1,4 @@
-package extract
+package render
 
 import (
 	"bytes"
@@ -110,7 +110,7 @@ func checkGolden(t *testing.T, name string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./internal/extract -run Render -update to create it)", err)
+		t.Fatalf("%v (run go test ./internal/render -update to create it)", err)
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
