@@ -228,12 +228,15 @@ func toolError(logger *slog.Logger, err error) *sdkmcp.CallToolResult {
 }
 
 // ServeStdio serves one client over in/out as principal p until ctx is done
-// or the client goes away (in reaches EOF). It returns nil in both cases,
-// and the error of the connection otherwise. It does not close en.
+// or the client goes away (in reaches EOF). Every request read before EOF
+// is answered before it returns, and a line that is not a JSON-RPC message
+// is answered with a JSON-RPC error (-32700 for one that is not JSON) while
+// the session goes on. It returns nil when ctx is done or at EOF, and the
+// error of the connection otherwise. It does not close en, in or out.
 func ServeStdio(ctx context.Context, en *engine.Engine, p airlock.Principal, in io.Reader, out io.Writer, opts Options) error {
 	opts.Grants = func(c airlock.Capability) bool { return en.Grants(p, c) }
 	s := NewServer(en, func(context.Context) airlock.Principal { return p }, opts)
-	ss, err := s.Connect(ctx, &sdkmcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}, nil)
+	ss, err := s.Connect(ctx, &stdioTransport{in: in, out: out}, nil)
 	if err != nil {
 		return fmt.Errorf("mcp: connect: %w", err)
 	}
@@ -251,7 +254,3 @@ func ServeStdio(ctx context.Context, en *engine.Engine, p airlock.Principal, in 
 		return fmt.Errorf("mcp: %w", err)
 	}
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
