@@ -187,7 +187,7 @@ func TestListTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		ToolFetch:  {"url", "format", "max_length", "start_index"},
+		ToolFetch:  {"url", "format", "max_length", "start_index", "raw"},
 		ToolSearch: {"query", "limit"},
 		ToolCrawl:  {"seed", "urls", "max_pages", "depth", "format"},
 	}
@@ -252,7 +252,8 @@ func TestWebFetch(t *testing.T) {
 	srv := site(t)
 	cs := inMemory(t, newEngine(t, loopback))
 	out := mustOK(t, call(t, cs, ToolFetch, map[string]any{"url": srv.URL + "/a"}))
-	if !strings.HasPrefix(out, "Title: Page /a\nURL: "+srv.URL+"/a\n\n# Page /a") || !strings.Contains(out, "readable words") ||
+	// The page's own heading and URL, not a header repeating them.
+	if !strings.HasPrefix(out, "# Page /a\n\n<"+srv.URL+"/a>\n") || !strings.Contains(out, "readable words") ||
 		strings.Contains(out, "truncated") || strings.Contains(out, "Content: characters") {
 		t.Errorf("web_fetch /a:\n%s", out)
 	}
@@ -263,8 +264,7 @@ func TestWebFetch(t *testing.T) {
 		{"md", "# Page /a\n"},
 	}
 	for _, f := range formats {
-		out := mustOK(t, call(t, cs, ToolFetch, map[string]any{"url": srv.URL + "/a", "format": f.format, "max_length": 100000}))
-		_, body, _ := strings.Cut(out, "\n\n")
+		body := mustOK(t, call(t, cs, ToolFetch, map[string]any{"url": srv.URL + "/a", "format": f.format, "max_length": 100000}))
 		if !strings.HasPrefix(body, f.prefix) {
 			t.Errorf("format %s: got\n%.300s\nwant prefix %q", f.format, body, f.prefix)
 		}
@@ -275,7 +275,8 @@ var truncatedRE = regexp.MustCompile(`\n\n<content truncated: ([0-9,]+) characte
 
 // TestWebFetchPaging reads a long page in parts and checks that the parts
 // put together are the whole rendered page: nothing lost, nothing twice,
-// every part valid UTF-8 and headed by the title and URL.
+// every part valid UTF-8 and headed by where it is (the first by the
+// page's own title and URL, the others by the URL).
 func TestWebFetchPaging(t *testing.T) {
 	srv := site(t)
 	en := newEngine(t, loopback)
@@ -312,8 +313,10 @@ func TestWebFetchPaging(t *testing.T) {
 				out := mustOK(t, call(t, cs, ToolFetch, args))
 				calls++
 				header, body, ok := strings.Cut(out, "\n\n")
-				wantHeader := fmt.Sprintf("Title: Long page /long\nURL: %s/long\nContent: characters %d to %d of %s (markdown)",
-					srv.URL, start, min(start+step, total), thousands(total))
+				wantHeader := fmt.Sprintf("Content: characters %d to %d of %s (markdown)", start, min(start+step, total), thousands(total))
+				if start > 0 {
+					wantHeader = "URL: " + srv.URL + "/long\n" + wantHeader
+				}
 				if !ok || header != wantHeader {
 					t.Fatalf("header %q, want %q", header, wantHeader)
 				}
@@ -462,8 +465,8 @@ func TestToolErrors(t *testing.T) {
 		{"no seed or urls", cs, ToolCrawl, map[string]any{}, "invalid (crawl_input): seed or urls is required", false},
 		{"crawl denied seed", strict, ToolCrawl, map[string]any{"seed": "http://10.0.0.5/"}, "", false},
 		// Above a ceiling is refused, never reduced (issue 14).
-		{"max_length above the ceiling", cs, ToolFetch, map[string]any{"url": srv.URL + "/a", "max_length": 100001},
-			"invalid (limit): max_length 100001 is above the ceiling 100000 (limits.mcp_max_length)", true},
+		{"max_length above the ceiling", cs, ToolFetch, map[string]any{"url": srv.URL + "/a", "max_length": 1000001},
+			"invalid (limit): max_length 1000001 is above the ceiling 1000000 (limits.mcp_max_length)", true},
 		{"search limit above the ceiling", cs, ToolSearch, map[string]any{"query": "q", "limit": 101},
 			"invalid (limit): limit 101 is above the ceiling 100 (limits.search_results)", true},
 		{"crawl pages above the ceiling", cs, ToolCrawl, map[string]any{"seed": srv.URL + "/a", "max_pages": 101},

@@ -30,7 +30,7 @@ const (
 // Defaults and caps of the tools (ARCHITECTURE.md "Defaults"). Lengths are
 // in characters (Unicode code points) of the rendered reply.
 const (
-	DefaultFetchLength = 5000 // web_fetch max_length; at most limits.mcp_max_length (100,000), above it refused
+	DefaultFetchLength = 5000 // web_fetch max_length; at most limits.mcp_max_length (1,000,000), above it refused
 	DefaultSearchLimit = 10   // web_search limit; at most limits.search_results (100), above it refused
 	DefaultCrawlPages  = 10   // web_crawl max_pages: fewer than the CLI's 25, for an agent's context; at most limits.mcp_crawl_pages (100)
 	// CrawlPageBudget is the share of a web_crawl reply that page contents
@@ -49,8 +49,9 @@ var toolFormats = []any{"markdown", "md", "text", "org", "json"}
 type FetchInput struct {
 	URL        string `json:"url" jsonschema:"The absolute http or https URL of the page to read."`
 	Format     string `json:"format,omitempty" jsonschema:"How to render the page: markdown (the default: the main content with headings, lists, tables and links), text (plain text), org (an Org-mode node with outline and links) or json (every extracted field: title, description, headings, links, text, markdown, tables)."`
-	MaxLength  int    `json:"max_length,omitempty" jsonschema:"The most characters to return in this call (default 5000; at most 100000 unless the operator sets another ceiling; a larger value is refused)."`
-	StartIndex int    `json:"start_index,omitempty" jsonschema:"The character offset to start from (default 0). When a reply ends with <content truncated: ...>, call again with the same url, format and max_length and the start_index it gives to read the next part."`
+	MaxLength  int    `json:"max_length,omitempty" jsonschema:"The most characters to return in this call (default 5000; at most 1000000, or the operator's lower ceiling; a larger value is refused)."`
+	StartIndex int    `json:"start_index,omitempty" jsonschema:"The character offset to start from (default 0). When a reply ends with <content truncated: ...>, call again with the same url, format, raw and max_length and the start_index it gives to read the next part."`
+	Raw        bool   `json:"raw,omitempty" jsonschema:"Return the response body as it came (HTML, JSON, ...), not extracted; format is then ignored (default false)."`
 }
 
 // SearchInput is the input of web_search.
@@ -89,7 +90,7 @@ func addBrowseTools(s *sdkmcp.Server) {
 		Name:  ToolFetch,
 		Title: "Fetch a web page",
 		Description: "Fetch one web page through Airlock's egress policy and return its main content, by default as markdown, " +
-			"headed by its title and final URL (after redirects). Long pages come in parts of max_length characters: " +
+			"headed by its title and final URL (after redirects), or with raw=true the response body as it came. Long pages come in parts of max_length characters: " +
 			"a reply that ends with <content truncated: N characters remain; call web_fetch with start_index=K to continue> " +
 			"has more, and calling again with start_index=K returns the next part. Refused targets (private addresses, deny lists), " +
 			"HTTP errors and bot walls are error results with a code and a reason.",
@@ -176,37 +177,65 @@ func webFetch(ctx context.Context, en *engine.Engine, p airlock.Principal, in Fe
 	if in.StartIndex < 0 {
 		return nil, invalid("start_index", "start_index %d: want 0 or more", in.StartIndex)
 	}
-	page, err := en.Fetch(ctx, p, airlock.FetchRequest{URL: in.URL})
+	variant := format
+	if in.Raw {
+		variant = "raw"
+	}
+	page, err := en.FetchRendered(ctx, p, airlock.FetchRequest{URL: in.URL}, engine.RenderOptions{
+		Raw: in.Raw, Variant: variant,
+		Render: func(pg *airlock.Page) (string, error) {
+			var doc bytes.Buffer
+			err := extract.Render(&doc, format, pg)
+			return doc.String(), err
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
-	var doc bytes.Buffer
-	if err := extract.Render(&doc, format, page); err != nil {
-		return nil, err
-	}
-	content := doc.String()
+	content := page.Content
 	total := utf8.RuneCountInString(content)
 	if in.StartIndex > 0 && in.StartIndex >= total {
 		return nil, invalid("start_index", "start_index %d is past the end of the content (%s characters as %s); nothing more to read",
-			in.StartIndex, thousands(total), formatName(format))
+			in.StartIndex, thousands(total), variantName(variant))
 	}
 	lo := runeOffset(content, 0, in.StartIndex)
 	hi := runeOffset(content, lo, maxLen)
 	end := in.StartIndex + utf8.RuneCountInString(content[lo:hi])
 
+	// The rendered page carries its title and URL; a raw body does not, and
+	// a later part has neither.
 	var b strings.Builder
-	fmt.Fprintf(&b, "Title: %s\nURL: %s\n", oneLine(page.Title), oneLine(page.URL))
-	if in.StartIndex > 0 || end < total {
-		fmt.Fprintf(&b, "Content: characters %d to %d of %s (%s)\n", in.StartIndex, end, thousands(total), formatName(format))
+	if in.Raw {
+		fmt.Fprintf(&b, "URL: %s\n", oneLine(page.URL))
+		if ct := oneLine(page.ContentType); ct != "" {
+			fmt.Fprintf(&b, "Content-Type: %s\n", ct)
+		}
+	} else if in.StartIndex > 0 {
+		fmt.Fprintf(&b, "URL: %s\n", oneLine(page.URL))
 	}
-	b.WriteString("\n")
+	if in.StartIndex > 0 || end < total {
+		fmt.Fprintf(&b, "Content: characters %d to %d of %s (%s)\n", in.StartIndex, end, thousands(total), variantName(variant))
+	}
+	if b.Len() > 0 {
+		b.WriteString("\n")
+	}
 	b.WriteString(content[lo:hi])
 	if end < total {
 		fmt.Fprintf(&b, "\n\n<content truncated: %s characters remain; call web_fetch with start_index=%d to continue>", thousands(total-end), end)
 	}
 	res := Text(b.String())
 	res.Meta = sdkmcp.Meta{"decision_id": page.DecisionID}
+	if page.Cached {
+		res.Meta["cache"] = "hit"
+	}
 	return res, nil
+}
+
+func variantName(v string) string {
+	if v == "raw" {
+		return "the raw body"
+	}
+	return formatName(v)
 }
 
 // runeOffset returns the byte offset n runes after byte offset from in s,
