@@ -406,7 +406,7 @@ func TestWebCrawl(t *testing.T) {
 	}
 	for _, format := range []string{"markdown", "text", "json"} {
 		out = mustOK(t, call(t, cs, ToolCrawl, map[string]any{"urls": urls, "max_pages": 12, "format": format}))
-		if n := utf8.RuneCountInString(out); n > MaxCrawlReply+2000 {
+		if n := utf8.RuneCountInString(out); n > MaxCrawlReply {
 			t.Errorf("%s: reply of %d characters", format, n)
 		}
 		if !strings.Contains(out, "Crawled 12 pages") || !strings.Contains(out, "12 long pages were cut to fit the reply") ||

@@ -40,6 +40,8 @@ const (
 	MaxCrawlReply = 50000
 	// maxSkippedListed is how many skipped URLs a web_crawl reply lists.
 	maxSkippedListed = 20
+	// maxReplyLine bounds a line about one URL (a skipped URL and why).
+	maxReplyLine = 300
 )
 
 // Output formats the tools accept.
@@ -330,41 +332,49 @@ func webCrawl(ctx context.Context, en *engine.Engine, p airlock.Principal, in Cr
 		return nil, err
 	}
 
-	var b strings.Builder
+	var head strings.Builder
 	from := seed
 	if from == "" {
 		from = fmt.Sprintf("%d URLs", len(in.URLs))
 	}
-	fmt.Fprintf(&b, "Crawled %d pages from %s: %d skipped, %d failed, %s.\n", sum.Pages, oneLine(from), len(sum.Skipped), sum.Failed,
+	fmt.Fprintf(&head, "Crawled %d pages from %s: %d skipped, %d failed, %s.\n", sum.Pages, clip(oneLine(from), maxReplyLine), len(sum.Skipped), sum.Failed,
 		(time.Duration(sum.ElapsedMS) * time.Millisecond).Round(time.Millisecond))
 	if sum.Stopped != "" {
-		fmt.Fprintf(&b, "Stopped early: %s.\n", sum.Stopped)
+		fmt.Fprintf(&head, "Stopped early: %s.\n", sum.Stopped)
 	}
 	if cut > 0 {
-		fmt.Fprintf(&b, "%d long pages were cut to fit the reply; each cut says how to read the page whole.\n", cut)
+		fmt.Fprintf(&head, "%d long pages were cut to fit the reply; each cut says how to read the page whole.\n", cut)
 	}
-	b.WriteString("\n")
-	body := doc.String()
-	if n := utf8.RuneCountInString(body); n > MaxCrawlReply {
-		b.WriteString(body[:runeOffset(body, 0, MaxCrawlReply)])
-		fmt.Fprintf(&b, "\n\n<reply truncated: %s more characters not shown; use a smaller max_pages or read pages with web_fetch>\n", thousands(n-MaxCrawlReply))
-	} else {
-		b.WriteString(body)
-	}
+	head.WriteString("\n")
+	var tail strings.Builder
 	if len(sum.Skipped) > 0 {
-		b.WriteString("\nSkipped:\n")
+		tail.WriteString("\nSkipped:\n")
 		for i, s := range sum.Skipped {
 			if i == maxSkippedListed {
-				fmt.Fprintf(&b, "- and %d more\n", len(sum.Skipped)-i)
+				fmt.Fprintf(&tail, "- and %d more\n", len(sum.Skipped)-i)
 				break
 			}
-			fmt.Fprintf(&b, "- %s: %s", oneLine(s.URL), s.Reason)
+			line := oneLine(s.URL) + ": " + s.Reason
 			if d := oneLine(s.Detail); d != "" {
-				fmt.Fprintf(&b, " (%s)", d)
+				line += " (" + d + ")"
 			}
-			b.WriteString("\n")
+			tail.WriteString("- " + clip(line, maxReplyLine) + "\n")
 		}
 	}
+	// The pages get what the head and the skipped list leave of the cap.
+	room := MaxCrawlReply - utf8.RuneCountInString(head.String()) - utf8.RuneCountInString(tail.String())
+	body := doc.String()
+	if n := utf8.RuneCountInString(body); n > room {
+		note := func(more int) string {
+			return fmt.Sprintf("\n\n<reply truncated: %s more characters not shown; use a smaller max_pages or read pages with web_fetch>\n", thousands(more))
+		}
+		keep := max(0, room-utf8.RuneCountInString(note(n)))
+		body = body[:runeOffset(body, 0, keep)] + note(n-keep)
+	}
+	var b strings.Builder
+	b.WriteString(head.String())
+	b.WriteString(body)
+	b.WriteString(tail.String())
 	res := Text(b.String())
 	res.Meta = sdkmcp.Meta{"decision_id": sum.DecisionID}
 	return res, nil
@@ -451,6 +461,14 @@ func oneLine(s string) string {
 		return r
 	}, s)
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// clip cuts s to at most n characters, the last one an ellipsis.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return s[:runeOffset(s, 0, n-1)] + "…"
 }
 
 // thousands formats n with comma separators: 12,345.
