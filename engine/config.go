@@ -348,6 +348,14 @@ const (
 	LimitListLimit     = gate.LimitListPage
 )
 
+// CeilingMax returns the most the code allows for the ceiling name whatever
+// the configuration says (a tool schema's maximum), or 0 when the
+// configuration may set any value.
+func CeilingMax(name string) int64 {
+	c, _ := gate.LookupCeiling(name)
+	return c.Max
+}
+
 // ceilingValues returns c's non-zero values by key (durations in
 // nanoseconds), as gate.NewLimits takes them.
 func ceilingValues(c CeilingsConfig) map[string]int64 {

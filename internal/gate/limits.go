@@ -163,7 +163,7 @@ var Ceilings = []Ceiling{
 		Doc: "steps of one browser interact sequence"},
 	{Name: LimitMCPMaxLength, Kind: KindBytes, Default: 1000000, Max: 1000000,
 		Doc: "MCP web_fetch `max_length`: characters of one reply (0: 5,000)"},
-	{Name: LimitMCPCrawlPages, Kind: KindCount, Default: 100,
+	{Name: LimitMCPCrawlPages, Kind: KindCount, Default: 100, Max: 100,
 		Doc: "MCP web_crawl `max_pages` (0: 10)"},
 	{Name: LimitPageCacheBytes, Kind: KindBytes, Default: 16 << 20, Max: 1 << 30,
 		Doc: "bytes of rendered pages a tenant may hold in the page cache that pages MCP web_fetch (at most `browse.page_cache_bytes`)"},

@@ -225,6 +225,7 @@ func TestListTools(t *testing.T) {
 				Description string
 				Enum        []any
 				Default     any
+				Maximum     *float64
 			}
 		}
 		b, _ := json.Marshal(tool.InputSchema)
@@ -240,6 +241,16 @@ func TestListTools(t *testing.T) {
 		for _, p := range props {
 			if len(schema.Properties[p].Description) < 20 {
 				t.Errorf("%s.%s: no useful description in %s", tool.Name, p, b)
+			}
+			// One plain type (not ["null","array"]) that every client reads.
+			if _, ok := schema.Properties[p].Type.(string); !ok {
+				t.Errorf("%s.%s: type %v, want one type", tool.Name, p, schema.Properties[p].Type)
+			}
+		}
+		// The ceilings' built-in bounds are the schema's maximums.
+		for p, want := range map[string]float64{"max_length": 1000000, "limit": 100, "max_pages": 100} {
+			if prop, ok := schema.Properties[p]; ok && (prop.Maximum == nil || *prop.Maximum != want) {
+				t.Errorf("%s.%s: maximum %v, want %v", tool.Name, p, prop.Maximum, want)
 			}
 		}
 		if f, ok := schema.Properties["format"]; ok && (len(f.Enum) == 0 || f.Default != "markdown") {
@@ -455,22 +466,26 @@ func TestToolErrors(t *testing.T) {
 		{"metadata", cs, ToolFetch, map[string]any{"url": "http://169.254.169.254/latest/"}, "denied (metadata): ", true},
 		{"http status", cs, ToolFetch, map[string]any{"url": srv.URL + "/missing"}, "upstream (http_status): ", true},
 		{"ambiguous host", cs, ToolFetch, map[string]any{"url": "http://0x7f.1/"}, "denied (", true},
-		{"missing url", cs, ToolFetch, map[string]any{}, `validating "arguments"`, false},
+		{"missing url", cs, ToolFetch, map[string]any{}, "invalid (arguments): The argument url is required.", false},
 		{"empty url", cs, ToolFetch, map[string]any{"url": " "}, "invalid (url): url is required", false},
-		{"bad format", cs, ToolFetch, map[string]any{"url": srv.URL, "format": "html"}, `validating "arguments"`, false},
-		{"negative start", cs, ToolFetch, map[string]any{"url": srv.URL, "start_index": -1}, `validating "arguments"`, false},
-		{"wrong type", cs, ToolFetch, map[string]any{"url": srv.URL, "max_length": "many"}, `validating "arguments"`, false},
+		{"bad format", cs, ToolFetch, map[string]any{"url": srv.URL, "format": "html"}, `invalid (arguments): The argument format must be one of markdown, md, text, org or json, not "html".`, false},
+		{"negative start", cs, ToolFetch, map[string]any{"url": srv.URL, "start_index": -1}, "invalid (arguments): The argument start_index must be at least 0, not -1.", false},
+		{"wrong type", cs, ToolFetch, map[string]any{"url": srv.URL, "max_length": "many"}, `invalid (arguments): The argument max_length must be a whole number, not "many".`, false},
+		{"unknown argument", cs, ToolFetch, map[string]any{"url": srv.URL, "maxLength": 10}, `invalid (arguments): web_fetch has no argument "maxLength"; its arguments are url, format, max_length, start_index and raw.`, false},
+		{"url not a string in urls", cs, ToolCrawl, map[string]any{"urls": []any{srv.URL, 3}}, "invalid (arguments): Item 2 of urls must be a string, not 3.", false},
+		{"urls null", cs, ToolCrawl, map[string]any{"urls": nil}, "invalid (arguments): The argument urls must be a list, not null.", false},
 		{"empty query", cs, ToolSearch, map[string]any{"query": ""}, "invalid (query): query is required", false},
 		{"seed and urls", cs, ToolCrawl, map[string]any{"seed": srv.URL, "urls": []string{srv.URL}}, "invalid (crawl_input): give seed or urls, not both", false},
 		{"no seed or urls", cs, ToolCrawl, map[string]any{}, "invalid (crawl_input): seed or urls is required", false},
 		{"crawl denied seed", strict, ToolCrawl, map[string]any{"seed": "http://10.0.0.5/"}, "", false},
-		// Above a ceiling is refused, never reduced (issue 14).
+		// Above a ceiling is refused, never reduced (issue 14); above the
+		// schema's maximum (the ceiling's built-in bound) before any call.
 		{"max_length above the ceiling", cs, ToolFetch, map[string]any{"url": srv.URL + "/a", "max_length": 1000001},
-			"invalid (limit): max_length 1000001 is above the ceiling 1000000 (limits.mcp_max_length)", true},
+			"invalid (limit): The argument max_length is 1000001, above the most this tool takes, 1000000.", false},
 		{"search limit above the ceiling", cs, ToolSearch, map[string]any{"query": "q", "limit": 101},
-			"invalid (limit): limit 101 is above the ceiling 100 (limits.search_results)", true},
+			"invalid (limit): The argument limit is 101, above the most this tool takes, 100.", false},
 		{"crawl pages above the ceiling", cs, ToolCrawl, map[string]any{"seed": srv.URL + "/a", "max_pages": 101},
-			"invalid (limit): max_pages 101 is above the ceiling 100 (limits.mcp_crawl_pages)", true},
+			"invalid (limit): The argument max_pages is 101, above the most this tool takes, 100.", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

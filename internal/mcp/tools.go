@@ -59,14 +59,14 @@ type FetchInput struct {
 // SearchInput is the input of web_search.
 type SearchInput struct {
 	Query string `json:"query" jsonschema:"What to search the web for, as you would type it into a search engine."`
-	Limit int    `json:"limit,omitempty" jsonschema:"The most results to return (default 10; at most 100 unless the operator sets another ceiling; a larger value is refused)."`
+	Limit int    `json:"limit,omitempty" jsonschema:"The most results to return (default 10; at most 100, or the operator's lower ceiling; a larger value is refused)."`
 }
 
 // CrawlInput is the input of web_crawl.
 type CrawlInput struct {
 	Seed     string   `json:"seed,omitempty" jsonschema:"A URL to start from: the crawl follows links breadth-first on that host, obeying robots.txt. Give seed or urls, not both."`
 	URLs     []string `json:"urls,omitempty" jsonschema:"A list of URLs to fetch concurrently (no link following). Give seed or urls, not both."`
-	MaxPages int      `json:"max_pages,omitempty" jsonschema:"Stop after this many pages (default 10; at most 100 unless the operator sets another ceiling; a larger value is refused)."`
+	MaxPages int      `json:"max_pages,omitempty" jsonschema:"Stop after this many pages (default 10; at most 100, or the operator's lower ceiling; a larger value is refused)."`
 	Depth    int      `json:"depth,omitempty" jsonschema:"How many links away from the seed to go (default 2; 1 reads the seed and the pages it links to). For the seed alone, set max_pages to 1."`
 	Format   string   `json:"format,omitempty" jsonschema:"How to render the pages: markdown (default), text, org or json. Long pages are cut so that the reply stays under 50000 characters; read a cut page whole with web_fetch."`
 }
@@ -83,8 +83,37 @@ func schema[In any](tune func(props map[string]*jsonschema.Schema)) *jsonschema.
 	if err != nil {
 		panic(fmt.Sprintf("mcp: schema of %T: %v", *new(In), err))
 	}
+	notNull(s)
 	tune(s.Properties)
 	return s
+}
+
+// notNull makes the ["null", T] types that jsonschema.For gives slices and
+// maps plain T: an agent sends a list or leaves the property out, and
+// clients that read only a plain type see what to send.
+func notNull(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) == 2 && slices.Contains(s.Types, "null") {
+		for _, t := range s.Types {
+			if t != "null" {
+				s.Type, s.Types = t, nil
+			}
+		}
+	}
+	for _, p := range s.Properties {
+		notNull(p)
+	}
+	notNull(s.Items)
+}
+
+// ceilingMax is the schema maximum of a value under the ceiling name.
+func ceilingMax(name string) *float64 {
+	if m := engine.CeilingMax(name); m > 0 {
+		return ptr(float64(m))
+	}
+	return nil
 }
 
 func addBrowseTools(s *sdkmcp.Server) {
@@ -101,7 +130,7 @@ func addBrowseTools(s *sdkmcp.Server) {
 			p["format"].Enum, p["format"].Default = toolFormats, jsonRaw(`"markdown"`)
 			// No schema default: the SDK would fill it in, and a tenant
 			// whose ceiling is below it could then never leave it out.
-			p["max_length"].Minimum = ptr(1.0)
+			p["max_length"].Minimum, p["max_length"].Maximum = ptr(1.0), ceilingMax(engine.LimitMCPMaxLength)
 			p["start_index"].Minimum, p["start_index"].Default = ptr(0.0), jsonRaw(`0`)
 		}),
 	}, webFetch)
@@ -112,7 +141,7 @@ func addBrowseTools(s *sdkmcp.Server) {
 			"of results, each with its title, URL and snippet. Read a result with web_fetch.",
 		Annotations: readOnly("Search the web"),
 		InputSchema: schema[SearchInput](func(p map[string]*jsonschema.Schema) {
-			p["limit"].Minimum = ptr(1.0) // no schema default: see max_length
+			p["limit"].Minimum, p["limit"].Maximum = ptr(1.0), ceilingMax(engine.LimitSearchResults) // no schema default: see max_length
 		}),
 	}, webSearch)
 	AddTool(s, &sdkmcp.Tool{
@@ -125,7 +154,7 @@ func addBrowseTools(s *sdkmcp.Server) {
 		Annotations: readOnly("Crawl a site"),
 		InputSchema: schema[CrawlInput](func(p map[string]*jsonschema.Schema) {
 			p["format"].Enum, p["format"].Default = toolFormats, jsonRaw(`"markdown"`)
-			p["max_pages"].Minimum = ptr(1.0) // no schema default: see max_length
+			p["max_pages"].Minimum, p["max_pages"].Maximum = ptr(1.0), ceilingMax(engine.LimitMCPCrawlPages) // no schema default: see max_length
 			p["depth"].Minimum = ptr(1.0)
 			p["urls"].Items.Description = "An absolute http or https URL."
 		}),
