@@ -2,13 +2,20 @@ package mcp
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock"
 )
 
 // TestStdioBadLines checks the replies to lines that are not JSON-RPC
@@ -90,4 +97,53 @@ func TestReadLineTooLong(t *testing.T) {
 	if _, _, err = readLine(br, 50); err != io.EOF {
 		t.Fatalf("end: %v", err)
 	}
+}
+
+// TestStdioEOFWhileAwaitingTheClient: a request whose handler waits for an
+// answer from the client (a ping here; an elicitation alike) cannot be
+// answered once stdin is closed, so EOF ends the session instead of
+// waiting for it forever.
+func TestStdioEOFWhileAwaitingTheClient(t *testing.T) {
+	en := newEngine(t, loopback)
+	ctx := testCtx(t)
+	s := NewServer(en, func(context.Context) airlock.Principal { return en.Principal() }, Options{})
+	asked := make(chan struct{})
+	s.AddTool(&sdkmcp.Tool{Name: "ask", InputSchema: &jsonschema.Schema{Type: "object"}},
+		func(ctx context.Context, req *sdkmcp.CallToolRequest) (*sdkmcp.CallToolResult, error) {
+			close(asked)
+			return nil, req.Session.Ping(ctx, nil)
+		})
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{}}}`,
+	}, "\n") + "\n"
+	var out strings.Builder
+	ss, err := s.Connect(ctx, &stdioTransport{in: strings.NewReader(in), out: &lockedWriter{w: &out}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the session did not end at EOF while the server awaited the client")
+	}
+	select {
+	case <-asked:
+	default:
+		t.Error("the tool was never called")
+	}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
