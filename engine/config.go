@@ -119,6 +119,12 @@ type BrowseConfig struct {
 	BatchMax         int           `koanf:"batch_max" json:"batch_max"`
 	BatchConcurrency int           `koanf:"batch_concurrency" json:"batch_concurrency"`
 	BatchTimeout     time.Duration `koanf:"batch_timeout" json:"batch_timeout"`
+	// PageCacheBytes bounds the page cache (pages fetched and rendered
+	// lately, read again in parts by MCP web_fetch) in total [64 MiB, at
+	// most 4 GiB]; limits.page_cache_bytes bounds each tenant's share.
+	PageCacheBytes int64 `koanf:"page_cache_bytes" json:"page_cache_bytes"`
+	// PageCacheTTL is how long a page stays in the page cache [5m, at most 1h].
+	PageCacheTTL time.Duration `koanf:"page_cache_ttl" json:"page_cache_ttl"`
 }
 
 // TenantConfig is one tenant: who it is (token hashes), what it may do (a
@@ -238,6 +244,7 @@ type CeilingsConfig struct {
 	BrowserActions       int           `koanf:"browser_actions" json:"browser_actions,omitempty"`
 	MCPMaxLength         int           `koanf:"mcp_max_length" json:"mcp_max_length,omitempty"`
 	MCPCrawlPages        int           `koanf:"mcp_crawl_pages" json:"mcp_crawl_pages,omitempty"`
+	PageCacheBytes       int64         `koanf:"page_cache_bytes" json:"page_cache_bytes,omitempty"`
 }
 
 // Defaults of the resource budgets (budgets.*). Zero in the config means
@@ -340,6 +347,14 @@ const (
 	LimitSearchResults = gate.LimitSearchResults
 	LimitListLimit     = gate.LimitListPage
 )
+
+// CeilingMax returns the most the code allows for the ceiling name whatever
+// the configuration says (a tool schema's maximum), or 0 when the
+// configuration may set any value.
+func CeilingMax(name string) int64 {
+	c, _ := gate.LookupCeiling(name)
+	return c.Max
+}
 
 // ceilingValues returns c's non-zero values by key (durations in
 // nanoseconds), as gate.NewLimits takes them.

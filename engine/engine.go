@@ -44,6 +44,7 @@ import (
 	"github.com/airlockhq/airlock/internal/fleet"
 	"github.com/airlockhq/airlock/internal/gate"
 	"github.com/airlockhq/airlock/internal/jobs"
+	"github.com/airlockhq/airlock/internal/pagecache"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -84,10 +85,11 @@ type Engine struct {
 	closed         bool
 	stopBg         chan struct{}
 	bgDone         chan struct{}
-	budgets        *gate.Budgets   // resource budgets (budgets.go)
-	jobs           *jobs.Runner    // crawl jobs (jobs.go)
-	browser        *browserManager // browser sessions (browser.go)
-	fleet          *fleet.Fleet    // shared state on Redis, or nil (fleet.go)
+	budgets        *gate.Budgets    // resource budgets (budgets.go)
+	jobs           *jobs.Runner     // crawl jobs (jobs.go)
+	pages          *pagecache.Cache // rendered pages read in parts (pages.go)
+	browser        *browserManager  // browser sessions (browser.go)
+	fleet          *fleet.Fleet     // shared state on Redis, or nil (fleet.go)
 	fleetRevs      *fleet.ReplicaRevocations
 	stopWatch      context.CancelFunc
 	fleetBg        sync.WaitGroup
@@ -221,6 +223,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 	}
 
 	e.budgets = newBudgets(cfg)
+	e.pages = pagecache.New(pagecache.Config{MaxBytes: cfg.Browse.PageCacheBytes, TTL: cfg.Browse.PageCacheTTL})
 	tenants := map[string]*gate.Tenant{}
 	for name, tc := range cfg.Tenants {
 		pname := tc.Profile
@@ -377,6 +380,9 @@ func validate(cfg Config, getenv func(string) string) error {
 		return err
 	}
 	if err := validateBudgets(cfg); err != nil {
+		return err
+	}
+	if err := validatePageCache(cfg); err != nil {
 		return err
 	}
 	if _, err := buildDispatcher(cfg.Browse, getenv, nil); err != nil {

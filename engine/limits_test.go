@@ -219,7 +219,7 @@ func TestExchangeAndHTTPCeilingsPerTenant(t *testing.T) {
 	wantCode(t, err, airlock.CodeInvalid, airlock.ReasonLimit) // a read, not a broker call
 	_, _, err = e.Search(ctx, e.Principal(), airlock.SearchRequest{Query: "q", Limit: 101})
 	wantErr(t, err, airlock.CodeInvalid, airlock.ReasonLimit)
-	if err := e.CheckLimit(ctx, e.Principal(), "fetch", engine.LimitMCPMaxLength, "max_length", 100001); airlock.ReasonOf(err) != airlock.ReasonLimit {
+	if err := e.CheckLimit(ctx, e.Principal(), "fetch", engine.LimitMCPMaxLength, "max_length", 1000001); airlock.ReasonOf(err) != airlock.ReasonLimit {
 		t.Errorf("CheckLimit: %v", err)
 	}
 }

@@ -225,7 +225,7 @@ func TestMCPBinaryStdio(t *testing.T) {
 				t.Fatalf("ListTools: %v %v", tools, err)
 			}
 			out, isErr := mcpCall(t, ctx, cs, "web_fetch", map[string]any{"url": srv.URL + "/one", "max_length": 40})
-			if isErr || !strings.HasPrefix(out, "Title: Page /one\nURL: "+srv.URL+"/one\n") || !strings.Contains(out, "call web_fetch with start_index=40 to continue>") {
+			if isErr || !strings.HasPrefix(out, "Content: characters 0 to 40 of ") || !strings.Contains(out, "call web_fetch with start_index=40 to continue>") {
 				t.Errorf("web_fetch: %v\n%s", isErr, out)
 			}
 			if out, isErr := mcpCall(t, ctx, cs, "web_fetch", map[string]any{"url": "http://192.168.1.1/"}); !isErr || !strings.HasPrefix(out, "denied (private)") {

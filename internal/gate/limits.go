@@ -57,6 +57,7 @@ const (
 	LimitBrowserActions   = "browser_actions"
 	LimitMCPMaxLength     = "mcp_max_length"
 	LimitMCPCrawlPages    = "mcp_crawl_pages"
+	LimitPageCacheBytes   = "page_cache_bytes"
 )
 
 // Ceiling is one row of the table of limits: a caller-supplied value, the
@@ -160,10 +161,12 @@ var Ceilings = []Ceiling{
 		Doc:    "browser interact extract_text `max_chars` (0: 20,000)"},
 	{Name: LimitBrowserActions, Kind: KindCount, Default: 200, Max: 200,
 		Doc: "steps of one browser interact sequence"},
-	{Name: LimitMCPMaxLength, Kind: KindBytes, Default: 100000,
+	{Name: LimitMCPMaxLength, Kind: KindBytes, Default: 1000000, Max: 1000000,
 		Doc: "MCP web_fetch `max_length`: characters of one reply (0: 5,000)"},
-	{Name: LimitMCPCrawlPages, Kind: KindCount, Default: 100,
+	{Name: LimitMCPCrawlPages, Kind: KindCount, Default: 100, Max: 100,
 		Doc: "MCP web_crawl `max_pages` (0: 10)"},
+	{Name: LimitPageCacheBytes, Kind: KindBytes, Default: 16 << 20, Max: 1 << 30,
+		Doc: "bytes of rendered pages a tenant may hold in the page cache that pages MCP web_fetch (at most `browse.page_cache_bytes`)"},
 }
 
 // ExemptFields are the numeric request fields that carry no ceiling, and

@@ -187,7 +187,7 @@ func TestListTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		ToolFetch:  {"url", "format", "max_length", "start_index"},
+		ToolFetch:  {"url", "format", "max_length", "start_index", "raw"},
 		ToolSearch: {"query", "limit"},
 		ToolCrawl:  {"seed", "urls", "max_pages", "depth", "format"},
 	}
@@ -225,6 +225,7 @@ func TestListTools(t *testing.T) {
 				Description string
 				Enum        []any
 				Default     any
+				Maximum     *float64
 			}
 		}
 		b, _ := json.Marshal(tool.InputSchema)
@@ -241,6 +242,16 @@ func TestListTools(t *testing.T) {
 			if len(schema.Properties[p].Description) < 20 {
 				t.Errorf("%s.%s: no useful description in %s", tool.Name, p, b)
 			}
+			// One plain type (not ["null","array"]) that every client reads.
+			if _, ok := schema.Properties[p].Type.(string); !ok {
+				t.Errorf("%s.%s: type %v, want one type", tool.Name, p, schema.Properties[p].Type)
+			}
+		}
+		// The ceilings' built-in bounds are the schema's maximums.
+		for p, want := range map[string]float64{"max_length": 1000000, "limit": 100, "max_pages": 100} {
+			if prop, ok := schema.Properties[p]; ok && (prop.Maximum == nil || *prop.Maximum != want) {
+				t.Errorf("%s.%s: maximum %v, want %v", tool.Name, p, prop.Maximum, want)
+			}
 		}
 		if f, ok := schema.Properties["format"]; ok && (len(f.Enum) == 0 || f.Default != "markdown") {
 			t.Errorf("%s.format: enum %v default %v", tool.Name, f.Enum, f.Default)
@@ -252,7 +263,8 @@ func TestWebFetch(t *testing.T) {
 	srv := site(t)
 	cs := inMemory(t, newEngine(t, loopback))
 	out := mustOK(t, call(t, cs, ToolFetch, map[string]any{"url": srv.URL + "/a"}))
-	if !strings.HasPrefix(out, "Title: Page /a\nURL: "+srv.URL+"/a\n\n# Page /a") || !strings.Contains(out, "readable words") ||
+	// The page's own heading and URL, not a header repeating them.
+	if !strings.HasPrefix(out, "# Page /a\n\n<"+srv.URL+"/a>\n") || !strings.Contains(out, "readable words") ||
 		strings.Contains(out, "truncated") || strings.Contains(out, "Content: characters") {
 		t.Errorf("web_fetch /a:\n%s", out)
 	}
@@ -263,8 +275,7 @@ func TestWebFetch(t *testing.T) {
 		{"md", "# Page /a\n"},
 	}
 	for _, f := range formats {
-		out := mustOK(t, call(t, cs, ToolFetch, map[string]any{"url": srv.URL + "/a", "format": f.format, "max_length": 100000}))
-		_, body, _ := strings.Cut(out, "\n\n")
+		body := mustOK(t, call(t, cs, ToolFetch, map[string]any{"url": srv.URL + "/a", "format": f.format, "max_length": 100000}))
 		if !strings.HasPrefix(body, f.prefix) {
 			t.Errorf("format %s: got\n%.300s\nwant prefix %q", f.format, body, f.prefix)
 		}
@@ -275,7 +286,8 @@ var truncatedRE = regexp.MustCompile(`\n\n<content truncated: ([0-9,]+) characte
 
 // TestWebFetchPaging reads a long page in parts and checks that the parts
 // put together are the whole rendered page: nothing lost, nothing twice,
-// every part valid UTF-8 and headed by the title and URL.
+// every part valid UTF-8 and headed by where it is (the first by the
+// page's own title and URL, the others by the URL).
 func TestWebFetchPaging(t *testing.T) {
 	srv := site(t)
 	en := newEngine(t, loopback)
@@ -312,8 +324,10 @@ func TestWebFetchPaging(t *testing.T) {
 				out := mustOK(t, call(t, cs, ToolFetch, args))
 				calls++
 				header, body, ok := strings.Cut(out, "\n\n")
-				wantHeader := fmt.Sprintf("Title: Long page /long\nURL: %s/long\nContent: characters %d to %d of %s (markdown)",
-					srv.URL, start, min(start+step, total), thousands(total))
+				wantHeader := fmt.Sprintf("Content: characters %d to %d of %s (markdown)", start, min(start+step, total), thousands(total))
+				if start > 0 {
+					wantHeader = "URL: " + srv.URL + "/long\n" + wantHeader
+				}
 				if !ok || header != wantHeader {
 					t.Fatalf("header %q, want %q", header, wantHeader)
 				}
@@ -403,7 +417,7 @@ func TestWebCrawl(t *testing.T) {
 	}
 	for _, format := range []string{"markdown", "text", "json"} {
 		out = mustOK(t, call(t, cs, ToolCrawl, map[string]any{"urls": urls, "max_pages": 12, "format": format}))
-		if n := utf8.RuneCountInString(out); n > MaxCrawlReply+2000 {
+		if n := utf8.RuneCountInString(out); n > MaxCrawlReply {
 			t.Errorf("%s: reply of %d characters", format, n)
 		}
 		if !strings.Contains(out, "Crawled 12 pages") || !strings.Contains(out, "12 long pages were cut to fit the reply") ||
@@ -452,22 +466,26 @@ func TestToolErrors(t *testing.T) {
 		{"metadata", cs, ToolFetch, map[string]any{"url": "http://169.254.169.254/latest/"}, "denied (metadata): ", true},
 		{"http status", cs, ToolFetch, map[string]any{"url": srv.URL + "/missing"}, "upstream (http_status): ", true},
 		{"ambiguous host", cs, ToolFetch, map[string]any{"url": "http://0x7f.1/"}, "denied (", true},
-		{"missing url", cs, ToolFetch, map[string]any{}, `validating "arguments"`, false},
+		{"missing url", cs, ToolFetch, map[string]any{}, "invalid (arguments): The argument url is required.", false},
 		{"empty url", cs, ToolFetch, map[string]any{"url": " "}, "invalid (url): url is required", false},
-		{"bad format", cs, ToolFetch, map[string]any{"url": srv.URL, "format": "html"}, `validating "arguments"`, false},
-		{"negative start", cs, ToolFetch, map[string]any{"url": srv.URL, "start_index": -1}, `validating "arguments"`, false},
-		{"wrong type", cs, ToolFetch, map[string]any{"url": srv.URL, "max_length": "many"}, `validating "arguments"`, false},
+		{"bad format", cs, ToolFetch, map[string]any{"url": srv.URL, "format": "html"}, `invalid (arguments): The argument format must be one of markdown, md, text, org or json, not "html".`, false},
+		{"negative start", cs, ToolFetch, map[string]any{"url": srv.URL, "start_index": -1}, "invalid (arguments): The argument start_index must be at least 0, not -1.", false},
+		{"wrong type", cs, ToolFetch, map[string]any{"url": srv.URL, "max_length": "many"}, `invalid (arguments): The argument max_length must be a whole number, not "many".`, false},
+		{"unknown argument", cs, ToolFetch, map[string]any{"url": srv.URL, "maxLength": 10}, `invalid (arguments): web_fetch has no argument "maxLength"; its arguments are url, format, max_length, start_index and raw.`, false},
+		{"url not a string in urls", cs, ToolCrawl, map[string]any{"urls": []any{srv.URL, 3}}, "invalid (arguments): Item 2 of urls must be a string, not 3.", false},
+		{"urls null", cs, ToolCrawl, map[string]any{"urls": nil}, "invalid (arguments): The argument urls must be a list, not null.", false},
 		{"empty query", cs, ToolSearch, map[string]any{"query": ""}, "invalid (query): query is required", false},
 		{"seed and urls", cs, ToolCrawl, map[string]any{"seed": srv.URL, "urls": []string{srv.URL}}, "invalid (crawl_input): give seed or urls, not both", false},
 		{"no seed or urls", cs, ToolCrawl, map[string]any{}, "invalid (crawl_input): seed or urls is required", false},
 		{"crawl denied seed", strict, ToolCrawl, map[string]any{"seed": "http://10.0.0.5/"}, "", false},
-		// Above a ceiling is refused, never reduced (issue 14).
-		{"max_length above the ceiling", cs, ToolFetch, map[string]any{"url": srv.URL + "/a", "max_length": 100001},
-			"invalid (limit): max_length 100001 is above the ceiling 100000 (limits.mcp_max_length)", true},
+		// Above a ceiling is refused, never reduced (issue 14); above the
+		// schema's maximum (the ceiling's built-in bound) before any call.
+		{"max_length above the ceiling", cs, ToolFetch, map[string]any{"url": srv.URL + "/a", "max_length": 1000001},
+			"invalid (limit): The argument max_length is 1000001, above the most this tool takes, 1000000.", false},
 		{"search limit above the ceiling", cs, ToolSearch, map[string]any{"query": "q", "limit": 101},
-			"invalid (limit): limit 101 is above the ceiling 100 (limits.search_results)", true},
+			"invalid (limit): The argument limit is 101, above the most this tool takes, 100.", false},
 		{"crawl pages above the ceiling", cs, ToolCrawl, map[string]any{"seed": srv.URL + "/a", "max_pages": 101},
-			"invalid (limit): max_pages 101 is above the ceiling 100 (limits.mcp_crawl_pages)", true},
+			"invalid (limit): The argument max_pages is 101, above the most this tool takes, 100.", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,6 +18,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockhq/airlock"
@@ -131,27 +133,48 @@ type Handler[In any] func(ctx context.Context, en *engine.Engine, p airlock.Prin
 // AddTool adds the tool t to s, a server built by NewServer. The input
 // schema is inferred from In (property descriptions from jsonschema struct
 // tags) unless t.InputSchema is set. Input that does not match the schema
-// and errors h returns are tool errors; a panic in h is an internal tool
+// is an invalid tool error whose message is a sentence (decodeArgs), and
+// errors h returns are tool errors; a panic in h is an internal tool
 // error, logged with its stack. On a server not built by NewServer the
 // tool answers every call with an internal error.
 func AddTool[In any](s *sdkmcp.Server, t *sdkmcp.Tool, h Handler[In]) {
-	sdkmcp.AddTool(s, t, func(ctx context.Context, req *sdkmcp.CallToolRequest, in In) (res *sdkmcp.CallToolResult, _ any, _ error) {
+	tt := *t
+	if tt.InputSchema == nil {
+		tt.InputSchema = schema[In](func(map[string]*jsonschema.Schema) {})
+	}
+	sch, ok := tt.InputSchema.(*jsonschema.Schema)
+	if !ok {
+		panic(fmt.Sprintf("mcp: tool %s: input schema %T, want *jsonschema.Schema", t.Name, tt.InputSchema))
+	}
+	resolved, err := sch.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: tool %s: input schema: %v", t.Name, err))
+	}
+	s.AddTool(&tt, func(ctx context.Context, req *sdkmcp.CallToolRequest) (res *sdkmcp.CallToolResult, _ error) {
 		st, _ := ctx.Value(stateKey{}).(*state)
 		if st == nil {
-			return toolError(nil, errors.New("mcp: tool called on a server not built by NewServer")), nil, nil
+			return toolError(nil, errors.New("mcp: tool called on a server not built by NewServer")), nil
 		}
 		defer func() {
 			if v := recover(); v != nil {
 				res = toolError(st.logger, fmt.Errorf("tool %s: panic: %v\n%s", t.Name, v, debug.Stack()))
 			}
 		}()
+		var in In
+		var raw json.RawMessage
+		if req.Params != nil {
+			raw = req.Params.Arguments
+		}
+		if err := decodeArgs(t.Name, sch, resolved, raw, &in); err != nil {
+			return toolError(st.logger, err), nil
+		}
 		p := st.principal(ctx)
 		if !p.Valid() {
-			return toolError(st.logger, airlock.Errorf(airlock.CodeDenied, "principal", "no principal for this connection")), nil, nil
+			return toolError(st.logger, airlock.Errorf(airlock.CodeDenied, "principal", "no principal for this connection")), nil
 		}
 		res, err := h(ctx, st.en, p, in)
 		if err != nil {
-			return toolError(st.logger, err), nil, nil
+			return toolError(st.logger, err), nil
 		}
 		if res == nil {
 			res = &sdkmcp.CallToolResult{}
@@ -159,7 +182,7 @@ func AddTool[In any](s *sdkmcp.Server, t *sdkmcp.Tool, h Handler[In]) {
 		if res.Content == nil {
 			res.Content = []sdkmcp.Content{}
 		}
-		return res, nil, nil
+		return res, nil
 	})
 }
 
@@ -228,12 +251,15 @@ func toolError(logger *slog.Logger, err error) *sdkmcp.CallToolResult {
 }
 
 // ServeStdio serves one client over in/out as principal p until ctx is done
-// or the client goes away (in reaches EOF). It returns nil in both cases,
-// and the error of the connection otherwise. It does not close en.
+// or the client goes away (in reaches EOF). Every request read before EOF
+// is answered before it returns, and a line that is not a JSON-RPC message
+// is answered with a JSON-RPC error (-32700 for one that is not JSON) while
+// the session goes on. It returns nil when ctx is done or at EOF, and the
+// error of the connection otherwise. It does not close en, in or out.
 func ServeStdio(ctx context.Context, en *engine.Engine, p airlock.Principal, in io.Reader, out io.Writer, opts Options) error {
 	opts.Grants = func(c airlock.Capability) bool { return en.Grants(p, c) }
 	s := NewServer(en, func(context.Context) airlock.Principal { return p }, opts)
-	ss, err := s.Connect(ctx, &sdkmcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}, nil)
+	ss, err := s.Connect(ctx, &stdioTransport{in: in, out: out}, nil)
 	if err != nil {
 		return fmt.Errorf("mcp: connect: %w", err)
 	}
@@ -251,7 +277,3 @@ func ServeStdio(ctx context.Context, en *engine.Engine, p airlock.Principal, in 
 		return fmt.Errorf("mcp: %w", err)
 	}
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

@@ -30,7 +30,7 @@ const (
 // Defaults and caps of the tools (ARCHITECTURE.md "Defaults"). Lengths are
 // in characters (Unicode code points) of the rendered reply.
 const (
-	DefaultFetchLength = 5000 // web_fetch max_length; at most limits.mcp_max_length (100,000), above it refused
+	DefaultFetchLength = 5000 // web_fetch max_length; at most limits.mcp_max_length (1,000,000), above it refused
 	DefaultSearchLimit = 10   // web_search limit; at most limits.search_results (100), above it refused
 	DefaultCrawlPages  = 10   // web_crawl max_pages: fewer than the CLI's 25, for an agent's context; at most limits.mcp_crawl_pages (100)
 	// CrawlPageBudget is the share of a web_crawl reply that page contents
@@ -40,6 +40,8 @@ const (
 	MaxCrawlReply = 50000
 	// maxSkippedListed is how many skipped URLs a web_crawl reply lists.
 	maxSkippedListed = 20
+	// maxReplyLine bounds a line about one URL (a skipped URL and why).
+	maxReplyLine = 300
 )
 
 // Output formats the tools accept.
@@ -49,21 +51,22 @@ var toolFormats = []any{"markdown", "md", "text", "org", "json"}
 type FetchInput struct {
 	URL        string `json:"url" jsonschema:"The absolute http or https URL of the page to read."`
 	Format     string `json:"format,omitempty" jsonschema:"How to render the page: markdown (the default: the main content with headings, lists, tables and links), text (plain text), org (an Org-mode node with outline and links) or json (every extracted field: title, description, headings, links, text, markdown, tables)."`
-	MaxLength  int    `json:"max_length,omitempty" jsonschema:"The most characters to return in this call (default 5000; at most 100000 unless the operator sets another ceiling; a larger value is refused)."`
-	StartIndex int    `json:"start_index,omitempty" jsonschema:"The character offset to start from (default 0). When a reply ends with <content truncated: ...>, call again with the same url, format and max_length and the start_index it gives to read the next part."`
+	MaxLength  int    `json:"max_length,omitempty" jsonschema:"The most characters to return in this call (default 5000; at most 1000000, or the operator's lower ceiling; a larger value is refused)."`
+	StartIndex int    `json:"start_index,omitempty" jsonschema:"The character offset to start from (default 0). When a reply ends with <content truncated: ...>, call again with the same url, format, raw and max_length and the start_index it gives to read the next part."`
+	Raw        bool   `json:"raw,omitempty" jsonschema:"Return the response body as it came (HTML, JSON, ...), not extracted; format is then ignored (default false)."`
 }
 
 // SearchInput is the input of web_search.
 type SearchInput struct {
 	Query string `json:"query" jsonschema:"What to search the web for, as you would type it into a search engine."`
-	Limit int    `json:"limit,omitempty" jsonschema:"The most results to return (default 10; at most 100 unless the operator sets another ceiling; a larger value is refused)."`
+	Limit int    `json:"limit,omitempty" jsonschema:"The most results to return (default 10; at most 100, or the operator's lower ceiling; a larger value is refused)."`
 }
 
 // CrawlInput is the input of web_crawl.
 type CrawlInput struct {
 	Seed     string   `json:"seed,omitempty" jsonschema:"A URL to start from: the crawl follows links breadth-first on that host, obeying robots.txt. Give seed or urls, not both."`
 	URLs     []string `json:"urls,omitempty" jsonschema:"A list of URLs to fetch concurrently (no link following). Give seed or urls, not both."`
-	MaxPages int      `json:"max_pages,omitempty" jsonschema:"Stop after this many pages (default 10; at most 100 unless the operator sets another ceiling; a larger value is refused)."`
+	MaxPages int      `json:"max_pages,omitempty" jsonschema:"Stop after this many pages (default 10; at most 100, or the operator's lower ceiling; a larger value is refused)."`
 	Depth    int      `json:"depth,omitempty" jsonschema:"How many links away from the seed to go (default 2; 1 reads the seed and the pages it links to). For the seed alone, set max_pages to 1."`
 	Format   string   `json:"format,omitempty" jsonschema:"How to render the pages: markdown (default), text, org or json. Long pages are cut so that the reply stays under 50000 characters; read a cut page whole with web_fetch."`
 }
@@ -80,8 +83,37 @@ func schema[In any](tune func(props map[string]*jsonschema.Schema)) *jsonschema.
 	if err != nil {
 		panic(fmt.Sprintf("mcp: schema of %T: %v", *new(In), err))
 	}
+	notNull(s)
 	tune(s.Properties)
 	return s
+}
+
+// notNull makes the ["null", T] types that jsonschema.For gives slices and
+// maps plain T: an agent sends a list or leaves the property out, and
+// clients that read only a plain type see what to send.
+func notNull(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) == 2 && slices.Contains(s.Types, "null") {
+		for _, t := range s.Types {
+			if t != "null" {
+				s.Type, s.Types = t, nil
+			}
+		}
+	}
+	for _, p := range s.Properties {
+		notNull(p)
+	}
+	notNull(s.Items)
+}
+
+// ceilingMax is the schema maximum of a value under the ceiling name.
+func ceilingMax(name string) *float64 {
+	if m := engine.CeilingMax(name); m > 0 {
+		return ptr(float64(m))
+	}
+	return nil
 }
 
 func addBrowseTools(s *sdkmcp.Server) {
@@ -89,7 +121,7 @@ func addBrowseTools(s *sdkmcp.Server) {
 		Name:  ToolFetch,
 		Title: "Fetch a web page",
 		Description: "Fetch one web page through Airlock's egress policy and return its main content, by default as markdown, " +
-			"headed by its title and final URL (after redirects). Long pages come in parts of max_length characters: " +
+			"headed by its title and final URL (after redirects), or with raw=true the response body as it came. Long pages come in parts of max_length characters: " +
 			"a reply that ends with <content truncated: N characters remain; call web_fetch with start_index=K to continue> " +
 			"has more, and calling again with start_index=K returns the next part. Refused targets (private addresses, deny lists), " +
 			"HTTP errors and bot walls are error results with a code and a reason.",
@@ -98,7 +130,7 @@ func addBrowseTools(s *sdkmcp.Server) {
 			p["format"].Enum, p["format"].Default = toolFormats, jsonRaw(`"markdown"`)
 			// No schema default: the SDK would fill it in, and a tenant
 			// whose ceiling is below it could then never leave it out.
-			p["max_length"].Minimum = ptr(1.0)
+			p["max_length"].Minimum, p["max_length"].Maximum = ptr(1.0), ceilingMax(engine.LimitMCPMaxLength)
 			p["start_index"].Minimum, p["start_index"].Default = ptr(0.0), jsonRaw(`0`)
 		}),
 	}, webFetch)
@@ -109,7 +141,7 @@ func addBrowseTools(s *sdkmcp.Server) {
 			"of results, each with its title, URL and snippet. Read a result with web_fetch.",
 		Annotations: readOnly("Search the web"),
 		InputSchema: schema[SearchInput](func(p map[string]*jsonschema.Schema) {
-			p["limit"].Minimum = ptr(1.0) // no schema default: see max_length
+			p["limit"].Minimum, p["limit"].Maximum = ptr(1.0), ceilingMax(engine.LimitSearchResults) // no schema default: see max_length
 		}),
 	}, webSearch)
 	AddTool(s, &sdkmcp.Tool{
@@ -122,7 +154,7 @@ func addBrowseTools(s *sdkmcp.Server) {
 		Annotations: readOnly("Crawl a site"),
 		InputSchema: schema[CrawlInput](func(p map[string]*jsonschema.Schema) {
 			p["format"].Enum, p["format"].Default = toolFormats, jsonRaw(`"markdown"`)
-			p["max_pages"].Minimum = ptr(1.0) // no schema default: see max_length
+			p["max_pages"].Minimum, p["max_pages"].Maximum = ptr(1.0), ceilingMax(engine.LimitMCPCrawlPages) // no schema default: see max_length
 			p["depth"].Minimum = ptr(1.0)
 			p["urls"].Items.Description = "An absolute http or https URL."
 		}),
@@ -176,37 +208,65 @@ func webFetch(ctx context.Context, en *engine.Engine, p airlock.Principal, in Fe
 	if in.StartIndex < 0 {
 		return nil, invalid("start_index", "start_index %d: want 0 or more", in.StartIndex)
 	}
-	page, err := en.Fetch(ctx, p, airlock.FetchRequest{URL: in.URL})
+	variant := format
+	if in.Raw {
+		variant = "raw"
+	}
+	page, err := en.FetchRendered(ctx, p, airlock.FetchRequest{URL: in.URL}, engine.RenderOptions{
+		Raw: in.Raw, Variant: variant,
+		Render: func(pg *airlock.Page) (string, error) {
+			var doc bytes.Buffer
+			err := render.Render(&doc, format, pg)
+			return doc.String(), err
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
-	var doc bytes.Buffer
-	if err := render.Render(&doc, format, page); err != nil {
-		return nil, err
-	}
-	content := doc.String()
+	content := page.Content
 	total := utf8.RuneCountInString(content)
 	if in.StartIndex > 0 && in.StartIndex >= total {
 		return nil, invalid("start_index", "start_index %d is past the end of the content (%s characters as %s); nothing more to read",
-			in.StartIndex, thousands(total), formatName(format))
+			in.StartIndex, thousands(total), variantName(variant))
 	}
 	lo := runeOffset(content, 0, in.StartIndex)
 	hi := runeOffset(content, lo, maxLen)
 	end := in.StartIndex + utf8.RuneCountInString(content[lo:hi])
 
+	// The rendered page carries its title and URL; a raw body does not, and
+	// a later part has neither.
 	var b strings.Builder
-	fmt.Fprintf(&b, "Title: %s\nURL: %s\n", oneLine(page.Title), oneLine(page.URL))
-	if in.StartIndex > 0 || end < total {
-		fmt.Fprintf(&b, "Content: characters %d to %d of %s (%s)\n", in.StartIndex, end, thousands(total), formatName(format))
+	if in.Raw {
+		fmt.Fprintf(&b, "URL: %s\n", oneLine(page.URL))
+		if ct := oneLine(page.ContentType); ct != "" {
+			fmt.Fprintf(&b, "Content-Type: %s\n", ct)
+		}
+	} else if in.StartIndex > 0 {
+		fmt.Fprintf(&b, "URL: %s\n", oneLine(page.URL))
 	}
-	b.WriteString("\n")
+	if in.StartIndex > 0 || end < total {
+		fmt.Fprintf(&b, "Content: characters %d to %d of %s (%s)\n", in.StartIndex, end, thousands(total), variantName(variant))
+	}
+	if b.Len() > 0 {
+		b.WriteString("\n")
+	}
 	b.WriteString(content[lo:hi])
 	if end < total {
 		fmt.Fprintf(&b, "\n\n<content truncated: %s characters remain; call web_fetch with start_index=%d to continue>", thousands(total-end), end)
 	}
 	res := Text(b.String())
 	res.Meta = sdkmcp.Meta{"decision_id": page.DecisionID}
+	if page.Cached {
+		res.Meta["cache"] = "hit"
+	}
 	return res, nil
+}
+
+func variantName(v string) string {
+	if v == "raw" {
+		return "the raw body"
+	}
+	return formatName(v)
 }
 
 // runeOffset returns the byte offset n runes after byte offset from in s,
@@ -301,41 +361,49 @@ func webCrawl(ctx context.Context, en *engine.Engine, p airlock.Principal, in Cr
 		return nil, err
 	}
 
-	var b strings.Builder
+	var head strings.Builder
 	from := seed
 	if from == "" {
 		from = fmt.Sprintf("%d URLs", len(in.URLs))
 	}
-	fmt.Fprintf(&b, "Crawled %d pages from %s: %d skipped, %d failed, %s.\n", sum.Pages, oneLine(from), len(sum.Skipped), sum.Failed,
+	fmt.Fprintf(&head, "Crawled %d pages from %s: %d skipped, %d failed, %s.\n", sum.Pages, clip(oneLine(from), maxReplyLine), len(sum.Skipped), sum.Failed,
 		(time.Duration(sum.ElapsedMS) * time.Millisecond).Round(time.Millisecond))
 	if sum.Stopped != "" {
-		fmt.Fprintf(&b, "Stopped early: %s.\n", sum.Stopped)
+		fmt.Fprintf(&head, "Stopped early: %s.\n", sum.Stopped)
 	}
 	if cut > 0 {
-		fmt.Fprintf(&b, "%d long pages were cut to fit the reply; each cut says how to read the page whole.\n", cut)
+		fmt.Fprintf(&head, "%d long pages were cut to fit the reply; each cut says how to read the page whole.\n", cut)
 	}
-	b.WriteString("\n")
-	body := doc.String()
-	if n := utf8.RuneCountInString(body); n > MaxCrawlReply {
-		b.WriteString(body[:runeOffset(body, 0, MaxCrawlReply)])
-		fmt.Fprintf(&b, "\n\n<reply truncated: %s more characters not shown; use a smaller max_pages or read pages with web_fetch>\n", thousands(n-MaxCrawlReply))
-	} else {
-		b.WriteString(body)
-	}
+	head.WriteString("\n")
+	var tail strings.Builder
 	if len(sum.Skipped) > 0 {
-		b.WriteString("\nSkipped:\n")
+		tail.WriteString("\nSkipped:\n")
 		for i, s := range sum.Skipped {
 			if i == maxSkippedListed {
-				fmt.Fprintf(&b, "- and %d more\n", len(sum.Skipped)-i)
+				fmt.Fprintf(&tail, "- and %d more\n", len(sum.Skipped)-i)
 				break
 			}
-			fmt.Fprintf(&b, "- %s: %s", oneLine(s.URL), s.Reason)
+			line := oneLine(s.URL) + ": " + s.Reason
 			if d := oneLine(s.Detail); d != "" {
-				fmt.Fprintf(&b, " (%s)", d)
+				line += " (" + d + ")"
 			}
-			b.WriteString("\n")
+			tail.WriteString("- " + clip(line, maxReplyLine) + "\n")
 		}
 	}
+	// The pages get what the head and the skipped list leave of the cap.
+	room := MaxCrawlReply - utf8.RuneCountInString(head.String()) - utf8.RuneCountInString(tail.String())
+	body := doc.String()
+	if n := utf8.RuneCountInString(body); n > room {
+		note := func(more int) string {
+			return fmt.Sprintf("\n\n<reply truncated: %s more characters not shown; use a smaller max_pages or read pages with web_fetch>\n", thousands(more))
+		}
+		keep := max(0, room-utf8.RuneCountInString(note(n)))
+		body = body[:runeOffset(body, 0, keep)] + note(n-keep)
+	}
+	var b strings.Builder
+	b.WriteString(head.String())
+	b.WriteString(body)
+	b.WriteString(tail.String())
 	res := Text(b.String())
 	res.Meta = sdkmcp.Meta{"decision_id": sum.DecisionID}
 	return res, nil
@@ -422,6 +490,14 @@ func oneLine(s string) string {
 		return r
 	}, s)
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// clip cuts s to at most n characters, the last one an ellipsis.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return s[:runeOffset(s, 0, n-1)] + "…"
 }
 
 // thousands formats n with comma separators: 12,345.

@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/gate"
+	"github.com/airlockhq/airlock/internal/pagecache"
+	"github.com/airlockhq/airlock/internal/provider/native"
+)
+
+// LimitPageCacheBytes is the ceiling on one tenant's share of the page
+// cache.
+const LimitPageCacheBytes = gate.LimitPageCacheBytes
+
+// RenderedPage is a page fetched and rendered by FetchRendered.
+type RenderedPage struct {
+	pagecache.Entry
+	DecisionID string
+	Cached     bool // served from the page cache: no upstream fetch
+}
+
+// RenderOptions say how FetchRendered renders a page.
+type RenderOptions struct {
+	// Raw asks for the response body as it came (as text), not extracted.
+	Raw bool
+	// Variant names what else Render's output depends on (a format): part
+	// of the cache key.
+	Variant string
+	// Render renders the extracted page (not called when Raw).
+	Render func(*airlock.Page) (string, error)
+}
+
+// FetchRendered is Fetch for a caller that reads a long page in parts: the
+// rendered page is kept in the page cache for browse.page_cache_ttl, keyed
+// by principal, request and options, so the next part costs no upstream
+// fetch. Every call, hit or miss, is a fetch call of the gate (revocation,
+// rate limit, capability, audit), and on a hit the policy decides the URL
+// and the page's final URL again before the cached page is returned.
+func (e *Engine) FetchRendered(ctx context.Context, p airlock.Principal, req airlock.FetchRequest, opts RenderOptions) (*RenderedPage, error) {
+	call, err := e.begin(ctx, p, airlock.CapabilityBrowse, "fetch", req.URL)
+	if err != nil {
+		return nil, err
+	}
+	if err := call.Tenant.Limits.Check(req, ""); err != nil {
+		return nil, call.End(err, 0, 0)
+	}
+	rp, in, err := e.fetchRendered(call, req, opts)
+	if err = call.End(err, in, 0); err != nil {
+		return nil, err
+	}
+	rp.DecisionID = call.ID
+	return rp, nil
+}
+
+func (e *Engine) fetchRendered(call *gate.Call, req airlock.FetchRequest, opts RenderOptions) (*RenderedPage, int64, error) {
+	n, err := narrowChecker(req.Narrow)
+	if err != nil {
+		return nil, 0, err
+	}
+	// Keyed by principal, bounded by tenant.
+	tenant, key := call.Principal.Tenant, call.Key()+"\x00"+pageKey(req, opts)
+	if ent, ok := e.pages.Get(tenant, key); ok {
+		if err := e.checkURL(call, n, req.URL); err != nil {
+			return nil, 0, err
+		}
+		if err := e.checkURL(call, n, ent.URL); err != nil {
+			return nil, 0, err
+		}
+		return &RenderedPage{Entry: ent, Cached: true}, 0, nil
+	}
+	var ent pagecache.Entry
+	var in int64
+	if opts.Raw {
+		d := e.newDoer(call, n, req.Proxy, egress.ProfileChrome, req.Cache)
+		resp, err := d.Do(call.Ctx, &airlock.HTTPRequest{URL: req.URL, Proxy: d.proxy, Cache: req.Cache, Narrow: req.Narrow})
+		in = d.in.Load()
+		if err != nil {
+			return nil, in, err
+		}
+		if resp.Status < 200 || resp.Status > 299 {
+			return nil, in, &native.StatusError{URL: resp.URL, Status: resp.Status}
+		}
+		body := string(resp.Body)
+		if !utf8.ValidString(body) {
+			body = strings.ToValidUTF8(body, "\uFFFD")
+		}
+		ent = pagecache.Entry{URL: resp.URL, ContentType: http.Header(resp.Header).Get("Content-Type"), Content: body}
+	} else {
+		page, pin, err := e.fetchIn(call, req)
+		in = pin
+		if err != nil {
+			return nil, in, err
+		}
+		content, err := opts.Render(page)
+		if err != nil {
+			return nil, in, err
+		}
+		ent = pagecache.Entry{Title: page.Title, URL: page.URL, ContentType: page.ContentType, Content: content}
+	}
+	e.pages.Put(tenant, key, ent, call.Tenant.Limits.Ceiling(gate.LimitPageCacheBytes))
+	return &RenderedPage{Entry: ent}, in, nil
+}
+
+// pageKey is the page cache key of a request: everything that can change
+// the page or its rendering.
+func pageKey(req airlock.FetchRequest, opts RenderOptions) string {
+	b, _ := json.Marshal(struct {
+		Req     airlock.FetchRequest
+		Raw     bool
+		Variant string
+	}{req, opts.Raw, opts.Variant})
+	return string(b)
+}
+
+// Bounds of the page cache's configuration.
+const (
+	maxPageCacheBytes = 4 << 30
+	maxPageCacheTTL   = time.Hour
+)
+
+func validatePageCache(cfg Config) error {
+	b := cfg.Browse
+	switch {
+	case b.PageCacheBytes < 0 || b.PageCacheBytes > maxPageCacheBytes:
+		return configErr("browse.page_cache_bytes %d: want 0 (64 MiB) to %d", b.PageCacheBytes, int64(maxPageCacheBytes))
+	case b.PageCacheTTL < 0 || b.PageCacheTTL > maxPageCacheTTL:
+		return configErr("browse.page_cache_ttl %s: want 0 (5m) to %s", b.PageCacheTTL, maxPageCacheTTL)
+	}
+	return nil
+}
