@@ -60,6 +60,10 @@ type Options struct {
 	// (paths are confined to it); "" refuses both.
 	FilesDir string
 
+	// MaxDownloadBytes caps the body one download saves; 0 means
+	// MaxDownloadBytes.
+	MaxDownloadBytes int64
+
 	// Policy is the session's origin policy (see Policy); the zero Policy
 	// denies every origin (default_action deny with no allowed origins).
 	Policy Policy

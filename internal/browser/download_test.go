@@ -1,0 +1,149 @@
+package browser
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+
+	"github.com/airlockhq/airlock"
+)
+
+// history is the current tab's navigation history: its entries' URLs and
+// the current index.
+func history(t *testing.T, s *Session) ([]string, int64) {
+	t.Helper()
+	s.mu.Lock()
+	tg := s.b.target
+	s.mu.Unlock()
+	h, err := cdp.Call(testCtx(t), tg, page.GetNavigationHistory, cdp.Empty{})
+	if err != nil {
+		t.Fatalf("history: %v", err)
+	}
+	var urls []string
+	for _, e := range h.Entries {
+		urls = append(urls, e.URL)
+	}
+	return urls, h.CurrentIndex
+}
+
+func sameHistory(t *testing.T, s *Session, urls []string, idx int64) {
+	t.Helper()
+	u2, i2 := history(t, s)
+	if strings.Join(u2, " ") != strings.Join(urls, " ") || i2 != idx {
+		t.Errorf("the tab's history changed: %v @%d, was %v @%d", u2, i2, urls, idx)
+	}
+}
+
+// A URL that renders as a page downloads as the session (its cookie goes
+// along) into the files directory, and the tab stays where it is.
+func TestDownloadPageWithoutNavigating(t *testing.T) {
+	const report = `<!doctype html><title>Report</title><p>quarterly numbers</p>`
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/start":
+			http.SetCookie(w, &http.Cookie{Name: "sid", Value: "s1", Path: "/"})
+			html(w, `<title>Start</title><p>start</p>`)
+		case "/report":
+			if c, err := r.Cookie("sid"); err != nil || c.Value != "s1" {
+				http.Error(w, "no session cookie", http.StatusForbidden)
+				return
+			}
+			html(w, report)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	s, _ := open(t, nil)
+	ctx := testCtx(t)
+	do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/start"})
+	urls, idx := history(t, s)
+	r, err := s.Do(ctx, Op{Kind: KindDownload, URL: site.URL + "/report", DestPath: "out/report.html"})
+	if err != nil {
+		t.Fatalf("download of a page: %v", err)
+	}
+	if r.Download == nil || r.Download.Bytes != int64(len(report)) {
+		t.Fatalf("download result %+v", r.Download)
+	}
+	if b, _ := os.ReadFile(filepath.Join(s.FilesDir(), "out/report.html")); string(b) != report {
+		t.Fatalf("saved %q", b)
+	}
+	sameHistory(t, s, urls, idx)
+	if st, _ := s.GetState(ctx); st.URL != site.URL+"/start" || st.Title != "Start" {
+		t.Errorf("the tab moved: %+v", st)
+	}
+}
+
+// A download right after a press whose navigation is still in flight
+// works the first time, and the tab goes on to the page the press led to.
+func TestDownloadAfterNavigatingPress(t *testing.T) {
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/next":
+			html(w, `<title>Next</title><h1>Next</h1>`)
+		case "/file.bin":
+			time.Sleep(800 * time.Millisecond) // the press's navigation lands meanwhile
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Content-Disposition", `attachment; filename="file.bin"`)
+			w.Write([]byte("file bytes"))
+		default:
+			html(w, `<title>Form</title><form action="/next"><label>Q <input name="q"></label></form>
+<script>document.forms[0].onsubmit = e => { e.preventDefault(); setTimeout(() => e.target.submit(), 300); };</script>`)
+		}
+	})
+	s, _ := open(t, nil)
+	ctx := testCtx(t)
+	do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/"})
+	q := refOf(t, *do(t, s, Op{Kind: KindSnapshot}).Snapshot, `- textbox "Q"`)
+	do(t, s, Op{Kind: KindPress, Ref: q, Key: "Enter", Snapshot: new(false)})
+	r, err := s.Do(ctx, Op{Kind: KindDownload, URL: site.URL + "/file.bin", DestPath: "file.bin"})
+	if err != nil {
+		t.Fatalf("download right after a navigating press: %v", err)
+	}
+	if r.Download.Bytes != int64(len("file bytes")) {
+		t.Fatalf("download result %+v", r.Download)
+	}
+	do(t, s, Op{Kind: KindWaitFor, Selector: "h1", TimeoutMS: 20000})
+	if st, _ := s.GetState(ctx); !strings.HasPrefix(st.URL, site.URL+"/next") {
+		t.Errorf("the tab is on %s, want /next", st.URL)
+	}
+}
+
+// A denied origin is refused before any request; an address layer 2
+// refuses is a typed refusal, not a timeout, and nothing is saved.
+func TestDownloadRefusals(t *testing.T) {
+	var hits atomic.Int64
+	denied := serve(t, func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })
+	s, _ := open(t, func(o *Options) {
+		o.Policy = Policy{DefaultAction: ActionAllow, DeniedOrigins: []string{denied.URL}}
+	})
+	ctx := testCtx(t)
+	_, err := s.Do(ctx, Op{Kind: KindDownload, URL: denied.URL + "/x", DestPath: "x"})
+	wantCode(t, err, airlock.CodeDenied, "denied_origin")
+	if hits.Load() != 0 {
+		t.Errorf("the denied origin got %d requests", hits.Load())
+	}
+	// 127.0.0.9 is loopback without the proxy's exception: layer 1 lets it
+	// through (default allow), layer 2 refuses.
+	s2, _ := open(t, nil)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(denied.URL, "http://"))
+	inner := "http://127.0.0.9:" + port + "/secret"
+	lctx, cancel := context.WithTimeout(ctx, testTimeout/2)
+	defer cancel()
+	_, err = s2.Do(lctx, Op{Kind: KindDownload, URL: inner, DestPath: "secret"})
+	if airlock.CodeOf(err) != airlock.CodeDenied || airlock.ReasonOf(err) == "" {
+		t.Fatalf("download of an internal address: %v, want a denied refusal with the proxy's reason", err)
+	}
+	t.Logf("layer 2: %v", err)
+	if _, err := os.Stat(filepath.Join(s2.FilesDir(), "secret")); !os.IsNotExist(err) {
+		t.Errorf("a refused download saved a file: %v", err)
+	}
+}
