@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -125,6 +126,8 @@ func (s *Session) fetchAs(ctx context.Context, b *instance, rawURL, dest string)
 		navDone <- navResult{res.ErrorText, err}
 	}()
 	frame := cdp.FrameID(bt.TargetID)
+	logged := s.netlog.count()
+	chain := map[string]bool{rawURL: true} // the URLs of the download's requests
 	for {
 		select {
 		case ev := <-paused:
@@ -133,6 +136,13 @@ func (s *Session) fetchAs(ctx context.Context, b *instance, rawURL, dest string)
 				// Not the download's response (another frame), a network
 				// error (the navigation's result says which), or a redirect
 				// (its next request goes through layer 1 again).
+				if ev.FrameID == frame && isRedirect(ev) && ev.Request != nil && len(chain) < 2*MaxRedirects {
+					if u, err := url.Parse(ev.Request.URL); err == nil {
+						if next, err := u.Parse(header(ev.ResponseHeaders, "Location")); err == nil {
+							chain[next.String()] = true
+						}
+					}
+				}
 				cdp.Call(dctx, bt, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
 				continue
 			}
@@ -146,7 +156,7 @@ func (s *Session) fetchAs(ctx context.Context, b *instance, rawURL, dest string)
 			case nr.err != nil:
 				return Download{}, downloadErr(ctx, b, rawURL, nr.err)
 			case strings.Contains(nr.text, "ERR_BLOCKED_BY_CLIENT"):
-				return Download{}, airlock.Errorf(airlock.CodeDenied, "blocked", "browser: download %s: blocked by policy", rawURL)
+				return Download{}, s.blocked(rawURL, logged, chain)
 			case nr.text != "":
 				return Download{}, airlock.Errorf(airlock.CodeUpstream, "download_failed", "browser: download %s: %s", rawURL, nr.text)
 			}
@@ -155,6 +165,19 @@ func (s *Session) fetchAs(ctx context.Context, b *instance, rawURL, dest string)
 			return Download{}, downloadErr(ctx, b, rawURL, ctx.Err())
 		}
 	}
+}
+
+// blocked is layer 1's refusal of the download's document request (the
+// URL itself, or a redirect's target: the URLs of chain), with the reason
+// layer 1 logged for it when the network log still has it (among the
+// entries after the first logged), else reason blocked.
+func (s *Session) blocked(rawURL string, logged int, chain map[string]bool) error {
+	for _, e := range slices.Backward(s.netlog.refusedSince(logged, NetworkLogCapacity)) {
+		if e.ResourceType == string(network.ResourceTypeDocument) && chain[e.URL] && e.Reason != "" {
+			return airlock.Errorf(airlock.CodeDenied, e.Reason, "browser: download %s: %s refused by policy (%s)", rawURL, e.URL, e.Reason)
+		}
+	}
+	return airlock.Errorf(airlock.CodeDenied, "blocked", "browser: download %s: blocked by policy", rawURL)
 }
 
 // isRedirect reports a redirect response, which Chromium follows.

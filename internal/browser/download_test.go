@@ -70,7 +70,8 @@ func TestDownloadPageWithoutNavigating(t *testing.T) {
 	if err != nil {
 		t.Fatalf("download of a page: %v", err)
 	}
-	if r.Download == nil || r.Download.Bytes != int64(len(report)) {
+	if d := r.Download; d == nil || d.Bytes != int64(len(report)) || d.Path != "out/report.html" || d.Name != "report" ||
+		!strings.HasPrefix(d.ContentType, "text/html") {
 		t.Fatalf("download result %+v", r.Download)
 	}
 	if b, _ := os.ReadFile(filepath.Join(s.FilesDir(), "out/report.html")); string(b) != report {
@@ -79,6 +80,128 @@ func TestDownloadPageWithoutNavigating(t *testing.T) {
 	sameHistory(t, s, urls, idx)
 	if st, _ := s.GetState(ctx); st.URL != site.URL+"/start" || st.Title != "Start" {
 		t.Errorf("the tab moved: %+v", st)
+	}
+	// The background tab is gone, and was never a tab of the session.
+	if tabs, err := s.Tabs(ctx); err != nil || len(tabs) != 1 {
+		t.Errorf("tabs after a download: %+v %v", tabs, err)
+	}
+}
+
+// The body is capped (declared or streamed), a status other than 2xx is
+// no file, a redirect to a denied origin is refused by layer 1; nothing is
+// left behind in the files directory.
+func TestDownloadLimitsAndStatus(t *testing.T) {
+	var deniedHits atomic.Int64
+	denied := serve(t, func(w http.ResponseWriter, r *http.Request) { deniedHits.Add(1) })
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/big":
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Write(make([]byte, 4096))
+		case "/stream": // chunked: no Content-Length to refuse early
+			w.Header().Set("Content-Type", "application/octet-stream")
+			for range 8 {
+				w.Write(make([]byte, 512))
+				w.(http.Flusher).Flush()
+			}
+		case "/fits":
+			w.Header().Set("Content-Type", "text/plain")
+			w.Write(make([]byte, 1024))
+		case "/away":
+			http.Redirect(w, r, denied.URL+"/x", http.StatusFound)
+		case "/hop":
+			http.Redirect(w, r, "/fits", http.StatusFound)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	s, _ := open(t, func(o *Options) {
+		o.MaxDownloadBytes = 1024
+		o.Policy = Policy{DefaultAction: ActionAllow, DeniedOrigins: []string{denied.URL}}
+	})
+	ctx := testCtx(t)
+	for _, tc := range []struct {
+		path        string
+		code        airlock.Code
+		reason      string
+		bytes       int64
+		name, ctype string
+	}{
+		{"/big", airlock.CodeTooLarge, "download_size", 0, "", ""},
+		{"/stream", airlock.CodeTooLarge, "download_size", 0, "", ""},
+		{"/missing", airlock.CodeUpstream, "download_status", 0, "", ""},
+		{"/away", airlock.CodeDenied, "denied_origin", 0, "", ""},
+		{"/fits", "", "", 1024, "fits", "text/plain"},
+		{"/hop", "", "", 1024, "fits", "text/plain"},
+	} {
+		dest := "d" + strings.ReplaceAll(tc.path, "/", "_")
+		d, err := s.Download(ctx, site.URL+tc.path, dest)
+		_, statErr := os.Stat(filepath.Join(s.FilesDir(), dest))
+		if tc.code != "" {
+			if airlock.CodeOf(err) != tc.code || airlock.ReasonOf(err) != tc.reason {
+				t.Errorf("%s: %v, want %s/%s", tc.path, err, tc.code, tc.reason)
+			}
+			if !os.IsNotExist(statErr) {
+				t.Errorf("%s: a refused download saved a file", tc.path)
+			}
+			continue
+		}
+		if err != nil || d.Bytes != tc.bytes || d.Name != tc.name || d.ContentType != tc.ctype || statErr != nil {
+			t.Errorf("%s: %+v %v (file: %v)", tc.path, d, err, statErr)
+		}
+	}
+	if n := deniedHits.Load(); n != 0 {
+		t.Errorf("the denied origin got %d requests", n)
+	}
+	left, _ := filepath.Glob(filepath.Join(s.FilesDir(), ".download-*"))
+	if len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+// Under default_action ask, a download waits for the approval (the event
+// names the download op), and goes on once approved.
+func TestDownloadAsk(t *testing.T) {
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("asked bytes"))
+	})
+	events := make(chan Event, 64)
+	s, _ := open(t, func(o *Options) {
+		o.Policy = Policy{DefaultAction: ActionAsk}
+		o.OnEvent = func(ev Event) { events <- ev }
+	})
+	ctx := testCtx(t)
+	type res struct {
+		r   Result
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		r, err := s.Do(ctx, Op{Kind: KindDownload, URL: site.URL + "/notes.txt", DestPath: "notes.txt"})
+		done <- res{r, err}
+	}()
+	for {
+		var ev Event
+		select {
+		case ev = <-events:
+		case <-ctx.Done():
+			t.Fatal("no approval-required event")
+		}
+		if ev.Type != EventApprovalRequired {
+			continue
+		}
+		if ev.InitiatingOp != KindDownload {
+			t.Errorf("approval event %+v, want initiating_op download", ev)
+		}
+		if err := s.Approve(ev.ApprovalID); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	got := <-done
+	if got.err != nil || got.r.Download == nil || got.r.Download.Bytes != int64(len("asked bytes")) || got.r.Download.Name != "notes.txt" {
+		t.Fatalf("approved download: %+v %v", got.r.Download, got.err)
 	}
 }
 

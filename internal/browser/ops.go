@@ -436,6 +436,8 @@ func (s *Session) emitOp(ctx context.Context, op Op, r Result, err error) {
 
 func summarize(op Op, r Result) string {
 	switch {
+	case r.Download != nil && r.Download.Path != "":
+		return fmt.Sprintf("download %s: %d bytes (%s) saved as %s", cut(op.URL, 200), r.Download.Bytes, r.Download.ContentType, r.Download.Path)
 	case op.URL != "":
 		return op.Kind + " " + cut(op.URL, 200)
 	case op.Ref != "":
