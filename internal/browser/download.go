@@ -33,6 +33,10 @@ const MaxDownloadBytes = 100 << 20
 // DefaultDownloadTimeout bounds a download when ctx has no deadline.
 const DefaultDownloadTimeout = 2 * time.Minute
 
+// cleanupTimeout bounds the calls that end a download's request and
+// stream, which run even when the download's context has ended.
+const cleanupTimeout = 5 * time.Second
+
 // downloadChunk is the size of one IO.read of a download's body.
 const downloadChunk = 512 << 10
 
@@ -148,8 +152,10 @@ func (s *Session) fetchAs(ctx context.Context, b *instance, rawURL, dest string)
 			}
 			d, err := s.saveBody(ctx, b, bt, ev, rawURL, dest)
 			// The background tab renders nothing.
-			cdp.Call(context.WithoutCancel(dctx), bt, fetch.FailRequest, fetch.FailRequestParams{
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			cdp.Call(fctx, bt, fetch.FailRequest, fetch.FailRequestParams{
 				RequestID: ev.RequestID, ErrorReason: network.ErrorReasonAborted})
+			cancel()
 			return d, err
 		case nr := <-navDone:
 			switch {
@@ -231,7 +237,11 @@ func (s *Session) saveBody(ctx context.Context, b *instance, bt *chromedp.Target
 	if err != nil {
 		return Download{}, downloadErr(ctx, b, rawURL, err)
 	}
-	defer cdp.Call(context.WithoutCancel(ctx), bt, io.Close, io.CloseParams{Handle: stream.Stream})
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		cdp.Call(cctx, bt, io.Close, io.CloseParams{Handle: stream.Stream})
+	}()
 	if err := os.MkdirAll(filepath.Dir(dest), 0o700); err != nil {
 		return Download{}, airlock.Errorf(airlock.CodeInternal, "files_dir", "browser: download: %v", err)
 	}
