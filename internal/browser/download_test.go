@@ -270,3 +270,31 @@ func TestDownloadRefusals(t *testing.T) {
 		t.Errorf("a refused download saved a file: %v", err)
 	}
 }
+
+// A download whose server never answers ends at the op's deadline as a
+// timeout; the session goes on, with its one tab.
+func TestDownloadTimeoutLeavesSessionUsable(t *testing.T) {
+	release := make(chan struct{})
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hang" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		html(w, `<title>Fine</title>`)
+	})
+	t.Cleanup(func() { close(release) })
+	s, _ := open(t, nil)
+	ctx := testCtx(t)
+	do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/"})
+	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_, err := s.Download(dctx, site.URL+"/hang", "hang.bin")
+	wantCode(t, err, airlock.CodeTimeout, "browser_timeout")
+	do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/again"})
+	if tabs, err := s.Tabs(ctx); err != nil || len(tabs) != 1 || tabs[0].Title != "Fine" {
+		t.Errorf("tabs after a timed-out download: %+v %v", tabs, err)
+	}
+}
