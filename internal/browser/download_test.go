@@ -298,3 +298,43 @@ func TestDownloadTimeoutLeavesSessionUsable(t *testing.T) {
 		t.Errorf("tabs after a timed-out download: %+v %v", tabs, err)
 	}
 }
+
+// A download a page starts itself (a click on an attachment link) is
+// refused: only the download op writes files, and only in the files
+// directory. Chromium's default directory is under HOME, set here to an
+// empty directory that must stay empty.
+func TestDownloadByPageIsDenied(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_DOWNLOAD_DIR", filepath.Join(home, "Downloads"))
+	var served atomic.Int64
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/file.bin" {
+			served.Add(1)
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Content-Disposition", `attachment; filename="file.bin"`)
+			w.Write([]byte("page-started download"))
+			return
+		}
+		html(w, `<title>Links</title><a href="/file.bin">Get the file</a>`)
+	})
+	s, _ := open(t, nil)
+	do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/"})
+	link := refOf(t, *do(t, s, Op{Kind: KindSnapshot}).Snapshot, `- link "Get the file"`)
+	do(t, s, Op{Kind: KindClick, Ref: link, Snapshot: new(false)})
+	deadline := time.Now().Add(10 * time.Second) // a hang guard, not a timing assertion
+	for served.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // let a download that was allowed finish
+	var found []string
+	filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(d.Name(), "file") {
+			found = append(found, p)
+		}
+		return nil
+	})
+	if len(found) != 0 {
+		t.Errorf("a page-started download was written outside the files directory: %v", found)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
@@ -292,6 +293,14 @@ func (s *Session) launch(ctx context.Context) (*instance, error) {
 	if err := s.intercept(ctx, b); err != nil {
 		b.kill()
 		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: install request interception: %w", err)
+	}
+	// Pages never download: Chromium would write what a page starts (an
+	// attachment link) under $HOME/Downloads, outside the files directory.
+	// The download op saves response bodies itself (see Download).
+	if _, err := cdp.Call(ctx, b.browser, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorDeny}); err != nil {
+		b.kill()
+		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: deny downloads: %w", err)
 	}
 	if err := openBlank(ctx, b.target); err != nil {
 		b.kill()
