@@ -321,7 +321,7 @@ func TestDownloadByPageIsDenied(t *testing.T) {
 	s, _ := open(t, nil)
 	do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/"})
 	link := refOf(t, *do(t, s, Op{Kind: KindSnapshot}).Snapshot, `- link "Get the file"`)
-	do(t, s, Op{Kind: KindClick, Ref: link, Snapshot: new(false)})
+	r := do(t, s, Op{Kind: KindClick, Ref: link, Snapshot: new(false)})
 	deadline := time.Now().Add(10 * time.Second) // a hang guard, not a timing assertion
 	for served.Load() == 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
@@ -336,5 +336,9 @@ func TestDownloadByPageIsDenied(t *testing.T) {
 	})
 	if len(found) != 0 {
 		t.Errorf("a page-started download was written outside the files directory: %v", found)
+	}
+	// The click's reply says what the page tried to download.
+	if r.Page == nil || len(r.Page.Downloads) != 1 || r.Page.Downloads[0].URL != site.URL+"/file.bin" || r.Page.Downloads[0].Name != "file.bin" {
+		t.Errorf("click reply %+v, want the refused download of /file.bin", r.Page)
 	}
 }

@@ -296,9 +296,10 @@ func (s *Session) launch(ctx context.Context) (*instance, error) {
 	}
 	// Pages never download: Chromium would write what a page starts (an
 	// attachment link) under $HOME/Downloads, outside the files directory.
-	// The download op saves response bodies itself (see Download).
+	// The download op saves response bodies itself (see Download). The
+	// events say which downloads a page started (PageInfo.Downloads).
 	if _, err := cdp.Call(ctx, b.browser, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
-		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorDeny}); err != nil {
+		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorDeny, EventsEnabled: new(true)}); err != nil {
 		b.kill()
 		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: deny downloads: %w", err)
 	}
