@@ -112,7 +112,12 @@ func (s *Session) fetchAs(ctx context.Context, b *instance, rawURL, dest string)
 			}
 		}
 	}()
+	// The response comes from the network, not from the HTTP cache or a
+	// service worker of the origin, so the response stage always sees it.
 	if _, err := cdp.Call(ctx, bt, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true}); err != nil {
+		return Download{}, cdpErr(ctx, b, "download", err)
+	}
+	if _, err := cdp.Call(ctx, bt, network.SetBypassServiceWorker, network.SetBypassServiceWorkerParams{Bypass: true}); err != nil {
 		return Download{}, cdpErr(ctx, b, "download", err)
 	}
 	if _, err := cdp.Call(ctx, bt, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{

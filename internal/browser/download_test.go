@@ -203,6 +203,27 @@ func TestDownloadAsk(t *testing.T) {
 	if got.err != nil || got.r.Download == nil || got.r.Download.Bytes != int64(len("asked bytes")) || got.r.Download.Name != "notes.txt" {
 		t.Fatalf("approved download: %+v %v", got.r.Download, got.err)
 	}
+	// Another origin, denied by the person asked: refused with that reason.
+	other := serve(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("never")) })
+	go func() {
+		r, err := s.Do(ctx, Op{Kind: KindDownload, URL: other.URL + "/x.txt", DestPath: "x.txt"})
+		done <- res{r, err}
+	}()
+	for asked := false; !asked; {
+		select {
+		case ev := <-events:
+			if ev.Type == EventApprovalRequired {
+				if err := s.Deny(ev.ApprovalID); err != nil {
+					t.Fatal(err)
+				}
+				asked = true
+			}
+		case <-ctx.Done():
+			t.Fatal("no approval-required event for the second origin")
+		}
+	}
+	got = <-done
+	wantCode(t, got.err, airlock.CodeDenied, "not_approved")
 }
 
 // A download right after a press whose navigation is still in flight
