@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -168,6 +170,11 @@ func (s *Session) fetchAs(ctx context.Context, b *instance, rawURL, dest string)
 				return Download{}, downloadErr(ctx, b, rawURL, nr.err)
 			case strings.Contains(nr.text, "ERR_BLOCKED_BY_CLIENT"):
 				return Download{}, s.blocked(rawURL, logged, chain)
+			case strings.Contains(nr.text, "ERR_TUNNEL_CONNECTION_FAILED"):
+				if err := s.tunnelRefusal(ctx, rawURL, chain); err != nil {
+					return Download{}, err
+				}
+				fallthrough
 			case nr.text != "":
 				return Download{}, airlock.Errorf(airlock.CodeUpstream, "download_failed", "browser: download %s: %s", rawURL, nr.text)
 			}
@@ -189,6 +196,90 @@ func (s *Session) blocked(rawURL string, logged int, chain map[string]bool) erro
 		}
 	}
 	return airlock.Errorf(airlock.CodeDenied, "blocked", "browser: download %s: blocked by policy", rawURL)
+}
+
+// tunnelWait bounds how long a download whose tunnel failed waits for
+// layer 2's report of a refusal (RefusedTunnel), which may trail
+// Chromium's error.
+const tunnelWait = time.Second
+
+// tunnelRefusal is layer 2's refusal of the tunnel to the host of one of
+// the download's https URLs (chain), when RefusedTunnel reported one; nil
+// when none came within tunnelWait (the tunnel failed otherwise).
+func (s *Session) tunnelRefusal(ctx context.Context, rawURL string, chain map[string]bool) error {
+	var hosts []string
+	for raw := range chain {
+		if u, err := url.Parse(raw); err == nil && u.Scheme == "https" && u.Hostname() != "" {
+			port := u.Port()
+			if port == "" {
+				port = "443"
+			}
+			hosts = append(hosts, net.JoinHostPort(strings.ToLower(u.Hostname()), port))
+		}
+	}
+	if len(hosts) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(tunnelWait)
+	for {
+		for _, hp := range hosts {
+			if reason, ok := s.tunnels.find(hp); ok {
+				return airlock.Errorf(airlock.CodeDenied, reason, "browser: download %s: the egress proxy refused the tunnel to %s (%s)", rawURL, hp, reason)
+			}
+		}
+		if !time.Now().Before(deadline) || ctx.Err() != nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// RefusedTunnel records that layer 2 refused this session a CONNECT to
+// hostport, with its reason: Chromium reports only
+// ERR_TUNNEL_CONNECTION_FAILED, and a download then names the refusal.
+// The session's proxy calls it for each refused tunnel.
+func (s *Session) RefusedTunnel(hostport, reason string) {
+	if h, p, err := net.SplitHostPort(hostport); err == nil {
+		hostport = net.JoinHostPort(strings.ToLower(strings.Trim(h, "[]")), p)
+	}
+	if reason == "" {
+		reason = "blocked"
+	}
+	s.tunnels.add(hostport, reason)
+}
+
+// tunnelLog keeps the tunnels layer 2 refused lately (at most maxSockets,
+// for socketTTL).
+type tunnelLog struct {
+	mu   sync.Mutex
+	recs []tunnelRec
+}
+
+type tunnelRec struct {
+	hostport, reason string
+	at               time.Time
+}
+
+func (l *tunnelLog) add(hostport, reason string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.recs) >= maxSockets {
+		l.recs = l.recs[1:]
+	}
+	l.recs = append(l.recs, tunnelRec{hostport: hostport, reason: reason, at: time.Now()})
+}
+
+// find returns the reason of the latest recent refusal of hostport.
+func (l *tunnelLog) find(hostport string) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	for i := len(l.recs) - 1; i >= 0; i-- {
+		if r := l.recs[i]; r.hostport == hostport && now.Sub(r.at) < socketTTL {
+			return r.reason, true
+		}
+	}
+	return "", false
 }
 
 // isRedirect reports a redirect response, which Chromium follows.

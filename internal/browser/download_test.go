@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/egress"
 )
 
 // history is the current tab's navigation history: its entries' URLs and
@@ -361,5 +362,52 @@ func TestDownloadByPageIsDenied(t *testing.T) {
 	// The click's reply says what the page tried to download.
 	if r.Page == nil || len(r.Page.Downloads) != 1 || r.Page.Downloads[0].URL != site.URL+"/file.bin" || r.Page.Downloads[0].Name != "file.bin" {
 		t.Errorf("click reply %+v, want the refused download of /file.bin", r.Page)
+	}
+}
+
+// statusRecorder notes a response's status and passes hijacking on.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// An https download whose tunnel layer 2 refuses (an internal address) is
+// that refusal, typed, once the proxy reports it (RefusedTunnel), as the
+// engine's proxy does: Chromium itself only says
+// ERR_TUNNEL_CONNECTION_FAILED.
+func TestDownloadTunnelRefusal(t *testing.T) {
+	requireChromium(t)
+	var sess atomic.Pointer[Session]
+	p := startProxyWith(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec := &statusRecorder{ResponseWriter: w}
+			h.ServeHTTP(rec, r)
+			if s := sess.Load(); s != nil && r.Method == http.MethodConnect && rec.status == http.StatusForbidden {
+				s.RefusedTunnel(r.Host, rec.Header().Get(egress.HeaderAirlockReason))
+			}
+		})
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	s, err := Open(ctx, Options{ProxyAddr: p.addr, ProxyUser: proxyUser, ProxyPass: proxyPass, ProfileDir: t.TempDir(),
+		FilesDir: t.TempDir(), Policy: Policy{DefaultAction: ActionAllow}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	sess.Store(s)
+	_, err = s.Download(ctx, "https://127.0.0.9:8443/secret", "secret")
+	wantCode(t, err, airlock.CodeDenied, "loopback")
+	if _, err := os.Stat(filepath.Join(s.FilesDir(), "secret")); !os.IsNotExist(err) {
+		t.Errorf("a refused download saved a file: %v", err)
 	}
 }

@@ -133,6 +133,7 @@ type Session struct {
 	pending map[string]*approval // by origin
 
 	sockets socketLog // WebSockets the pages opened, for layer 2's labels
+	tunnels tunnelLog // tunnels layer 2 refused lately, for download's errors
 }
 
 // instance is one launched browser.
