@@ -138,7 +138,7 @@ func (s *Session) fetchAs(ctx context.Context, b *instance, rawURL, dest string)
 	}()
 	frame := cdp.FrameID(bt.TargetID)
 	logged := s.netlog.count()
-	chain := map[string]bool{rawURL: true} // the URLs of the download's requests
+	chain := map[string]bool{normURL(rawURL): true} // the URLs of the download's requests
 	for {
 		select {
 		case ev := <-paused:
@@ -150,7 +150,7 @@ func (s *Session) fetchAs(ctx context.Context, b *instance, rawURL, dest string)
 				if ev.FrameID == frame && isRedirect(ev) && ev.Request != nil && len(chain) < 2*MaxRedirects {
 					if u, err := url.Parse(ev.Request.URL); err == nil {
 						if next, err := u.Parse(header(ev.ResponseHeaders, "Location")); err == nil {
-							chain[next.String()] = true
+							chain[normURL(next.String())] = true
 						}
 					}
 				}
@@ -185,13 +185,27 @@ func (s *Session) fetchAs(ctx context.Context, b *instance, rawURL, dest string)
 	}
 }
 
+// normURL spells a URL as Chromium reports it, near enough to match it:
+// scheme and host in lower case, the path "/" when empty, no fragment.
+func normURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	u.Scheme, u.Host, u.Fragment = strings.ToLower(u.Scheme), strings.ToLower(u.Host), ""
+	if u.Path == "" && u.Opaque == "" {
+		u.Path = "/"
+	}
+	return u.String()
+}
+
 // blocked is layer 1's refusal of the download's document request (the
 // URL itself, or a redirect's target: the URLs of chain), with the reason
 // layer 1 logged for it when the network log still has it (among the
 // entries after the first logged), else reason blocked.
 func (s *Session) blocked(rawURL string, logged int, chain map[string]bool) error {
 	for _, e := range slices.Backward(s.netlog.refusedSince(logged, NetworkLogCapacity)) {
-		if e.ResourceType == string(network.ResourceTypeDocument) && chain[e.URL] && e.Reason != "" {
+		if e.ResourceType == string(network.ResourceTypeDocument) && chain[normURL(e.URL)] && e.Reason != "" {
 			return airlock.Errorf(airlock.CodeDenied, e.Reason, "browser: download %s: %s refused by policy (%s)", rawURL, e.URL, e.Reason)
 		}
 	}
