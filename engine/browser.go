@@ -285,6 +285,8 @@ func (m *browserManager) reportRefusals(h http.Handler) http.Handler {
 			// the session knows which its pages opened.
 			scheme := "https"
 			if sess != nil {
+				// A download on this tunnel reports the refusal, typed.
+				sess.RefusedTunnel(r.Host, sw.Header().Get(egress.HeaderAirlockReason))
 				scheme = sess.TunnelScheme(r.Host, tunnelLabelWait)
 			}
 			target = scheme + "://" + r.Host

@@ -222,3 +222,38 @@ func BenchmarkOps(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDownload measures a download of a small file and of a 4 MiB
+// one (each in its own background tab), with a page open in the tab.
+func BenchmarkDownload(b *testing.B) {
+	big := make([]byte, 4<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/small":
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte(`<title>Small</title><p>a page saved as a file</p>`))
+		case "/big":
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Write(big)
+		default:
+			w.Header().Set("Content-Type", "text/html")
+			w.Write([]byte(`<title>Home</title>`))
+		}
+	}))
+	b.Cleanup(srv.Close)
+	s := benchSession(b)
+	ctx := context.Background()
+	if err := s.Navigate(ctx, srv.URL+"/", true); err != nil {
+		b.Fatal(err)
+	}
+	for _, path := range []string{"/small", "/big"} {
+		b.Run(strings.TrimPrefix(path, "/"), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.Download(ctx, srv.URL+path, "out"+path); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	os.RemoveAll(s.FilesDir())
+}

@@ -72,5 +72,8 @@
 //
 // Files. Upload reads and download and interact screenshots write only
 // under Options.FilesDir: "..", absolute paths outside it and symlinks
-// that lead out are refused before any browser call.
+// that lead out are refused before any browser call. A download runs in a
+// background tab of the same browser (cookies, both layers, ask) and
+// streams the response body to disk from the Fetch response stage, so the
+// current tab never moves.
 package browser

@@ -356,9 +356,9 @@ func TestUploadDownloadReadNetworkLogTabs(t *testing.T) {
 	if _, err := s.Download(ctx, site.URL+"/file.bin", "../out.bin"); airlock.ReasonOf(err) != "path_escape" {
 		t.Fatalf("download escape: %v", err)
 	}
-	n, err := s.Download(ctx, site.URL+"/file.bin", "got/file.bin")
-	if err != nil || n != int64(len("downloaded bytes")) {
-		t.Fatalf("Download: %d %v", n, err)
+	d, err := s.Download(ctx, site.URL+"/file.bin", "got/file.bin")
+	if err != nil || d.Bytes != int64(len("downloaded bytes")) || d.Name != "file.bin" || d.ContentType != "application/octet-stream" {
+		t.Fatalf("Download: %+v %v", d, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(s.FilesDir(), "got/file.bin")); string(b) != "downloaded bytes" {
 		t.Fatalf("downloaded %q", b)

@@ -297,10 +297,14 @@ type Result struct {
 }
 
 // Download is the result of a download: where the file is, relative to
-// the session's files directory, and its size.
+// the session's files directory, its size, the name the server suggested
+// (Content-Disposition's filename, else the URL's last path segment) and
+// the response's Content-Type.
 type Download struct {
-	Path  string `json:"path"`
-	Bytes int64  `json:"bytes"`
+	Path        string `json:"path"`
+	Bytes       int64  `json:"bytes"`
+	Name        string `json:"name,omitempty"`
+	ContentType string `json:"content_type,omitempty"`
 }
 
 // Do validates op and runs it. An op that names an element or reads the
@@ -381,9 +385,9 @@ func (s *Session) do(ctx context.Context, op Op) (Result, error) {
 	case KindUpload:
 		err = s.Upload(ctx, op.Ref, op.Path)
 	case KindDownload:
-		var n int64
-		n, err = s.Download(ctx, op.URL, op.DestPath)
-		r.Download = &Download{Path: op.DestPath, Bytes: n}
+		var d Download
+		d, err = s.Download(ctx, op.URL, op.DestPath)
+		r.Download = &d
 	case KindNetworkLog:
 		n := s.NetworkLog()
 		r.Network = &n
@@ -432,6 +436,8 @@ func (s *Session) emitOp(ctx context.Context, op Op, r Result, err error) {
 
 func summarize(op Op, r Result) string {
 	switch {
+	case r.Download != nil && r.Download.Path != "":
+		return fmt.Sprintf("download %s: %d bytes (%s) saved as %s", cut(op.URL, 200), r.Download.Bytes, r.Download.ContentType, r.Download.Path)
 	case op.URL != "":
 		return op.Kind + " " + cut(op.URL, 200)
 	case op.Ref != "":

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
@@ -59,6 +60,10 @@ type Options struct {
 	// FilesDir is the root that upload reads from and download writes to
 	// (paths are confined to it); "" refuses both.
 	FilesDir string
+
+	// MaxDownloadBytes caps the body one download saves; 0 means
+	// MaxDownloadBytes.
+	MaxDownloadBytes int64
 
 	// Policy is the session's origin policy (see Policy); the zero Policy
 	// denies every origin (default_action deny with no allowed origins).
@@ -128,6 +133,7 @@ type Session struct {
 	pending map[string]*approval // by origin
 
 	sockets socketLog // WebSockets the pages opened, for layer 2's labels
+	tunnels tunnelLog // tunnels layer 2 refused lately, for download's errors
 }
 
 // instance is one launched browser.
@@ -288,6 +294,15 @@ func (s *Session) launch(ctx context.Context) (*instance, error) {
 	if err := s.intercept(ctx, b); err != nil {
 		b.kill()
 		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: install request interception: %w", err)
+	}
+	// Pages never download: Chromium would write what a page starts (an
+	// attachment link) under $HOME/Downloads, outside the files directory.
+	// The download op saves response bodies itself (see Download). The
+	// events say which downloads a page started (PageInfo.Downloads).
+	if _, err := cdp.Call(ctx, b.browser, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorDeny, EventsEnabled: new(true)}); err != nil {
+		b.kill()
+		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: deny downloads: %w", err)
 	}
 	if err := openBlank(ctx, b.target); err != nil {
 		b.kill()

@@ -51,7 +51,11 @@ func (p *testProxy) decisionKeys() []string {
 	return append([]string(nil), p.keys...)
 }
 
-func startProxy(t testing.TB) *testProxy {
+func startProxy(t testing.TB) *testProxy { return startProxyWith(t, nil) }
+
+// startProxyWith is startProxy with the proxy's handler wrapped by wrap
+// (nil: none).
+func startProxyWith(t testing.TB, wrap func(http.Handler) http.Handler) *testProxy {
 	t.Helper()
 	tp := &testProxy{}
 	d := &egress.Dialer{
@@ -69,7 +73,11 @@ func startProxy(t testing.TB) *testProxy {
 		}
 		return egress.ProxyClient{Key: user}, true
 	}}
-	srv := httptest.NewServer(p)
+	var h http.Handler = p
+	if wrap != nil {
+		h = wrap(p)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.Close()
 		p.Close()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
@@ -53,6 +54,10 @@ type PageInfo struct {
 	// NewTabs are the windows the page opened during the action (popups,
 	// target=_blank); ops keep running on the current tab.
 	NewTabs []NewTab `json:"new_tabs,omitempty"`
+	// Downloads are the downloads the page started during the action (an
+	// attachment link, <a download>). Pages never download (nothing is
+	// saved); the download op with the URL saves the file.
+	Downloads []PageDownload `json:"downloads,omitempty"`
 	// Refused are the requests the browser's policy (layer 1) refused
 	// during the action (at most MaxRefusedReported).
 	Refused []Refusal `json:"refused,omitempty"`
@@ -60,6 +65,13 @@ type PageInfo struct {
 	// renderer did not answer within its bound); the action itself
 	// succeeded.
 	SnapshotError string `json:"snapshot_error,omitempty"`
+}
+
+// PageDownload is a download a page started: refused, since only the
+// download op saves files.
+type PageDownload struct {
+	URL  string `json:"url"`
+	Name string `json:"name,omitempty"` // the file name Chromium suggested
 }
 
 // MaxRefusedReported caps PageInfo.Refused.
@@ -95,11 +107,12 @@ type navTracker struct {
 	status    map[cdp.LoaderID]int64
 	popups    []target.ID
 	popupURLs map[target.ID]string
+	downloads []PageDownload // started by the main frame
 }
 
 // navMark is the tracker's counters before an action.
 type navMark struct {
-	commits, popups, requests int
+	commits, popups, requests, downloads int
 }
 
 // trackerOf returns the tracker of b's current tab, starting it on first
@@ -131,6 +144,17 @@ func (s *Session) trackerOf(b *instance) *navTracker {
 	fail := cdp.Events(ctx, t, network.LoadingFailed)
 	created := cdp.Events(ctx, b.browser, target.TargetCreated)
 	changed := cdp.Events(ctx, b.browser, target.TargetInfoChanged)
+	downloads := cdp.Events(ctx, b.browser, cdpbrowser.DownloadWillBegin)
+	follow(b, downloads, func(ev cdpbrowser.EventDownloadWillBegin) {
+		if ev.FrameID != tr.frame {
+			return
+		}
+		tr.update(func() {
+			if len(tr.downloads) < MaxTabs*4 {
+				tr.downloads = append(tr.downloads, PageDownload{URL: cut(ev.URL, maxLoggedURL), Name: ev.SuggestedFilename})
+			}
+		})
+	})
 	follow(b, requested, func(ev page.EventFrameRequestedNavigation) {
 		if ev.FrameID == tr.frame && ev.Disposition == page.ClientNavigationDispositionCurrentTab {
 			tr.update(func() { tr.pending = true })
@@ -250,7 +274,7 @@ func (tr *navTracker) mark() navMark {
 	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return navMark{commits: tr.commits, popups: len(tr.popups)}
+	return navMark{commits: tr.commits, popups: len(tr.popups), downloads: len(tr.downloads)}
 }
 
 // waitUntil waits until cond holds (read under the lock), ctx ends or d
@@ -380,6 +404,7 @@ func (s *Session) settle(ctx context.Context, b *instance, tr *navTracker, m nav
 		for _, id := range tr.popups[min(m.popups, len(tr.popups)):] {
 			info.NewTabs = append(info.NewTabs, NewTab{URL: tr.popupURLs[id]})
 		}
+		info.Downloads = append(info.Downloads, tr.downloads[min(m.downloads, len(tr.downloads)):]...)
 		tr.mu.Unlock()
 	}
 	return info, nil
