@@ -227,16 +227,14 @@ func (k *contract) checkRequest(op, contentType string, body []byte) error {
 }
 
 // checkResponse validates a response against the response its operation
-// documents for status (or the default response). skipped says why a body
+// documents for status. skipped says why a body
 // was not validated (a media type that is not JSON).
 func (k *contract) checkResponse(op string, status int, contentType string, body []byte) (skipped string, err error) {
+	// Every status an operation returns is documented by itself: the
+	// default response is for clients, not an excuse for the document.
 	code := strconv.Itoa(status)
-	resp, _ := k.at(op + "/responses/" + code)
-	if resp == nil {
-		code = "default"
-		if resp, _ = k.at(op + "/responses/default"); resp == nil {
-			return "", fmt.Errorf("status %d is not documented", status)
-		}
+	if resp, _ := k.at(op + "/responses/" + code); resp == nil {
+		return "", fmt.Errorf("status %d is not documented for this operation", status)
 	}
 	content, _ := k.at(op + "/responses/" + code + "/content")
 	if content == nil {
@@ -256,15 +254,20 @@ func (k *contract) checkResponse(op string, status int, contentType string, body
 		_, ptr := k.at(op + "/responses/" + code + "/content/" + escape(ct) + "/schema")
 		return "", k.validateJSON(ptr, body)
 	case ct == "application/x-ndjson":
-		// One JSON value a line: each must at least be JSON.
+		// One JSON value a line, each validated with the schema the
+		// document gives a line (x-line).
+		line, ptr := k.at(op + "/responses/" + code + "/content/" + escape(ct) + "/x-line")
+		if line == nil {
+			return "", fmt.Errorf("the document gives no x-line schema for %s", ct)
+		}
 		sc := bufio.NewScanner(bytes.NewReader(body))
 		sc.Buffer(nil, 64<<20)
 		for n := 1; sc.Scan(); n++ {
-			if !json.Valid(sc.Bytes()) {
-				return "", fmt.Errorf("line %d of the %s body is not JSON", n, ct)
+			if err := k.validateJSON(ptr, sc.Bytes()); err != nil {
+				return "", fmt.Errorf("line %d: %v", n, err)
 			}
 		}
-		return "ndjson lines checked as JSON only", nil
+		return "", nil
 	default:
 		return "not JSON: " + ct, nil
 	}
@@ -494,7 +497,13 @@ func TestContractValidatorFails(t *testing.T) {
 			strings.Replace(page, `"status":200`, `"status":"200"`, 1), `"/status"`},
 		{"an unknown field", "POST", "/api/browse", `{"verb":"fetch","url":"http://127.0.0.1/"}`, 200, "application/json",
 			strings.Replace(page, `{`, `{"bogus":1,`, 1), "bogus"},
-		{"an error without its code", "GET", "/api/crawls", "", 404, "application/json", `{"error":{"reason":"r","message":"m","decision_id":""}}`, "code"},
+		{"an error without its code", "GET", "/api/crawls", "", 400, "application/json", `{"error":{"reason":"r","message":"m","decision_id":""}}`, "code"},
+		{"an error with the wrong code for its status", "GET", "/api/crawls", "", 400, "application/json",
+			`{"error":{"code":"denied","reason":"r","message":"m","decision_id":""}}`, `at "/error/code"`},
+		{"json lines", "POST", "/api/browse", `{"verb":"fetch","url":"http://127.0.0.1/","as":"jsonl"}`, 200, "application/x-ndjson", page + "\n" + page + "\n", ""},
+		{"a json line of the wrong shape", "POST", "/api/browse", `{"verb":"fetch","url":"http://127.0.0.1/","as":"jsonl"}`, 200, "application/x-ndjson",
+			page + "\n" + strings.Replace(page, `"status":200`, `"status":true`, 1) + "\n", `line 2: at "/status"`},
+		{"an undocumented status", "GET", "/api/crawls", "", 418, "application/json", errBody, "status 418 is not documented"},
 		{"an undocumented media type", "GET", "/api/crawls", "", 200, "text/html", "<p>", "text/html"},
 		{"a request the document refuses, taken", "POST", "/api/browse", `{"verb":"fetch","url":"http://127.0.0.1/","bogus":true}`, 200, "application/json", page, "refuses the request"},
 		{"a request the document refuses, refused", "POST", "/api/browse", `{"verb":"fetch","url":"http://127.0.0.1/","bogus":true}`, 400, "application/json", errBody, ""},
