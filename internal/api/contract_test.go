@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,8 +26,12 @@ import (
 // get is checked against the served OpenAPI document with a JSON Schema
 // 2020-12 validator (validating, below, wraps the handler of every test
 // server). A response must match the schema its operation documents for
-// its status (or the default response) and media type; a request body the
-// document refuses must not succeed.
+// its very status (the default response does not count) and media type:
+// a JSON body as a whole, each line of a JSON-lines body (x-line), the data
+// of each server-sent event by its name (x-events); other media types
+// (org, markdown, text, metrics) are only checked to be documented. A
+// request whose body or query parameters the document refuses must not
+// succeed. /mcp is the MCP SDK's transport and is left to its own tests.
 
 // contractURL is the document's base URL for the compiler; the schemas'
 // $refs ("#/components/schemas/X") resolve against it.
@@ -94,6 +99,15 @@ func (k *contract) at(ptr string) (any, string) {
 	var cur any = k.doc
 	real := ""
 	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		if arr, isArr := cur.([]any); isArr {
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(arr) {
+				return nil, ""
+			}
+			cur = arr[i]
+			real += "/" + tok
+			continue
+		}
 		m, ok := cur.(map[string]any)
 		for ok {
 			ref, isRef := m["$ref"].(string)
@@ -226,6 +240,59 @@ func (k *contract) checkRequest(op, contentType string, body []byte) error {
 	return k.validateJSON(ptr, body)
 }
 
+// checkQuery validates a request's query parameters: each must be one the
+// document names for the operation (or its path), with a value its schema
+// takes.
+func (k *contract) checkQuery(op string, q url.Values) error {
+	named := map[string]string{} // name -> pointer of its schema
+	item := op[:strings.LastIndexByte(op, '/')]
+	for _, base := range []string{item + "/parameters", op + "/parameters"} {
+		list, real := k.at(base)
+		arr, _ := list.([]any)
+		for i := range arr {
+			p, ptr := k.at(real + "/" + strconv.Itoa(i) + "/in")
+			if p == nil {
+				continue
+			}
+			ptr = strings.TrimSuffix(ptr, "/in")
+			if p != "query" {
+				continue
+			}
+			name, _ := k.at(ptr + "/name")
+			named[name.(string)] = ptr + "/schema"
+		}
+	}
+	var errs []string
+	for name, vals := range q {
+		ptr, ok := named[name]
+		if !ok {
+			errs = append(errs, fmt.Sprintf("query parameter %q is not documented", name))
+			continue
+		}
+		typ, _ := k.at(ptr + "/type")
+		for _, v := range vals {
+			js, _ := json.Marshal(v)
+			switch typ {
+			case "integer", "number":
+				if _, err := strconv.ParseFloat(v, 64); err == nil {
+					js = []byte(v)
+				}
+			case "boolean":
+				if v == "true" || v == "false" {
+					js = []byte(v)
+				}
+			}
+			if err := k.validateJSON(ptr, js); err != nil {
+				errs = append(errs, fmt.Sprintf("query parameter %s=%q: %v", name, v, err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
 // checkResponse validates a response against the response its operation
 // documents for status. skipped says why a body
 // was not validated (a media type that is not JSON).
@@ -323,7 +390,7 @@ func (cc *contractChecker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op := cc.k.operation(r.Method, r.URL.Path)
 	var reqErr error
 	if op != "" {
-		reqErr = cc.k.checkRequest(op, r.Header.Get("Content-Type"), body)
+		reqErr = errors.Join(cc.k.checkRequest(op, r.Header.Get("Content-Type"), body), cc.k.checkQuery(op, r.URL.Query()))
 	}
 	if op == "/paths/~1mcp/"+strings.ToLower(r.Method) {
 		// The MCP transport is the SDK's handler (a stand-in in these
@@ -354,7 +421,7 @@ func (cc *contractChecker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if reqErr != nil && status < 400 {
-		cc.errorf("%s: the document refuses the request body, the server took it: %v\nrequest: %.2000s", what, reqErr, body)
+		cc.errorf("%s: the document refuses the request, the server took it: %v\nrequest: %.2000s", what, reqErr, body)
 	}
 	if tw.stream {
 		cc.count("") // each event's data was validated as it passed
@@ -503,6 +570,10 @@ func TestContractValidatorFails(t *testing.T) {
 		{"json lines", "POST", "/api/browse", `{"verb":"fetch","url":"http://127.0.0.1/","as":"jsonl"}`, 200, "application/x-ndjson", page + "\n" + page + "\n", ""},
 		{"a json line of the wrong shape", "POST", "/api/browse", `{"verb":"fetch","url":"http://127.0.0.1/","as":"jsonl"}`, 200, "application/x-ndjson",
 			page + "\n" + strings.Replace(page, `"status":200`, `"status":true`, 1) + "\n", `line 2: at "/status"`},
+		{"a query parameter the document does not name, taken", "GET", "/api/crawls?bogus=1", "", 200, "application/json", `{"jobs":[]}`, `query parameter "bogus" is not documented`},
+		{"a query parameter out of its bounds, taken", "GET", "/api/crawls?limit=501", "", 200, "application/json", `{"jobs":[]}`, `limit="501"`},
+		{"a query parameter of the wrong type, taken", "DELETE", "/api/browser/sessions/bs_1?wipe=yes", "", 204, "", "", `wipe="yes"`},
+		{"documented query parameters", "GET", "/api/crawls/j1?after=3&limit=10", "", 400, "application/json", errBody, ""},
 		{"an undocumented status", "GET", "/api/crawls", "", 418, "application/json", errBody, "status 418 is not documented"},
 		{"an undocumented media type", "GET", "/api/crawls", "", 200, "text/html", "<p>", "text/html"},
 		{"a request the document refuses, taken", "POST", "/api/browse", `{"verb":"fetch","url":"http://127.0.0.1/","bogus":true}`, 200, "application/json", page, "refuses the request"},
