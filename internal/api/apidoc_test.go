@@ -745,6 +745,16 @@ func (d *apiDoc) renderOperation(b *strings.Builder, o operation) {
 						body += " (" + strings.TrimSuffix(lowerFirst(desc), ".") + ")"
 					}
 				}
+				if line := c.obj[mt].get("x-line"); line != nil {
+					body += "; each line " + d.typeOf(line)
+				}
+				if evs := c.obj[mt].get("x-events"); evs != nil {
+					var parts []string
+					for _, name := range evs.keys() {
+						parts = append(parts, "`"+name+"` "+d.typeOf(evs.get(name)))
+					}
+					body += "; the data of each event: " + strings.Join(parts, ", ")
+				}
 				bodies = append(bodies, body)
 			}
 		}
