@@ -615,3 +615,60 @@ func TestContractValidatorFails(t *testing.T) {
 		})
 	}
 }
+
+// TestBrowseSchemasUnambiguous: issue #17's report. Each verb's request,
+// with options (even {}), and each of /api/browse's four JSON answers
+// validate against the served document: before, their oneOf branches
+// overlapped (no required fields, open objects), so none did.
+func TestBrowseSchemasUnambiguous(t *testing.T) {
+	k, err := servedContract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const op = "/paths/~1api~1browse/post"
+	for _, body := range []string{
+		`{"verb":"fetch","url":"http://127.0.0.1/","options":{}}`,
+		`{"verb":"fetch","urls":["http://127.0.0.1/a","http://127.0.0.1/b"],"options":{"cache":true},"as":"md"}`,
+		`{"verb":"crawl","seed":"http://127.0.0.1/","options":{}}`,
+		`{"verb":"crawl","urls":["http://127.0.0.1/"],"options":{"max_pages":3,"timeout":"5s"}}`,
+		`{"verb":"search","query":"airlock","options":{}}`,
+		`{"verb":"search","query":"airlock","options":{"limit":3}}`,
+	} {
+		if err := k.checkRequest(op, "application/json", []byte(body)); err != nil {
+			t.Errorf("request %s: %v", body, err)
+		}
+	}
+	// The document refuses what the server refuses: options of another
+	// verb, a target of another verb, both url and urls.
+	for _, body := range []string{
+		`{"verb":"fetch","url":"http://127.0.0.1/","options":{"max_pages":3}}`,
+		`{"verb":"search","query":"q","options":{"cache":true}}`,
+		`{"verb":"crawl","seed":"http://127.0.0.1/","query":"q"}`,
+		`{"verb":"fetch","url":"http://127.0.0.1/","urls":["http://127.0.0.1/"]}`,
+		`{"verb":"fetch"}`,
+		`{"verb":"browse","url":"http://127.0.0.1/"}`,
+	} {
+		if err := k.checkRequest(op, "application/json", []byte(body)); err == nil {
+			t.Errorf("request %s: valid, want refused", body)
+		}
+	}
+	page := airlock.Page{URL: "http://127.0.0.1/", RequestedURL: "http://127.0.0.1/", Status: 200, ContentType: "text/html",
+		FetchedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Provider: "native", Text: "hi", DecisionID: "d1"}
+	mustJSON := func(v any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for name, body := range map[string][]byte{
+		"page":       mustJSON(page),
+		"fetch many": mustJSON(fetchManyResponse{Results: []airlock.FetchResult{{URL: page.URL, Page: &page}, {URL: "http://127.0.0.1/x", Error: &airlock.Error{Code: airlock.CodeDenied, Reason: "private", Message: "m"}}}, DecisionID: "d1"}),
+		"crawl":      mustJSON(map[string]any{"pages": []airlock.Page{page}, "summary": airlock.CrawlSummary{Pages: 1, DecisionID: "d1"}}),
+		"search":     mustJSON(map[string]any{"query": "q", "results": []airlock.SearchResult{{Title: "t", URL: "http://127.0.0.1/", Engine: "e", Rank: 1}}}),
+	} {
+		if _, err := k.checkResponse(op, 200, "application/json", body); err != nil {
+			t.Errorf("%s answer: %v", name, err)
+		}
+	}
+}
