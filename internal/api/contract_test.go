@@ -661,6 +661,10 @@ func TestBrowseSchemasUnambiguous(t *testing.T) {
 		}
 		return b
 	}
+	both := fetchManyResponse{Results: []airlock.FetchResult{{URL: page.URL, Page: &page, Error: &airlock.Error{Code: airlock.CodeDenied}}}, DecisionID: "d1"}
+	if _, err := k.checkResponse(op, 200, "application/json", mustJSON(both)); err == nil {
+		t.Errorf("a batch result with a page and an error validates")
+	}
 	for name, body := range map[string][]byte{
 		"page":       mustJSON(page),
 		"fetch many": mustJSON(fetchManyResponse{Results: []airlock.FetchResult{{URL: page.URL, Page: &page}, {URL: "http://127.0.0.1/x", Error: &airlock.Error{Code: airlock.CodeDenied, Reason: "private", Message: "m"}}}, DecisionID: "d1"}),
