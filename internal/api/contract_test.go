@@ -371,8 +371,11 @@ func validating(t testing.TB, h http.Handler) http.Handler {
 	}
 	t.Cleanup(func() {
 		cc.mu.Lock()
+		defer cc.mu.Unlock()
 		cc.done = true
-		cc.mu.Unlock()
+		if cc.checked > 0 || len(cc.skipped) > 0 {
+			t.Logf("contract: %d responses validated; not validated: %v", cc.checked, cc.skipped)
+		}
 	})
 	return cc
 }
