@@ -214,7 +214,7 @@ func newFixture(t *testing.T, change ...any) *fixture {
 			t.Fatalf("newFixture: %T is not a change", c)
 		}
 	}
-	f.api = httptest.NewServer(s)
+	f.api = httptest.NewServer(validating(t, s))
 	t.Cleanup(f.api.Close)
 	return f
 }

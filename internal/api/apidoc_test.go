@@ -255,6 +255,31 @@ func (d *apiDoc) schemaLink(ref string) string {
 	return "[" + name + "](#" + slug(name) + ")"
 }
 
+// fixedValues lists the const and enum values a schema sets on its
+// properties, as "`error.code` `invalid`".
+func fixedValues(s *jnode, prefix string) []string {
+	var out []string
+	props := s.get("properties")
+	if props == nil {
+		return nil
+	}
+	for _, k := range props.keys() {
+		p := props.get(k)
+		name := prefix + k
+		if c := p.get("const"); c != nil {
+			out = append(out, "`"+name+"` `"+strings.Trim(c.scalar(), `"`)+"`")
+		} else if e := p.get("enum"); e != nil {
+			var vs []string
+			for _, v := range e.arr() {
+				vs = append(vs, "`"+strings.Trim(v.scalar(), `"`)+"`")
+			}
+			out = append(out, "`"+name+"` "+strings.Join(vs, " or "))
+		}
+		out = append(out, fixedValues(p, name+".")...)
+	}
+	return out
+}
+
 // typeOf renders a schema's type in a few words, linking named schemas.
 func (d *apiDoc) typeOf(s *jnode) string {
 	if s == nil {
@@ -273,11 +298,23 @@ func (d *apiDoc) typeOf(s *jnode) string {
 		}
 	}
 	if all := s.get("allOf"); all != nil {
-		var parts []string
+		var parts, narrowed []string
 		for _, a := range all.arr() {
+			if a.str("$ref") == "" && a.get("type") == nil && a.get("properties") != nil {
+				// A narrowing of another part: its fixed values.
+				narrowed = append(narrowed, fixedValues(a, "")...)
+				continue
+			}
 			parts = append(parts, d.typeOf(a))
 		}
-		return "all of " + strings.Join(parts, ", ")
+		out := strings.Join(parts, ", ")
+		if len(parts) > 1 {
+			out = "all of " + out
+		}
+		if len(narrowed) > 0 {
+			out += " with " + strings.Join(narrowed, ", ")
+		}
+		return out
 	}
 	var types []string
 	if t := s.get("type"); t != nil {
@@ -334,9 +371,16 @@ func (d *apiDoc) notes(s *jnode) string {
 	if e := s.get("enum"); e != nil {
 		var vals []string
 		for _, v := range e.arr() {
+			if v.val == "" {
+				vals = append(vals, "`\"\"`")
+				continue
+			}
 			vals = append(vals, "`"+strings.Trim(v.scalar(), `"`)+"`")
 		}
 		parts = append(parts, "One of "+strings.Join(vals, ", ")+".")
+	}
+	if c := s.get("const"); c != nil {
+		parts = append(parts, "Always `"+strings.Trim(c.scalar(), `"`)+"`.")
 	}
 	lo, hi := s.get("minimum"), s.get("maximum")
 	switch {
@@ -700,6 +744,16 @@ func (d *apiDoc) renderOperation(b *strings.Builder, o operation) {
 					if desc := s.str("description"); desc != "" {
 						body += " (" + strings.TrimSuffix(lowerFirst(desc), ".") + ")"
 					}
+				}
+				if line := c.obj[mt].get("x-line"); line != nil {
+					body += "; each line " + d.typeOf(line)
+				}
+				if evs := c.obj[mt].get("x-events"); evs != nil {
+					var parts []string
+					for _, name := range evs.keys() {
+						parts = append(parts, "`"+name+"` "+d.typeOf(evs.get(name)))
+					}
+					body += "; the data of each event: " + strings.Join(parts, ", ")
 				}
 				bodies = append(bodies, body)
 			}

@@ -20,7 +20,7 @@ func newConfigFixture(t *testing.T, edit func(*engine.Config)) *fixture {
 	cfg := testConfig(f.site.URL)
 	edit(&cfg)
 	f.en = newEngine(t, cfg)
-	f.api = httptest.NewServer(newServer(f.en, Options{Version: "v1.2.3-test"}))
+	f.api = httptest.NewServer(validating(t, newServer(f.en, Options{Version: "v1.2.3-test"})))
 	t.Cleanup(f.api.Close)
 	return f
 }

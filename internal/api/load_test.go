@@ -63,7 +63,7 @@ func TestLoad(t *testing.T) {
 	acme.Rate, acme.Burst = 1e6, 1e6 // the load, not the rate limit, is under test
 	cfg.Tenants["acme"] = acme
 	en := newEngine(t, cfg)
-	srv := httptest.NewServer(New(en, Options{}))
+	srv := httptest.NewServer(validating(t, New(en, Options{})))
 	t.Cleanup(srv.Close)
 
 	tr := &http.Transport{MaxIdleConns: loadClients, MaxIdleConnsPerHost: loadClients}

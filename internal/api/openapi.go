@@ -6,8 +6,9 @@ import (
 )
 
 // openapiJSON is the OpenAPI 3.1 document of every route, written by hand;
-// TestOpenAPICoversRoutes fails when it and the route table disagree, and
-// TestOpenAPISchemasMatchTypes when a schema and its Go type do.
+// TestOpenAPICoversRoutes fails when it and the route table disagree,
+// TestOpenAPISchemasMatchTypes when a schema and its Go type do, and every
+// API test when its traffic does not validate against it (contract_test.go).
 //
 //go:embed openapi.json
 var openapiJSON []byte

@@ -226,11 +226,91 @@ func jsonFields(t reflect.Type) []string {
 // the Go type that reads or writes it.
 func TestOpenAPISchemasMatchTypes(t *testing.T) {
 	doc, _ := loadOpenAPI(t)
+	types := schemaTypes()
+	// Schemas of JSON written by the renderers (extract) or composed of
+	// others, checked by the round-trip tests instead.
+	composed := []string{"CrawlResponse", "SearchResponse", "Duration", "BrowseRequest"}
+	// The body of /api/browse, one schema per verb: each has some of
+	// browseRequest's fields, and together all of them.
+	variants := []string{"BrowseFetchRequest", "BrowseCrawlRequest", "BrowseSearchRequest"}
+	all := jsonFields(reflect.TypeOf(browseRequest{}))
+	seen := map[string]bool{}
+	for _, name := range variants {
+		s, ok := doc.Comps.Schemas[name]
+		if !ok {
+			t.Errorf("no schema %s", name)
+			continue
+		}
+		for p := range s.Properties {
+			if !slices.Contains(all, p) {
+				t.Errorf("schema %s has %s, which browseRequest does not", name, p)
+			}
+			seen[p] = true
+		}
+	}
+	for _, f := range all {
+		if !seen[f] {
+			t.Errorf("browseRequest's %s is in no Browse*Request schema", f)
+		}
+	}
+	composed = append(composed, variants...)
+	for name, s := range doc.Comps.Schemas {
+		v, ok := types[name]
+		if !ok {
+			if !slices.Contains(composed, name) {
+				t.Errorf("schema %s has no Go type in this test", name)
+			}
+			continue
+		}
+		var props []string
+		for p := range s.Properties {
+			props = append(props, p)
+		}
+		sort.Strings(props)
+		if diff := cmp.Diff(jsonFields(reflect.TypeOf(v)), props); diff != "" {
+			t.Errorf("schema %s (-Go +documented):\n%s", name, diff)
+		}
+		for _, r := range s.Required {
+			if !slices.Contains(props, r) {
+				t.Errorf("schema %s requires %s, which it does not define", name, r)
+			}
+		}
+	}
+	for name := range types {
+		if _, ok := doc.Comps.Schemas[name]; !ok {
+			t.Errorf("type for %s has no schema", name)
+		}
+	}
+	// The crawl job request is the crawl options with a seed and URLs.
+	want := append(jsonFields(reflect.TypeOf(crawlOptions{})), "options", "seed", "urls")
+	sort.Strings(want)
+	if diff := cmp.Diff(want, jsonFields(reflect.TypeOf(crawlJobRequest{}))); diff != "" {
+		t.Errorf("crawlJobRequest (-want +got):\n%s", diff)
+	}
+	// The options are their request types without the top-level fields.
+	for _, c := range []struct {
+		opts, req any
+		top       []string
+	}{
+		{fetchOptions{}, airlock.FetchRequest{}, []string{"url"}},
+		{crawlOptions{}, airlock.CrawlRequest{}, []string{"seed", "urls"}},
+		{searchOptions{}, airlock.SearchRequest{}, []string{"query"}},
+	} {
+		want := slices.DeleteFunc(jsonFields(reflect.TypeOf(c.req)), func(s string) bool { return slices.Contains(c.top, s) })
+		if diff := cmp.Diff(want, jsonFields(reflect.TypeOf(c.opts))); diff != "" {
+			t.Errorf("%T vs %T (-request +options):\n%s", c.opts, c.req, diff)
+		}
+	}
+}
+
+// schemaTypes maps each schema of the document to the Go type that reads
+// or writes it.
+func schemaTypes() map[string]any {
 	types := map[string]any{
 		"ErrorBody":          airlock.ErrorBody{},
 		"Error":              airlock.Error{},
 		"Narrowing":          airlock.Narrowing{},
-		"BrowseRequest":      browseRequest{},
+		"CrawlJobRequest":    crawlJobRequest{},
 		"FetchOptions":       fetchOptions{},
 		"CrawlOptions":       crawlOptions{},
 		"SearchOptions":      searchOptions{},
@@ -306,54 +386,95 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 	for name, rt := range rtypes {
 		types[name] = reflect.New(rt).Elem().Interface()
 	}
-	// Schemas of JSON written by the renderers (extract) or composed of
-	// others, checked by the round-trip tests instead.
-	composed := []string{"CrawlResponse", "SearchResponse", "CrawlJobRequest", "Duration"}
-	for name, s := range doc.Comps.Schemas {
-		v, ok := types[name]
-		if !ok {
-			if !slices.Contains(composed, name) {
-				t.Errorf("schema %s has no Go type in this test", name)
-			}
+	return types
+}
+
+// goField is what encoding/json makes of a struct field.
+type goField struct {
+	name     string
+	omit     bool // omitempty or omitzero: absent when empty
+	nullable bool // written, and null when nil (a pointer, slice or map)
+}
+
+// goFields lists a struct type's fields as encoding/json writes them,
+// embedded structs flattened.
+func goFields(t reflect.Type) []goField {
+	var out []goField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
 			continue
 		}
-		var props []string
-		for p := range s.Properties {
-			props = append(props, p)
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			out = append(out, goFields(f.Type)...)
+			continue
 		}
-		sort.Strings(props)
-		if diff := cmp.Diff(jsonFields(reflect.TypeOf(v)), props); diff != "" {
-			t.Errorf("schema %s (-Go +documented):\n%s", name, diff)
+		if !f.IsExported() {
+			continue
 		}
-		for _, r := range s.Required {
-			if !slices.Contains(props, r) {
-				t.Errorf("schema %s requires %s, which it does not define", name, r)
+		if name == "" {
+			name = f.Name
+		}
+		omit := strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")
+		switch f.Type.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+			out = append(out, goField{name, omit, !omit})
+		default:
+			out = append(out, goField{name, omit, false})
+		}
+	}
+	return out
+}
+
+// requestSchemas are the schemas of what clients send: closed, and their
+// required fields are the server's rule, not the encoding's.
+var requestSchemas = []string{"ApprovalRequest", "BrowserAction", "BrowserOp", "BrowserOpenRequest", "CrawlOptions",
+	"FetchOptions", "SearchOptions", "ExchangeRequest", "HTTPRequest", "InteractRequest", "RevokeRequest",
+	"RouteRequest", "SignRequest", "UnrevokeRequest", "CrawlJobRequest"}
+
+// neverNull are fields whose Go type could be nil but that the handlers
+// always fill (an empty list for none).
+var neverNull = []string{"AuditResponse.records", "StatsResponse.stats", "JobsResponse.jobs",
+	"BrowserSessionsResponse.sessions", "JobResponse.pages", "JobResponse.job", "JobPage.page", "FetchManyResponse.results"}
+
+// TestOpenAPISchemasTellTheTruth: every object schema of a Go type is
+// closed (the server's decoder refuses unknown fields, and its encoder
+// writes no others); a schema of what the server writes requires exactly
+// the fields encoding/json always writes, and allows null exactly where it
+// can write null.
+func TestOpenAPISchemasTellTheTruth(t *testing.T) {
+	_, raw := loadOpenAPI(t)
+	schemas := raw["components"].(map[string]any)["schemas"].(map[string]any)
+	for name, v := range schemaTypes() {
+		s := schemas[name].(map[string]any)
+		if s["additionalProperties"] != false {
+			t.Errorf("schema %s is not closed (additionalProperties: false)", name)
+		}
+		if slices.Contains(requestSchemas, name) {
+			continue
+		}
+		var want []string
+		for _, f := range goFields(reflect.TypeOf(v)) {
+			if !f.omit {
+				want = append(want, f.name)
+			}
+			p, _ := s["properties"].(map[string]any)[f.name].(map[string]any)
+			js, _ := json.Marshal(p)
+			null := strings.Contains(string(js), `"null"`)
+			if wantNull := f.nullable && !slices.Contains(neverNull, name+"."+f.name); null != wantNull {
+				t.Errorf("schema %s: %s allows null: %v, the server writes null: %v", name, f.name, null, wantNull)
 			}
 		}
-	}
-	for name := range types {
-		if _, ok := doc.Comps.Schemas[name]; !ok {
-			t.Errorf("type for %s has no schema", name)
+		var got []string
+		req, _ := s["required"].([]any)
+		for _, r := range req {
+			got = append(got, r.(string))
 		}
-	}
-	// The crawl job request is the crawl options with a seed and URLs.
-	want := append(jsonFields(reflect.TypeOf(crawlOptions{})), "options", "seed", "urls")
-	sort.Strings(want)
-	if diff := cmp.Diff(want, jsonFields(reflect.TypeOf(crawlJobRequest{}))); diff != "" {
-		t.Errorf("crawlJobRequest (-want +got):\n%s", diff)
-	}
-	// The options are their request types without the top-level fields.
-	for _, c := range []struct {
-		opts, req any
-		top       []string
-	}{
-		{fetchOptions{}, airlock.FetchRequest{}, []string{"url"}},
-		{crawlOptions{}, airlock.CrawlRequest{}, []string{"seed", "urls"}},
-		{searchOptions{}, airlock.SearchRequest{}, []string{"query"}},
-	} {
-		want := slices.DeleteFunc(jsonFields(reflect.TypeOf(c.req)), func(s string) bool { return slices.Contains(c.top, s) })
-		if diff := cmp.Diff(want, jsonFields(reflect.TypeOf(c.opts))); diff != "" {
-			t.Errorf("%T vs %T (-request +options):\n%s", c.opts, c.req, diff)
+		sort.Strings(want)
+		sort.Strings(got)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("schema %s required (-always written +documented):\n%s", name, diff)
 		}
 	}
 }
