@@ -99,6 +99,11 @@ type (
 	// BrowserEvent is one event of a session: a completed op, a refused
 	// request, an approval asked for, a crash.
 	BrowserEvent = browser.Event
+	// BrowserApprover is a channel through which a person answers asks
+	// (a terminal prompt, an MCP client's elicitation).
+	BrowserApprover = browser.Approver
+	// BrowserApprovalRequest is one pending ask as an approver sees it.
+	BrowserApprovalRequest = browser.ApprovalRequest
 	// BrowserPolicy is a session's origin policy (allowed_origins,
 	// denied_origins, default_action deny/allow/ask), on top of the
 	// tenant's egress policy and the floor, enforced in the browser and at
@@ -118,6 +123,12 @@ type BrowserOpenRequest struct {
 	// Policy is the session's origin policy; nil means browser.policy of
 	// the configuration.
 	Policy *BrowserPolicy `json:"policy,omitempty"`
+	// Approver, if set, answers this session's asks besides the engine's
+	// approvers (AddBrowserApprover) and the API; ApproverName names it in
+	// the audit log. Only a channel the workload does not hold qualifies:
+	// the MCP surface sets the client's elicitation here.
+	Approver     BrowserApprover `json:"-"`
+	ApproverName string          `json:"-"`
 }
 
 // BrowserSessionInfo describes an open session.
@@ -153,6 +164,10 @@ type browserManager struct {
 
 	approvers atomic.Bool // an approver channel is attached (ServeBrowserApprovals)
 
+	apMu     sync.Mutex
+	apSeq    int
+	channels map[int]namedApprover // AddBrowserApprover's, for every session
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -175,8 +190,9 @@ type browserSession struct {
 	pass      string // the proxy password of this session
 	narrow    *egress.Checker
 	created   time.Time
-	lastUsed  atomic.Int64 // unix nanoseconds
-	release   func()       // gives back the session's browser_sessions budget
+	lastUsed  atomic.Int64  // unix nanoseconds
+	release   func()        // gives back the session's browser_sessions budget
+	approver  namedApprover // the session's own (BrowserOpenRequest.Approver); nil Approver: none
 
 	s *browser.Session
 
@@ -413,6 +429,9 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 	bs := &browserSession{id: "bs_" + randomHex(12), principal: p, profile: req.Profile, ephemeral: req.Profile == "", pooled: pooled,
 		pass: randomHex(24), narrow: narrow, created: time.Now(), subs: map[chan BrowserEvent]struct{}{}}
 	bs.lastUsed.Store(bs.created.UnixNano())
+	if req.Approver != nil {
+		bs.approver = namedApprover{name: req.ApproverName, a: req.Approver}
+	}
 	// The sessions budget: a render session of the chromium provider
 	// waits in line like a fetch; a caller's own session is refused at
 	// once when there is no room.
@@ -487,6 +506,7 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 		Policy:     pol,
 		AskTimeout: m.cfg.AskTimeout,
 		NoApprover: m.noApprover(),
+		Approvers:  func() []browser.Approver { return m.sessionApprovers(bs) },
 		Decide:     func(raw string) error { return decideURL(chk, narrow, raw) },
 		OnEvent:    func(ev browser.Event) { m.onEvent(bs, ev) },
 		Logger:     m.e.logger.With(slog.String("browser_session", bs.id)),

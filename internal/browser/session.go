@@ -74,6 +74,12 @@ type Options struct {
 	// which names the flag or key that allows an origin.
 	NoApprover string
 
+	// Approvers, if set, returns the channels through which a person
+	// answers asks now (see Approver); it is called at each new ask and
+	// must be quick. When it returns any, an ask waits for them even with
+	// NoApprover set; the API's Approve and Deny answer as well.
+	Approvers func() []Approver
+
 	// OnEvent, if set, receives the session's events (see Event): completed
 	// ops, refused requests, approvals asked for, crashes. It is called
 	// from the session's goroutines and must not block for long.
@@ -175,6 +181,9 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 		return nil, err
 	}
 	pol.noApprover = opts.NoApprover
+	if opts.Approvers != nil {
+		pol.hasApprover = func() bool { return len(opts.Approvers()) > 0 }
+	}
 	s := &Session{opts: opts, proxyHost: host, refs: newRefTable(), console: &consoleRing{}, netlog: &netRing{}, policy: pol}
 	b, err := s.launch(ctx)
 	if err != nil {

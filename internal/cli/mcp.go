@@ -59,8 +59,10 @@ client closes stdin, or on SIGINT/SIGTERM, after flushing the audit log.`,
 					return err
 				}
 			}
+			detach := e.attachTerminalApprover(en)
 			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			serr := mcp.ServeStdio(ctx, en, p, e.stdin, e.stdout, mcp.Options{Version: releaseVersion(), Logger: logger})
+			detach()
 			cerr := closeEngine(en)
 			if serr != nil {
 				return serr
