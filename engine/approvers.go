@@ -71,3 +71,8 @@ func (m *browserManager) sessionApprovers(bs *browserSession) []browser.Approver
 	}
 	return out
 }
+
+// BrowserApproveViaElicitation is browser.approve_via_elicitation: which
+// MCP clients may answer asks through elicitation (ElicitLocal, ElicitAll
+// or ElicitOff).
+func (e *Engine) BrowserApproveViaElicitation() string { return e.browser.cfg.ApproveViaElicitation }

@@ -56,7 +56,20 @@ type BrowserConfig struct {
 	// tokens, for every tenant's sessions; they can do nothing else.
 	// A tenant's token never answers asks [none].
 	ApproverTokens []string `koanf:"approver_tokens" json:"approver_tokens"`
+	// ApproveViaElicitation says which MCP clients may answer asks through
+	// elicitation (the person at the client's UI): ElicitLocal (airlock
+	// mcp over stdio, whose client the person runs), ElicitAll (also /mcp
+	// on airlock serve: trusts every tenant's MCP client to be a person's,
+	// not the workload's) or ElicitOff [local].
+	ApproveViaElicitation string `koanf:"approve_via_elicitation" json:"approve_via_elicitation"`
 }
+
+// The values of browser.approve_via_elicitation.
+const (
+	ElicitLocal = "local"
+	ElicitAll   = "all"
+	ElicitOff   = "off"
+)
 
 func (c BrowserConfig) withDefaults() BrowserConfig {
 	if c.ExecPath == "" {
@@ -74,6 +87,9 @@ func (c BrowserConfig) withDefaults() BrowserConfig {
 	if c.AskTimeout == 0 {
 		c.AskTimeout = DefaultBrowserAskTimeout
 	}
+	if c.ApproveViaElicitation == "" {
+		c.ApproveViaElicitation = ElicitLocal
+	}
 	return c
 }
 
@@ -83,6 +99,11 @@ func (c BrowserConfig) validate() error {
 		return configErr("browser.max_sessions %d: want 0 (default) or more", c.MaxSessions)
 	case c.IdleTimeout < 0 || c.OpTimeout < 0 || c.AskTimeout < 0:
 		return configErr("browser: timeouts must not be negative")
+	}
+	switch c.ApproveViaElicitation {
+	case "", ElicitLocal, ElicitAll, ElicitOff:
+	default:
+		return configErr("browser.approve_via_elicitation %q: want local, all or off", c.ApproveViaElicitation)
 	}
 	if err := c.Policy.Validate(); err != nil {
 		return configErr("browser.policy.%s", strings.TrimPrefix(err.Error(), "browser policy: "))
