@@ -191,3 +191,48 @@ func TestBrowserAskWithoutElicitation(t *testing.T) {
 		})
 	}
 }
+
+// Over streamable HTTP (airlock serve's /mcp) a tenant's client answers
+// asks only under approve_via_elicitation all: by default its client may
+// be the workload itself, holding the tenant's token.
+func TestBrowserAskElicitationHTTP(t *testing.T) {
+	accept := &sdkmcp.ElicitResult{Action: "accept", Content: map[string]any{"allow": true}}
+	for _, tc := range []struct {
+		mode   string
+		wantOK bool
+	}{
+		{"", false},
+		{engine.ElicitAll, true},
+	} {
+		t.Run("mode "+tc.mode, func(t *testing.T) {
+			site := askSite(t)
+			en := askEngine(t, tc.mode)
+			token, err := en.CreateToken(testCtx(t), "local", "mcp test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := mcpServer(t, en)
+			p := &elicitPerson{answer: accept, pending: &atomic.Bool{}}
+			tr := &sdkmcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", MaxRetries: -1,
+				HTTPClient: &http.Client{Transport: bearerTransport{token, srv.Client().Transport}}}
+			cs, err := p.client().Connect(testCtx(t), tr, &sdkmcp.ClientSessionOptions{ProtocolVersion: elicitProtocol})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+			res := navigate(t, cs, p.pending, site.URL+"/")
+			out := text(res)
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if !tc.wantOK {
+				if !res.IsError || !strings.Contains(out, "no_approver") || len(p.shown) != 0 {
+					t.Fatalf("navigate: %s (elicited %q)", out, p.shown)
+				}
+				return
+			}
+			if res.IsError || !strings.Contains(out, "Title: Asked") || len(p.shown) != 1 || p.early != 0 {
+				t.Fatalf("navigate: %s (elicited %q, after the call %d)", out, p.shown, p.early)
+			}
+		})
+	}
+}
