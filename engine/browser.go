@@ -788,9 +788,10 @@ func (e *Engine) BrowserApprove(ctx context.Context, approver, id, approvalID st
 
 // ServeBrowserApprovals tells the engine that an approver channel is
 // attached: the API serves the approvals route, and an admin token or
-// browser.approver_tokens is configured to call it. Without one (airlock
-// mcp over stdio, airlock browser run), default_action ask denies at once,
-// naming what allows the origin. It reports whether asks can be answered.
+// browser.approver_tokens is configured to call it. Without one, nor an
+// approver (AddBrowserApprover, BrowserOpenRequest.Approver), default_action
+// ask denies at once, naming what allows the origin. It reports whether
+// asks can be answered on the API.
 func (e *Engine) ServeBrowserApprovals() bool {
 	ok := len(e.cfg.AdminTokens) > 0 || len(e.cfg.Browser.ApproverTokens) > 0
 	if ok {
@@ -801,7 +802,8 @@ func (e *Engine) ServeBrowserApprovals() bool {
 
 // noApproverHint ends the refusal of an ask no one can answer.
 const noApproverHint = "allow the origin with --allow-origin ORIGIN, the session's policy.allowed_origins or browser.policy.allowed_origins, " +
-	"or serve the API with an admin token or browser.approver_tokens to answer asks"
+	"or let a person answer asks: run at a terminal (a prompt on /dev/tty), from an MCP client that supports elicitation, " +
+	"or serve the API with an admin token or browser.approver_tokens"
 
 // browserCall runs fn on a session as one gated, audited call with the
 // op timeout, after check (nil: none) passed the tenant's ceilings.
