@@ -75,6 +75,19 @@ func TestApproversAnswerAsks(t *testing.T) {
 	}); len(got) != 1 || got[0] != req.ID {
 		t.Fatalf("Pending() = %v, want %s", got, req.ID)
 	}
+	// Whether the session crashed is known without its op lock, which the
+	// waiting navigate holds: listing sessions must not wait for the ask
+	// (the engine lists them under its own lock, which approvals take).
+	crashed := make(chan bool, 1)
+	go func() { crashed <- s.Crashed() }()
+	select {
+	case c := <-crashed:
+		if c {
+			t.Error("Crashed() = true")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Crashed() waits for the op that waits for the approval")
+	}
 	if err := s.Approve(req.ID); err != nil {
 		t.Fatal(err)
 	}

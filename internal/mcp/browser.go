@@ -228,7 +228,9 @@ func addBrowserTools(s *sdkmcp.Server) {
 			}
 			st, _ := browserKey(ctx, p)
 			done := st.during(ctx, en, p, id)
-			res, err := en.BrowserInteract(ctx, p, id, actions, in.StopOnError)
+			res, err := elicitInResult(ctx, st, en, p, id, func(ctx context.Context) (engine.BrowserInteractResult, error) {
+				return en.BrowserInteract(ctx, p, id, actions, in.StopOnError)
+			})
 			done()
 			if err != nil {
 				return nil, err
@@ -320,7 +322,9 @@ func browserDo(ctx context.Context, en *engine.Engine, p airlock.Principal, op e
 	}
 	st, _ := browserKey(ctx, p)
 	defer st.during(ctx, en, p, id)()
-	return en.BrowserDo(ctx, p, id, op)
+	return elicitInResult(ctx, st, en, p, id, func(ctx context.Context) (engine.BrowserResult, error) {
+		return en.BrowserDo(ctx, p, id, op)
+	})
 }
 
 // actionText runs an action op and reports what it did and the page the

@@ -2,9 +2,13 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
+	"time"
 
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -73,7 +77,8 @@ func (st *state) elicitOK() bool {
 // of that session runs travels with the call (on streamable HTTP, on the
 // call's stream).
 type elicitApprover struct {
-	ss *sdkmcp.ServerSession
+	ss       *sdkmcp.ServerSession
+	inResult bool // the client elicits through tool results: the call that waits asks (elicitInResult)
 
 	mu    sync.Mutex
 	calls []context.Context // the tool calls running now, newest last
@@ -93,6 +98,12 @@ var approvalSchema = map[string]any{
 // approves; accept with false, decline and cancel deny. A failed request
 // (the client went away, the ask ended) is no answer.
 func (a *elicitApprover) Ask(ctx context.Context, req browser.ApprovalRequest) (bool, error) {
+	if a.inResult {
+		// The answer comes with the client's retry of the call
+		// (elicitInResult), through BrowserApprove.
+		<-ctx.Done()
+		return false, ctx.Err()
+	}
 	ectx := ctx
 	a.mu.Lock()
 	if n := len(a.calls); n > 0 {
@@ -180,8 +191,166 @@ func (st *state) during(ctx context.Context, en *engine.Engine, p airlock.Princi
 // client of ctx's request, or nil when it cannot or may not answer asks.
 func (st *state) sessionApprover(ctx context.Context) *elicitApprover {
 	ss, _ := requestOf(ctx)
-	if !st.elicitOK() || !canElicit(ss) {
+	switch {
+	case !st.elicitOK():
 		return nil
+	case canElicit(ss):
+		return &elicitApprover{ss: ss}
+	case canElicitInResult(ss):
+		return &elicitApprover{ss: ss, inResult: true}
 	}
-	return &elicitApprover{ss: ss}
+	return nil
+}
+
+// canElicitInResult reports whether ss's client declared elicitation
+// (form) on a protocol version where elicitation travels inside the tool
+// result (input required, SEP-2322) instead of a request of the server.
+func canElicitInResult(ss *sdkmcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil || ip.ProtocolVersion < serverInitiatedElicitation {
+		return false
+	}
+	e := ip.Capabilities.Elicitation
+	return e.Form != nil || e.URL == nil
+}
+
+// inputRequired is what a tool handler returns to ask its client for
+// input: AddTool sends res (InputRequests and RequestState) as the
+// call's result, and the client calls again with the answers.
+type inputRequired struct{ res *sdkmcp.CallToolResult }
+
+func (*inputRequired) Error() string { return "mcp: input required" }
+
+// parkedOp is a browser op whose call returned input required for an
+// approval: it goes on running, and the client's retry (RequestState)
+// answers the approval and waits for it.
+type parkedOp struct {
+	key      string // principal + MCP session: only they resume it
+	session  string // the browser session
+	approval string // the approval put to the client
+	done     chan opOutcome
+	events   <-chan engine.BrowserEvent
+	stop     func() // ends the events subscription
+}
+
+type opOutcome struct {
+	v   any
+	err error
+}
+
+// parkedTTL is how long a parked op waits for its client's retry.
+const parkedTTL = 2 * time.Minute
+
+// elicitInResult runs fn, the op of a browser tool call, for a client that
+// elicits through input-required results: when the op raises an ask, the
+// call returns an input request ("Allow the browser to open <origin>?")
+// while the op waits, and the client's retry answers the approval (accept
+// with allow true approves; anything else denies) and waits for the op.
+// Other clients run fn as is.
+func elicitInResult[T any](ctx context.Context, st *state, en *engine.Engine, p airlock.Principal, id string, fn func(context.Context) (T, error)) (T, error) {
+	var zero T
+	ss, req := requestOf(ctx)
+	if st == nil || !st.elicitOK() || !canElicitInResult(ss) {
+		return fn(ctx)
+	}
+	_, key := browserKey(ctx, p)
+	var po *parkedOp
+	if state, answers := retryOf(req); state != "" {
+		st.mu.Lock()
+		po = st.parked[state]
+		if po != nil && po.key == key && po.session == id {
+			delete(st.parked, state)
+		} else {
+			po = nil
+		}
+		st.mu.Unlock()
+		if po == nil {
+			return zero, airlock.Errorf(airlock.CodeInvalid, "request_state", "mcp: requestState names no waiting browser call of this session (expired or answered)")
+		}
+		allow := false
+		if r, ok := answers["approval"].(*sdkmcp.ElicitResult); ok && r.Action == "accept" {
+			allow, _ = r.Content["allow"].(bool)
+		}
+		// not_found: answered through another channel, or timed out; the
+		// op's outcome says which.
+		en.BrowserApprove(ctx, "mcp elicitation", id, po.approval, allow)
+	} else {
+		events, stop, err := en.BrowserEvents(p, id)
+		if err != nil {
+			return fn(ctx)
+		}
+		po = &parkedOp{key: key, session: id, done: make(chan opOutcome, 1), events: events, stop: stop}
+		// The op outlives this call when it parks; the engine bounds it
+		// with the op timeout.
+		opCtx := context.WithoutCancel(ctx)
+		go func() {
+			v, err := fn(opCtx)
+			po.done <- opOutcome{v, err}
+		}()
+	}
+	for {
+		select {
+		case o := <-po.done:
+			po.stop()
+			v, _ := o.v.(T)
+			return v, o.err
+		case ev, ok := <-po.events:
+			if !ok {
+				po.events = nil // the session closed: the op's outcome follows
+				continue
+			}
+			if ev.Type != browser.EventApprovalRequired {
+				continue
+			}
+			po.approval = ev.ApprovalID
+			state := "rs_" + randomToken()
+			st.mu.Lock()
+			st.parked[state] = po
+			st.mu.Unlock()
+			time.AfterFunc(parkedTTL, func() {
+				st.mu.Lock()
+				abandoned := st.parked[state] == po
+				delete(st.parked, state)
+				st.mu.Unlock()
+				if abandoned {
+					go func() { <-po.done; po.stop() }()
+				}
+			})
+			origin := strings.TrimPrefix(ev.Message, browser.WaitingMessage(ev.ApprovalID, ""))
+			msg := fmt.Sprintf("Allow the browser to open %s?\n\nThe page requests %s", origin, ev.URL)
+			if ev.InitiatingOp != "" {
+				msg += " (during " + ev.InitiatingOp + ")"
+			}
+			msg += fmt.Sprintf(".\nApproval %s, tenant %s, browser session %s. Allowing admits this origin for the rest of the session.",
+				ev.ApprovalID, p.Tenant, id)
+			return zero, &inputRequired{res: &sdkmcp.CallToolResult{Content: []sdkmcp.Content{}, RequestState: state,
+				InputRequests: sdkmcp.InputRequestMap{"approval": &sdkmcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: approvalSchema}}}}
+		case <-ctx.Done():
+			go func() { <-po.done; po.stop() }()
+			return zero, airlock.Errorf(airlock.CodeTimeout, "canceled", "mcp: the call was cancelled while the browser op ran")
+		}
+	}
+}
+
+// retryOf returns the RequestState and InputResponses of a retried call.
+func retryOf(req sdkmcp.Request) (string, sdkmcp.InputResponseMap) {
+	if req == nil {
+		return "", nil
+	}
+	switch p := req.GetParams().(type) {
+	case *sdkmcp.CallToolParamsRaw:
+		return p.RequestState, p.InputResponses
+	case *sdkmcp.CallToolParams:
+		return p.RequestState, p.InputResponses
+	}
+	return "", nil
+}
+
+func randomToken() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

@@ -116,6 +116,8 @@ func navigate(t *testing.T, cs *sdkmcp.ClientSession, pending *atomic.Bool, url 
 // An ask raised by browser_navigate is put to the person behind the MCP
 // client as an elicitation while the navigate waits: accept with allow
 // approves, anything else denies; the call's progress says what waits.
+// Before protocol 2026-07-28 the server sends elicitation/create; from it
+// on, the call returns input required and the client's retry answers.
 func TestBrowserAskElicitation(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -127,35 +129,37 @@ func TestBrowserAskElicitation(t *testing.T) {
 		{"decline", &sdkmcp.ElicitResult{Action: "decline"}, false},
 		{"cancel", &sdkmcp.ElicitResult{Action: "cancel"}, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			site := askSite(t)
-			en := askEngine(t, "")
-			p := &elicitPerson{answer: tc.answer, pending: &atomic.Bool{}}
-			cs := connect(t, en, p.client(), elicitProtocol)
-			res := navigate(t, cs, p.pending, site.URL+"/page")
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			if len(p.shown) != 1 || p.early != 0 {
-				t.Fatalf("elicitations shown %d (after the call returned: %d): %q", len(p.shown), p.early, p.shown)
-			}
-			if msg := p.shown[0]; !strings.Contains(msg, "Allow the browser to open "+site.URL+"?") || !strings.Contains(msg, site.URL+"/page") ||
-				!strings.Contains(msg, "tenant local") || !strings.Contains(msg, "ap_") {
-				t.Errorf("elicitation message: %q", msg)
-			}
-			if len(p.progress) == 0 || !strings.HasPrefix(p.progress[0], "waiting for approval ap_") || !strings.HasSuffix(p.progress[0], " of "+site.URL) {
-				t.Errorf("progress while pending: %q", p.progress)
-			}
-			out := text(res)
-			if tc.wantOK {
-				if res.IsError || !strings.Contains(out, "Title: Asked") {
-					t.Fatalf("approved navigate: %s", out)
+		for _, version := range []string{elicitProtocol, "2026-07-28"} {
+			t.Run(tc.name+" "+version, func(t *testing.T) {
+				site := askSite(t)
+				en := askEngine(t, "")
+				p := &elicitPerson{answer: tc.answer, pending: &atomic.Bool{}}
+				cs := connect(t, en, p.client(), version)
+				res := navigate(t, cs, p.pending, site.URL+"/page")
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				if len(p.shown) != 1 || p.early != 0 {
+					t.Fatalf("elicitations shown %d (after the call returned: %d): %q", len(p.shown), p.early, p.shown)
 				}
-				return
-			}
-			if !res.IsError || !strings.HasPrefix(out, "denied") {
-				t.Fatalf("denied navigate: %s", out)
-			}
-		})
+				if msg := p.shown[0]; !strings.Contains(msg, "Allow the browser to open "+site.URL+"?") || !strings.Contains(msg, site.URL+"/page") ||
+					!strings.Contains(msg, "tenant local") || !strings.Contains(msg, "ap_") {
+					t.Errorf("elicitation message: %q", msg)
+				}
+				if len(p.progress) == 0 || !strings.HasPrefix(p.progress[0], "waiting for approval ap_") || !strings.HasSuffix(p.progress[0], " of "+site.URL) {
+					t.Errorf("progress while pending: %q", p.progress)
+				}
+				out := text(res)
+				if tc.wantOK {
+					if res.IsError || !strings.Contains(out, "Title: Asked") {
+						t.Fatalf("approved navigate: %s", out)
+					}
+					return
+				}
+				if !res.IsError || !strings.HasPrefix(out, "denied") {
+					t.Fatalf("denied navigate: %s", out)
+				}
+			})
+		}
 	}
 }
 

@@ -75,6 +75,7 @@ type state struct {
 	mu        sync.Mutex
 	browsers  map[string]string          // principal + MCP session → browser session id
 	approvers map[string]*elicitApprover // browser session id → its client's elicitation
+	parked    map[string]*parkedOp       // RequestState → a browser op waiting for its client's answer
 	http      bool                       // Options.http
 }
 
@@ -108,7 +109,7 @@ func NewServer(en *engine.Engine, principal func(context.Context) airlock.Princi
 		version = "dev"
 	}
 	st := &state{en: en, principal: principal, logger: opts.logger(), browsers: map[string]string{},
-		approvers: map[string]*elicitApprover{}, http: opts.http}
+		approvers: map[string]*elicitApprover{}, parked: map[string]*parkedOp{}, http: opts.http}
 	s := sdkmcp.NewServer(&sdkmcp.Implementation{Name: ServerName, Title: "Airlock", Version: version},
 		&sdkmcp.ServerOptions{Instructions: instructions, Logger: sdkLogger(st.logger), Capabilities: &sdkmcp.ServerCapabilities{}})
 	s.AddReceivingMiddleware(func(next sdkmcp.MethodHandler) sdkmcp.MethodHandler {
@@ -155,6 +156,9 @@ func AddTool[In any](s *sdkmcp.Server, t *sdkmcp.Tool, h Handler[In]) {
 			return toolError(st.logger, airlock.Errorf(airlock.CodeDenied, "principal", "no principal for this connection")), nil, nil
 		}
 		res, err := h(ctx, st.en, p, in)
+		if ir, ok := err.(*inputRequired); ok {
+			return ir.res, nil, nil
+		}
 		if err != nil {
 			return toolError(st.logger, err), nil, nil
 		}
