@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -237,6 +238,65 @@ func TestBrowserAskElicitationHTTP(t *testing.T) {
 			if res.IsError || !strings.Contains(out, "Title: Asked") || len(p.shown) != 1 || p.early != 0 {
 				t.Fatalf("navigate: %s (elicited %q, after the call %d)", out, p.shown, p.early)
 			}
+		})
+	}
+}
+
+// BenchmarkElicitationApproval measures an approval's round trip through
+// an MCP client's elicitation: from the client being asked to the
+// navigate call's reply (the page loaded, no snapshot), per protocol
+// version. Each iteration asks about a new origin.
+func BenchmarkElicitationApproval(b *testing.B) {
+	if _, err := os.Stat("/usr/lib/chromium/chromium"); err != nil {
+		b.Fatalf("needs Debian's Chromium (apt-get install chromium): %v", err)
+	}
+	for _, version := range []string{elicitProtocol, "2026-07-28"} {
+		b.Run(version, func(b *testing.B) {
+			cfg := loopback
+			cfg.InMemory = true
+			cfg.Browser = engine.BrowserConfig{AskTimeout: 45 * time.Second, Policy: engine.BrowserPolicy{DefaultAction: "ask"}}
+			en, err := engine.New(cfg, engine.WithGetenv(func(string) string { return "" }))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer en.Close(context.Background())
+			var asked atomic.Int64
+			c := sdkmcp.NewClient(&sdkmcp.Implementation{Name: "person", Version: "1"}, &sdkmcp.ClientOptions{
+				ElicitationHandler: func(context.Context, *sdkmcp.ElicitRequest) (*sdkmcp.ElicitResult, error) {
+					asked.Store(time.Now().UnixNano())
+					return &sdkmcp.ElicitResult{Action: "accept", Content: map[string]any{"allow": true}}, nil
+				}})
+			ctx := context.Background()
+			s := NewServer(en, func(context.Context) airlock.Principal { return en.Principal() }, Options{Version: "test"})
+			st, ct := sdkmcp.NewInMemoryTransports()
+			ss, err := s.Connect(ctx, st, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cs, err := c.Connect(ctx, ct, &sdkmcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { cs.Close(); ss.Wait() }()
+			var lat []time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					io.WriteString(w, `<title>x</title>`)
+				}))
+				b.StartTimer()
+				res, err := cs.CallTool(ctx, &sdkmcp.CallToolParams{Name: ToolBrowserNavigate, Arguments: map[string]any{"url": srv.URL + "/", "snapshot": false}})
+				end := time.Now()
+				b.StopTimer()
+				srv.Close()
+				if err != nil || res.IsError {
+					b.Fatalf("navigate: %v %s", err, text(res))
+				}
+				lat = append(lat, end.Sub(time.Unix(0, asked.Load())))
+				b.StartTimer()
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 		})
 	}
 }
