@@ -123,6 +123,8 @@ type (
 	// BrowserApprover is a channel through which a person answers asks
 	// (a terminal prompt, an MCP client's elicitation).
 	BrowserApprover = browser.Approver
+	// BrowserApproverFunc is a BrowserApprover made of a function.
+	BrowserApproverFunc = browser.ApproverFunc
 	// BrowserApprovalRequest is one pending ask as an approver sees it.
 	BrowserApprovalRequest = browser.ApprovalRequest
 	// BrowserPolicy is a session's origin policy (allowed_origins,
