@@ -48,7 +48,7 @@ func (e *env) attachTerminalApprover(en *engine.Engine) (detach func()) {
 	if err != nil {
 		return func() {}
 	}
-	a := &ttyApprover{t: t}
+	a := &ttyApprover{t: t, stop: make(chan struct{})}
 	remove := en.AddBrowserApprover("terminal", a)
 	return func() {
 		remove()
@@ -62,11 +62,13 @@ func (e *env) attachTerminalApprover(en *engine.Engine) (detach func()) {
 type ttyApprover struct {
 	mu     sync.Mutex // one prompt at a time; guards closed
 	t      terminal
+	stop   chan struct{} // closed by close: a prompt ends
+	once   sync.Once
 	closed bool
 }
 
 func (a *ttyApprover) close() {
-	a.t.SetReadDeadline(time.Now()) // ends a prompt's read
+	a.once.Do(func() { close(a.stop) }) // ends a prompt's read
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.closed {
@@ -75,6 +77,9 @@ func (a *ttyApprover) close() {
 	}
 }
 
+// drainWait is how long drain reads type-ahead.
+const drainWait = 20 * time.Millisecond
+
 // errNoAnswer: the prompt ended without a line (timeout, answered
 // elsewhere, the terminal closed).
 var errNoAnswer = errors.New("terminal: no answer")
@@ -82,6 +87,15 @@ var errNoAnswer = errors.New("terminal: no answer")
 // Ask prompts with the approval id, the origin and URL, the tenant and the
 // time left, and reads one line: y or yes approves, anything else denies.
 func (a *ttyApprover) Ask(ctx context.Context, req engine.BrowserApprovalRequest) (bool, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-a.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed || ctx.Err() != nil {
@@ -96,9 +110,11 @@ func (a *ttyApprover) Ask(ctx context.Context, req engine.BrowserApprovalRequest
 		fmt.Fprintf(a.t, " (during %s)", clean(req.InitiatingOp, 32))
 	}
 	fmt.Fprintf(a.t, "\nAllow this origin for the session? [y/N] (no answer in %s denies): ", left)
+	// The deadline first: the end of ctx (answered elsewhere, the
+	// session or the process closing) overrides it.
+	a.t.SetReadDeadline(req.Deadline)
 	stop := context.AfterFunc(ctx, func() { a.t.SetReadDeadline(time.Now()) })
 	defer stop()
-	a.t.SetReadDeadline(req.Deadline)
 	line, err := a.readLine()
 	a.t.SetReadDeadline(time.Time{})
 	if err != nil || ctx.Err() != nil {
@@ -134,9 +150,10 @@ func (a *ttyApprover) readLine() (string, error) {
 	return b.String(), nil
 }
 
-// drain discards what was typed before the prompt.
+// drain discards what was typed before the prompt. (A deadline already
+// past would not read at all: the poller fails such reads at once.)
 func (a *ttyApprover) drain() {
-	a.t.SetReadDeadline(time.Now())
+	a.t.SetReadDeadline(time.Now().Add(drainWait))
 	var buf [256]byte
 	for i := 0; i < 64; i++ {
 		if n, err := a.t.Read(buf[:]); n == 0 || err != nil {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlockhq/airlock/engine"
 )
 
 // noTerminal is the terminal of a process without one.
@@ -168,4 +170,56 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
+}
+
+// The prompt ignores what was typed before it appeared, ends without an
+// answer when the approval is answered elsewhere, and never prints a
+// control character of the page's URL.
+func TestTerminalPrompt(t *testing.T) {
+	term, you := newPipeTerminal(t)
+	a := &ttyApprover{t: term, stop: make(chan struct{})}
+	t.Cleanup(a.close)
+	req := engineRequest("http://127.0.0.1:1/\x1b[2J\x07x")
+	if _, err := you.keys.WriteString("y\n"); err != nil { // type-ahead
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	type answer struct {
+		ok  bool
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		ok, err := a.Ask(ctx, req)
+		got <- answer{ok, err}
+	}()
+	shown := you.prompt(t)
+	if strings.ContainsAny(shown, "\x1b\x07") || !strings.Contains(shown, "/?[2J?x") {
+		t.Errorf("the prompt prints control characters: %q", shown)
+	}
+	cancel() // answered elsewhere
+	select {
+	case g := <-got:
+		if g.err == nil {
+			t.Fatalf("Ask = %v after the approval was answered elsewhere, want no answer", g.ok)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the prompt did not end when the approval was answered elsewhere")
+	}
+
+	// The next prompt reads the line typed after it appeared.
+	go func() {
+		ok, err := a.Ask(context.Background(), req)
+		got <- answer{ok, err}
+	}()
+	you.prompt(t)
+	you.keys.WriteString(" YES \n")
+	if g := <-got; g.err != nil || !g.ok {
+		t.Fatalf("Ask = %v, %v, want approved", g.ok, g.err)
+	}
+}
+
+func engineRequest(url string) engine.BrowserApprovalRequest {
+	return engine.BrowserApprovalRequest{ID: "ap_0123456789abcdef", Origin: "http://127.0.0.1:1", URL: url,
+		Deadline: time.Now().Add(time.Minute), Session: "bs_x", Tenant: "local"}
 }
