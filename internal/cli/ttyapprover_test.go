@@ -11,7 +11,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -95,9 +94,10 @@ func TestBrowserRunAskAtTheTerminal(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			term, you := newPipeTerminal(t)
-			var stdout, stderr bytes.Buffer
+			var stdout bytes.Buffer
+			var stderr lockedBuffer
 			e := &env{stdin: strings.NewReader(`{"ops":[{"kind":"navigate","url":"` + srv.URL + `/page"}]}`),
-				stdout: &stdout, stderr: &lockedWriter{w: &stderr},
+				stdout: &stdout, stderr: &stderr,
 				tty: func() (terminal, error) { return term, nil }}
 			done := make(chan int, 1)
 			go func() {
@@ -158,18 +158,6 @@ func TestBrowserRunAskWithoutTerminal(t *testing.T) {
 	if r.code != 3 || !strings.Contains(r.stdout, "no_approver") || !strings.Contains(r.stdout, "--allow-origin") {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 	}
-}
-
-// lockedWriter serialises writes from the run's goroutines.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }
 
 // The prompt ignores what was typed before it appeared, ends without an
