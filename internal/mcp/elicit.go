@@ -84,7 +84,7 @@ type elicitApprover struct {
 	calls []context.Context // the tool calls running now, newest last
 }
 
-// ApprovalSchema is the form an approval elicits: one required boolean.
+// approvalSchema is the form an approval elicits: one required boolean.
 var approvalSchema = map[string]any{
 	"type": "object",
 	"properties": map[string]any{
