@@ -134,6 +134,11 @@ type (
 	BrowserPolicy = browser.Policy
 )
 
+// BrowserEventApprovalRequired is the Type of the event a session emits
+// while a request waits for approval; its Message says "waiting for
+// approval <id> of <origin>".
+const BrowserEventApprovalRequired = browser.EventApprovalRequired
+
 // BrowserOpenRequest opens a session.
 type BrowserOpenRequest struct {
 	// Profile names a persistent profile of the tenant (cookies and

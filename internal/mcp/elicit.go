@@ -14,7 +14,6 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
-	"github.com/airlockhq/airlock/internal/browser"
 )
 
 // requestKey carries the MCP request being served in its context: the
@@ -97,7 +96,7 @@ var approvalSchema = map[string]any{
 // Ask sends the elicitation and reads the answer: accept with allow true
 // approves; accept with false, decline and cancel deny. A failed request
 // (the client went away, the ask ended) is no answer.
-func (a *elicitApprover) Ask(ctx context.Context, req browser.ApprovalRequest) (bool, error) {
+func (a *elicitApprover) Ask(ctx context.Context, req engine.BrowserApprovalRequest) (bool, error) {
 	if a.inResult {
 		// The answer comes with the client's retry of the call
 		// (elicitInResult), through BrowserApprove.
@@ -156,7 +155,7 @@ func (st *state) during(ctx context.Context, en *engine.Engine, p airlock.Princi
 			}
 			n := 0
 			for ev := range events {
-				if ev.Type != browser.EventApprovalRequired {
+				if ev.Type != engine.BrowserEventApprovalRequired {
 					continue
 				}
 				st.logger.Warn("browser ask", slog.String("browser_session", id), slog.String("message", ev.Message))
@@ -302,7 +301,7 @@ func elicitInResult[T any](ctx context.Context, st *state, en *engine.Engine, p 
 				po.events = nil // the session closed: the op's outcome follows
 				continue
 			}
-			if ev.Type != browser.EventApprovalRequired {
+			if ev.Type != engine.BrowserEventApprovalRequired {
 				continue
 			}
 			po.approval = ev.ApprovalID
@@ -319,7 +318,7 @@ func elicitInResult[T any](ctx context.Context, st *state, en *engine.Engine, p 
 					go func() { <-po.done; po.stop() }()
 				}
 			})
-			origin := strings.TrimPrefix(ev.Message, browser.WaitingMessage(ev.ApprovalID, ""))
+			origin := strings.TrimPrefix(ev.Message, "waiting for approval "+ev.ApprovalID+" of ")
 			msg := fmt.Sprintf("Allow the browser to open %s?\n\nThe page requests %s", origin, ev.URL)
 			if ev.InitiatingOp != "" {
 				msg += " (during " + ev.InitiatingOp + ")"
