@@ -56,7 +56,20 @@ type BrowserConfig struct {
 	// tokens, for every tenant's sessions; they can do nothing else.
 	// A tenant's token never answers asks [none].
 	ApproverTokens []string `koanf:"approver_tokens" json:"approver_tokens"`
+	// ApproveViaElicitation says which MCP clients may answer asks through
+	// elicitation (the person at the client's UI): ElicitLocal (airlock
+	// mcp over stdio, whose client the person runs), ElicitAll (also /mcp
+	// on airlock serve: trusts every tenant's MCP client to be a person's,
+	// not the workload's) or ElicitOff [local].
+	ApproveViaElicitation string `koanf:"approve_via_elicitation" json:"approve_via_elicitation"`
 }
+
+// The values of browser.approve_via_elicitation.
+const (
+	ElicitLocal = "local"
+	ElicitAll   = "all"
+	ElicitOff   = "off"
+)
 
 func (c BrowserConfig) withDefaults() BrowserConfig {
 	if c.ExecPath == "" {
@@ -74,6 +87,9 @@ func (c BrowserConfig) withDefaults() BrowserConfig {
 	if c.AskTimeout == 0 {
 		c.AskTimeout = DefaultBrowserAskTimeout
 	}
+	if c.ApproveViaElicitation == "" {
+		c.ApproveViaElicitation = ElicitLocal
+	}
 	return c
 }
 
@@ -83,6 +99,11 @@ func (c BrowserConfig) validate() error {
 		return configErr("browser.max_sessions %d: want 0 (default) or more", c.MaxSessions)
 	case c.IdleTimeout < 0 || c.OpTimeout < 0 || c.AskTimeout < 0:
 		return configErr("browser: timeouts must not be negative")
+	}
+	switch c.ApproveViaElicitation {
+	case "", ElicitLocal, ElicitAll, ElicitOff:
+	default:
+		return configErr("browser.approve_via_elicitation %q: want local, all or off", c.ApproveViaElicitation)
 	}
 	if err := c.Policy.Validate(); err != nil {
 		return configErr("browser.policy.%s", strings.TrimPrefix(err.Error(), "browser policy: "))
@@ -99,12 +120,24 @@ type (
 	// BrowserEvent is one event of a session: a completed op, a refused
 	// request, an approval asked for, a crash.
 	BrowserEvent = browser.Event
+	// BrowserApprover is a channel through which a person answers asks
+	// (a terminal prompt, an MCP client's elicitation).
+	BrowserApprover = browser.Approver
+	// BrowserApproverFunc is a BrowserApprover made of a function.
+	BrowserApproverFunc = browser.ApproverFunc
+	// BrowserApprovalRequest is one pending ask as an approver sees it.
+	BrowserApprovalRequest = browser.ApprovalRequest
 	// BrowserPolicy is a session's origin policy (allowed_origins,
 	// denied_origins, default_action deny/allow/ask), on top of the
 	// tenant's egress policy and the floor, enforced in the browser and at
 	// the proxy.
 	BrowserPolicy = browser.Policy
 )
+
+// BrowserEventApprovalRequired is the Type of the event a session emits
+// while a request waits for approval; its Message says "waiting for
+// approval <id> of <origin>".
+const BrowserEventApprovalRequired = browser.EventApprovalRequired
 
 // BrowserOpenRequest opens a session.
 type BrowserOpenRequest struct {
@@ -118,6 +151,12 @@ type BrowserOpenRequest struct {
 	// Policy is the session's origin policy; nil means browser.policy of
 	// the configuration.
 	Policy *BrowserPolicy `json:"policy,omitempty"`
+	// Approver, if set, answers this session's asks besides the engine's
+	// approvers (AddBrowserApprover) and the API; ApproverName names it in
+	// the audit log. Only a channel the workload does not hold qualifies:
+	// the MCP surface sets the client's elicitation here.
+	Approver     BrowserApprover `json:"-"`
+	ApproverName string          `json:"-"`
 }
 
 // BrowserSessionInfo describes an open session.
@@ -153,6 +192,10 @@ type browserManager struct {
 
 	approvers atomic.Bool // an approver channel is attached (ServeBrowserApprovals)
 
+	apMu     sync.Mutex
+	apSeq    int
+	channels map[int]namedApprover // AddBrowserApprover's, for every session
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -175,8 +218,9 @@ type browserSession struct {
 	pass      string // the proxy password of this session
 	narrow    *egress.Checker
 	created   time.Time
-	lastUsed  atomic.Int64 // unix nanoseconds
-	release   func()       // gives back the session's browser_sessions budget
+	lastUsed  atomic.Int64  // unix nanoseconds
+	release   func()        // gives back the session's browser_sessions budget
+	approver  namedApprover // the session's own (BrowserOpenRequest.Approver); nil Approver: none
 
 	s *browser.Session
 
@@ -415,6 +459,9 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 	bs := &browserSession{id: "bs_" + randomHex(12), principal: p, profile: req.Profile, ephemeral: req.Profile == "", pooled: pooled,
 		pass: randomHex(24), narrow: narrow, created: time.Now(), subs: map[chan BrowserEvent]struct{}{}}
 	bs.lastUsed.Store(bs.created.UnixNano())
+	if req.Approver != nil {
+		bs.approver = namedApprover{name: req.ApproverName, a: req.Approver}
+	}
 	// The sessions budget: a render session of the chromium provider
 	// waits in line like a fetch; a caller's own session is refused at
 	// once when there is no room.
@@ -489,6 +536,7 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 		Policy:     pol,
 		AskTimeout: m.cfg.AskTimeout,
 		NoApprover: m.noApprover(),
+		Approvers:  func() []browser.Approver { return m.sessionApprovers(bs) },
 		Decide:     func(raw string) error { return decideURL(chk, narrow, raw) },
 		OnEvent:    func(ev browser.Event) { m.onEvent(bs, ev) },
 		Logger:     m.e.logger.With(slog.String("browser_session", bs.id)),
@@ -749,9 +797,10 @@ func (e *Engine) BrowserApprove(ctx context.Context, approver, id, approvalID st
 
 // ServeBrowserApprovals tells the engine that an approver channel is
 // attached: the API serves the approvals route, and an admin token or
-// browser.approver_tokens is configured to call it. Without one (airlock
-// mcp over stdio, airlock browser run), default_action ask denies at once,
-// naming what allows the origin. It reports whether asks can be answered.
+// browser.approver_tokens is configured to call it. Without one, nor an
+// approver (AddBrowserApprover, BrowserOpenRequest.Approver), default_action
+// ask denies at once, naming what allows the origin. It reports whether
+// asks can be answered on the API.
 func (e *Engine) ServeBrowserApprovals() bool {
 	ok := len(e.cfg.AdminTokens) > 0 || len(e.cfg.Browser.ApproverTokens) > 0
 	if ok {
@@ -762,7 +811,8 @@ func (e *Engine) ServeBrowserApprovals() bool {
 
 // noApproverHint ends the refusal of an ask no one can answer.
 const noApproverHint = "allow the origin with --allow-origin ORIGIN, the session's policy.allowed_origins or browser.policy.allowed_origins, " +
-	"or serve the API with an admin token or browser.approver_tokens to answer asks"
+	"or let a person answer asks: run at a terminal (a prompt on /dev/tty), from an MCP client that supports elicitation, " +
+	"or serve the API with an admin token or browser.approver_tokens"
 
 // browserCall runs fn on a session as one gated, audited call with the
 // op timeout, after check (nil: none) passed the tenant's ceilings.

@@ -1,9 +1,11 @@
 package engine_test
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -190,5 +192,73 @@ func TestBrowserApproverTokensConfig(t *testing.T) {
 	}
 	if _, err := e.AuthenticateApprover("alk_other"); airlock.CodeOf(err) != airlock.CodeDenied {
 		t.Errorf("unknown approver token: %v", err)
+	}
+}
+
+// An approver attached to the engine (the CLI's terminal prompt) or to a
+// session (an MCP client's elicitation) answers asks while the navigate
+// waits, each answer audited; detached, ask is no_approver again.
+func TestBrowserApprovers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<title>Asked</title>`))
+	}))
+	t.Cleanup(srv.Close)
+	e, p := browserEngine(t, func(c *engine.Config) { c.Browser.AskTimeout = time.Minute })
+	ctx := testCtx(t)
+	var asked atomic.Int64
+	answer := func(ok bool) engine.BrowserApprover {
+		return engine.BrowserApproverFunc(func(ctx context.Context, req engine.BrowserApprovalRequest) (bool, error) {
+			asked.Add(1)
+			if req.Tenant != p.Tenant || !strings.HasPrefix(req.Session, "bs_") || req.Origin != srv.URL {
+				t.Errorf("request %+v", req)
+			}
+			return ok, nil
+		})
+	}
+	remove := e.AddBrowserApprover("terminal", answer(true))
+	info, err := e.BrowserOpen(ctx, p, engine.BrowserOpenRequest{Policy: &engine.BrowserPolicy{DefaultAction: "ask"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.BrowserDo(ctx, p, info.ID, engine.BrowserOp{Kind: "navigate", URL: srv.URL + "/"}); err != nil {
+		t.Fatalf("navigate approved by the engine's approver: %v", err)
+	}
+	remove()
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(other.Close)
+	_, err = e.BrowserDo(ctx, p, info.ID, engine.BrowserOp{Kind: "navigate", URL: other.URL + "/"})
+	wantCode(t, err, airlock.CodeDenied, "no_approver")
+
+	// A session's own approver, here denying.
+	info2, err := e.BrowserOpen(ctx, p, engine.BrowserOpenRequest{Policy: &engine.BrowserPolicy{DefaultAction: "ask"},
+		Approver: answer(false), ApproverName: "mcp elicitation"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.BrowserDo(ctx, p, info2.ID, engine.BrowserOp{Kind: "navigate", URL: srv.URL + "/"})
+	if airlock.CodeOf(err) != airlock.CodeDenied {
+		t.Fatalf("navigate denied by the session's approver: %v", err)
+	}
+	if n := asked.Load(); n != 2 {
+		t.Errorf("approvers asked %d times, want 2", n)
+	}
+	if err := e.FlushAudit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := e.AuditQuery(ctx, airlock.AuditQuery{Principal: "local", Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		if r.Broker == "browser_approval" {
+			got = append(got, r.Detail)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"approved by terminal: " + srv.URL, "denied by mcp elicitation: " + srv.URL}
+	if !slices.Equal(got, want) {
+		t.Errorf("audited answers %q, want %q", got, want)
 	}
 }

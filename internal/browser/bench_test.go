@@ -11,7 +11,10 @@ import (
 )
 
 // benchSession opens a session for a benchmark.
-func benchSession(b *testing.B) *Session {
+func benchSession(b *testing.B) *Session { return benchSessionWith(b, nil) }
+
+// benchSessionWith opens a session for a benchmark, its Options tweaked.
+func benchSessionWith(b *testing.B, tweak func(*Options)) *Session {
 	b.Helper()
 	if err := checkExec(DefaultExecPath); err != nil {
 		b.Fatalf("benchmarks need Chromium: %v", err)
@@ -19,8 +22,12 @@ func benchSession(b *testing.B) *Session {
 	p := startProxy(b)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	s, err := Open(ctx, Options{ProxyAddr: p.addr, ProxyUser: proxyUser, ProxyPass: proxyPass, ProfileDir: b.TempDir(),
-		FilesDir: b.TempDir(), Policy: Policy{DefaultAction: ActionAllow}})
+	opts := Options{ProxyAddr: p.addr, ProxyUser: proxyUser, ProxyPass: proxyPass, ProfileDir: b.TempDir(),
+		FilesDir: b.TempDir(), Policy: Policy{DefaultAction: ActionAllow}}
+	if tweak != nil {
+		tweak(&opts)
+	}
+	s, err := Open(ctx, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

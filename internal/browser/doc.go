@@ -37,7 +37,9 @@
 //     is reported as an EventPolicyDenied. Under ask it waits for Approve or
 //     Deny (EventApprovalRequired), which never take the session's op lock;
 //     silence denies after the ask timeout, and with Options.NoApprover set
-//     ask denies at once.
+//     and no Approver attached (Options.Approvers) ask denies at once.
+//     Approvers (a terminal prompt, an MCP client's elicitation) are asked
+//     on their own goroutines; the first answer resolves the approval.
 //     Interception is installed before the first target runs; if it cannot
 //     be, Open fails and the browser is stopped.
 //   - Layer 2: the egress proxy, which also sees what CDP cannot pause

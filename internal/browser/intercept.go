@@ -200,13 +200,16 @@ func (s *Session) ask(ctx context.Context, raw string, t egress.Target, resource
 		s.pending[org] = a
 	}
 	s.askMu.Unlock()
-	if !waiting {
-		s.emit(Event{Type: EventApprovalRequired, URL: raw, ApprovalID: a.id, ResourceType: resourceType,
-			InitiatingOp: s.currentOp(), Tab: tab, Message: "waiting for approval " + a.id + " of " + org})
-	}
 	timeout := s.opts.AskTimeout
 	if timeout <= 0 {
 		timeout = DefaultAskTimeout
+	}
+	if !waiting {
+		op := s.currentOp()
+		s.emit(Event{Type: EventApprovalRequired, URL: raw, ApprovalID: a.id, ResourceType: resourceType,
+			InitiatingOp: op, Tab: tab, Message: WaitingMessage(a.id, org)})
+		s.dispatch(ctx, a, ApprovalRequest{ID: a.id, Origin: org, URL: raw, ResourceType: resourceType,
+			InitiatingOp: op, Deadline: time.Now().Add(timeout)})
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()

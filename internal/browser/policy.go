@@ -143,7 +143,8 @@ type compiledPolicy struct {
 	mu       sync.Mutex
 	approved map[string]bool // scheme://host:port
 
-	noApprover string // set: ask is a denial (no_approver), and this says how to allow
+	noApprover  string      // set: ask is a denial (no_approver) unless hasApprover, and this says how to allow
+	hasApprover func() bool // nil: none; true: an Approver can answer asks now
 }
 
 func policyErr(format string, args ...any) error {
@@ -278,7 +279,7 @@ func (c *compiledPolicy) decideAt(scheme, host string, port int, addrs []netip.A
 	case ActionAllow:
 		return verdictAllow, ""
 	case ActionAsk:
-		if c.noApprover != "" {
+		if c.noApprover != "" && (c.hasApprover == nil || !c.hasApprover()) {
 			return verdictDeny, "no_approver"
 		}
 		if scheme == "" {

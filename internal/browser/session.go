@@ -79,6 +79,12 @@ type Options struct {
 	// which names the flag or key that allows an origin.
 	NoApprover string
 
+	// Approvers, if set, returns the channels through which a person
+	// answers asks now (see Approver); it is called at each new ask and
+	// must be quick. When it returns any, an ask waits for them even with
+	// NoApprover set; the API's Approve and Deny answer as well.
+	Approvers func() []Approver
+
 	// OnEvent, if set, receives the session's events (see Event): completed
 	// ops, refused requests, approvals asked for, crashes. It is called
 	// from the session's goroutines and must not block for long.
@@ -103,6 +109,11 @@ type Session struct {
 	opts Options
 
 	proxyHost string // ProxyAddr's host, for --host-resolver-rules
+
+	// live and gone mirror b and closed for Crashed, which must not wait
+	// for mu.
+	live atomic.Pointer[instance]
+	gone atomic.Bool
 
 	mu      sync.Mutex // serialises operations and guards the fields below
 	closed  bool
@@ -181,12 +192,16 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 		return nil, err
 	}
 	pol.noApprover = opts.NoApprover
+	if opts.Approvers != nil {
+		pol.hasApprover = func() bool { return len(opts.Approvers()) > 0 }
+	}
 	s := &Session{opts: opts, proxyHost: host, refs: newRefTable(), console: &consoleRing{}, netlog: &netRing{}, policy: pol}
 	b, err := s.launch(ctx)
 	if err != nil {
 		return nil, err
 	}
 	s.b = b
+	s.live.Store(b)
 	return s, nil
 }
 
@@ -355,8 +370,10 @@ func (s *Session) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
+	s.gone.Store(true)
 	b := s.b
 	s.b = nil
+	s.live.Store(nil)
 	if b == nil {
 		return nil
 	}
@@ -389,16 +406,24 @@ func (b *instance) close(ctx context.Context) error {
 }
 
 // Restart stops what is left of the browser and launches it again with the
-// same Options and profile, on about:blank. Refs from before are dead.
+// same Options and profile, on about:blank. Refs from before are dead. A
+// browser that is running (restarted by another caller meanwhile) is left
+// as it is.
 func (s *Session) Restart(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return errClosed()
 	}
+	if s.b != nil && !s.b.lost() {
+		// Another caller restarted it while this one waited (Crashed
+		// does not wait for a restart in progress).
+		return nil
+	}
 	if s.b != nil {
 		s.b.kill()
 		s.b = nil
+		s.live.Store(nil)
 	}
 	s.refs = newRefTable()
 	b, err := s.launch(ctx)
@@ -406,14 +431,19 @@ func (s *Session) Restart(ctx context.Context) error {
 		return err
 	}
 	s.b = b
+	s.live.Store(b)
 	return nil
 }
 
-// Crashed reports whether the browser process died without Close.
+// Crashed reports whether the browser process died without Close. It
+// never waits for a running op (one may be paused on an ask whose answer
+// must not wait for a listing of the sessions).
 func (s *Session) Crashed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return !s.closed && (s.b == nil || s.b.lost())
+	if s.gone.Load() {
+		return false
+	}
+	b := s.live.Load()
+	return b == nil || b.lost()
 }
 
 func errClosed() error {

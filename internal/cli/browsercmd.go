@@ -140,7 +140,8 @@ the status of the first failure (the JSON results are printed either way).`,
 				sc.DefaultAction = defaultAction
 			}
 			return e.withEngine(&pf, func(en *engine.Engine, p airlock.Principal) error {
-				out, runErr := runBrowserScript(cmd.Context(), en, p, sc, outDir)
+				defer e.attachTerminalApprover(en)()
+				out, runErr := runBrowserScript(cmd.Context(), en, p, sc, outDir, e.stderr)
 				if err := writeIndented(e.stdout, out); err != nil {
 					return err
 				}
@@ -178,7 +179,7 @@ func scriptPolicy(sc browserScript) *engine.BrowserPolicy {
 
 // runBrowserScript opens the session, runs the script and closes the
 // session. It returns the output and the first failure.
-func runBrowserScript(ctx context.Context, en *engine.Engine, p airlock.Principal, sc browserScript, outDir string) (*browserRunOutput, error) {
+func runBrowserScript(ctx context.Context, en *engine.Engine, p airlock.Principal, sc browserScript, outDir string, stderr io.Writer) (*browserRunOutput, error) {
 	var actions []engine.BrowserAction
 	for i, raw := range sc.Actions {
 		a, err := browser.ParseAction(raw)
@@ -212,6 +213,10 @@ func runBrowserScript(ctx context.Context, en *engine.Engine, p airlock.Principa
 	go func() {
 		var denied []engine.BrowserEvent
 		for ev := range events {
+			if ev.Type == browser.EventApprovalRequired {
+				// While an ask waits, the CLI says so.
+				fmt.Fprintf(stderr, "airlock: %s\n", ev.Message)
+			}
 			if ev.Type == browser.EventPolicyDenied && len(denied) < 100 {
 				denied = append(denied, ev)
 			}

@@ -70,6 +70,8 @@ type env struct {
 	environ    []string // the process environment (AIRLOCK_* configuration)
 	configPath string   // --config
 	dataDir    string   // --data-dir
+
+	tty func() (terminal, error) // the approval prompt's terminal; nil: /dev/tty
 }
 
 // Output formats accepted by --format.

@@ -25,7 +25,7 @@ type result struct {
 func invoke(t *testing.T, ctx context.Context, stdin string, args []string, extra ...func(*env) *cobra.Command) result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	e := &env{stdin: strings.NewReader(stdin), stdout: &stdout, stderr: &stderr}
+	e := &env{stdin: strings.NewReader(stdin), stdout: &stdout, stderr: &stderr, tty: noTerminal}
 	subs := append(append([]func(*env) *cobra.Command(nil), commands...), extra...)
 	code := run(ctx, e, args, subs)
 	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}

@@ -32,7 +32,10 @@ refs. The browser loads only the origins its
 policy allows: none by default. --allow-origin http://127.0.0.1:8080 (repeatable) lets
 it load one, --browser-default allow lets it load any origin the egress policy allows,
 and browser.policy in the configuration does the same for good. Tools the profile does
-not grant are not listed.
+not grant are not listed. Under --browser-default ask a person answers each new origin:
+on this command's terminal (a [y/N] prompt on /dev/tty, never on stdin/stdout) when it
+has one, or in the MCP client when it supports elicitation
+(browser.approve_via_elicitation); with neither, ask is refused at once.
 
 The tools run as the tenant of $AIRLOCK_TOKEN when it is set, else as the default
 tenant of the configuration ("local", profile posix, with no configuration). The policy
@@ -59,8 +62,10 @@ client closes stdin, or on SIGINT/SIGTERM, after flushing the audit log.`,
 					return err
 				}
 			}
+			detach := e.attachTerminalApprover(en)
 			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			serr := mcp.ServeStdio(ctx, en, p, e.stdin, e.stdout, mcp.Options{Version: releaseVersion(), Logger: logger})
+			detach()
 			cerr := closeEngine(en)
 			if serr != nil {
 				return serr

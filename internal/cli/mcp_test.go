@@ -61,7 +61,7 @@ func startMCP(t *testing.T, ctx context.Context, environ []string, args ...strin
 	cr, sw := io.Pipe() // server → client
 	sr, cw := io.Pipe() // client → server
 	stderr = &lockedBuffer{}
-	e := &env{stdin: sr, stdout: sw, stderr: stderr, environ: environ}
+	e := &env{stdin: sr, stdout: sw, stderr: stderr, environ: environ, tty: noTerminal}
 	done := make(chan int, 1)
 	go func() {
 		code := run(ctx, e, append([]string{"mcp"}, args...), commands)

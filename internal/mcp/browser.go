@@ -226,7 +226,12 @@ func addBrowserTools(s *sdkmcp.Server) {
 			if err != nil {
 				return nil, err
 			}
-			res, err := en.BrowserInteract(ctx, p, id, actions, in.StopOnError)
+			st, _ := browserKey(ctx, p)
+			done := st.during(ctx, en, p, id)
+			res, err := elicitInResult(ctx, st, en, p, id, func(ctx context.Context) (engine.BrowserInteractResult, error) {
+				return en.BrowserInteract(ctx, p, id, actions, in.StopOnError)
+			})
+			done()
 			if err != nil {
 				return nil, err
 			}
@@ -255,6 +260,7 @@ func addBrowserTools(s *sdkmcp.Server) {
 			st.mu.Lock()
 			id := st.browsers[key]
 			delete(st.browsers, key)
+			delete(st.approvers, id)
 			st.mu.Unlock()
 			if id == "" {
 				return Text("no browser session was open"), nil
@@ -291,12 +297,20 @@ func browserSession(ctx context.Context, en *engine.Engine, p airlock.Principal)
 			}
 		}
 	}
-	info, err := en.BrowserOpen(ctx, p, engine.BrowserOpenRequest{})
+	req := engine.BrowserOpenRequest{}
+	ap := st.sessionApprover(ctx)
+	if ap != nil {
+		req.Approver, req.ApproverName = ap, "mcp elicitation"
+	}
+	info, err := en.BrowserOpen(ctx, p, req)
 	if err != nil {
 		return "", err
 	}
 	st.mu.Lock()
 	st.browsers[key] = info.ID
+	if ap != nil {
+		st.approvers[info.ID] = ap
+	}
 	st.mu.Unlock()
 	return info.ID, nil
 }
@@ -306,7 +320,11 @@ func browserDo(ctx context.Context, en *engine.Engine, p airlock.Principal, op e
 	if err != nil {
 		return engine.BrowserResult{}, err
 	}
-	return en.BrowserDo(ctx, p, id, op)
+	st, _ := browserKey(ctx, p)
+	defer st.during(ctx, en, p, id)()
+	return elicitInResult(ctx, st, en, p, id, func(ctx context.Context) (engine.BrowserResult, error) {
+		return en.BrowserDo(ctx, p, id, op)
+	})
 }
 
 // actionText runs an action op and reports what it did and the page the

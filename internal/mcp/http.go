@@ -108,6 +108,7 @@ func (sg *serversByGrant) forRequest(r *http.Request) *sdkmcp.Server {
 		return s
 	}
 	opts := sg.opts
+	opts.http = true
 	opts.Grants = func(c airlock.Capability) bool { return sg.en.Grants(p, c) }
 	s := NewServer(sg.en, func(ctx context.Context) airlock.Principal {
 		p, _ := ctx.Value(callPrincipalKey{}).(airlock.Principal)

@@ -54,6 +54,8 @@ type Options struct {
 	// toolsets whose capability it grants are listed. nil grants all
 	// (ServeStdio and HTTPHandler set it from the principal's profile).
 	Grants func(airlock.Capability) bool
+
+	http bool // served over streamable HTTP (HTTPHandler), not stdio
 }
 
 func (o Options) grants(c airlock.Capability) bool { return o.Grants == nil || o.Grants(c) }
@@ -72,8 +74,11 @@ type state struct {
 	principal func(context.Context) airlock.Principal
 	logger    *slog.Logger
 
-	mu       sync.Mutex
-	browsers map[string]string // principal + MCP session → browser session id
+	mu        sync.Mutex
+	browsers  map[string]string          // principal + MCP session → browser session id
+	approvers map[string]*elicitApprover // browser session id → its client's elicitation
+	parked    map[string]*parkedOp       // RequestState → a browser op waiting for its client's answer
+	http      bool                       // Options.http
 }
 
 type stateKey struct{}
@@ -105,12 +110,13 @@ func NewServer(en *engine.Engine, principal func(context.Context) airlock.Princi
 	if version == "" {
 		version = "dev"
 	}
-	st := &state{en: en, principal: principal, logger: opts.logger(), browsers: map[string]string{}}
+	st := &state{en: en, principal: principal, logger: opts.logger(), browsers: map[string]string{},
+		approvers: map[string]*elicitApprover{}, parked: map[string]*parkedOp{}, http: opts.http}
 	s := sdkmcp.NewServer(&sdkmcp.Implementation{Name: ServerName, Title: "Airlock", Version: version},
 		&sdkmcp.ServerOptions{Instructions: instructions, Logger: sdkLogger(st.logger), Capabilities: &sdkmcp.ServerCapabilities{}})
 	s.AddReceivingMiddleware(func(next sdkmcp.MethodHandler) sdkmcp.MethodHandler {
 		return func(ctx context.Context, method string, req sdkmcp.Request) (sdkmcp.Result, error) {
-			ctx = context.WithValue(ctx, stateKey{}, st)
+			ctx = withRequest(context.WithValue(ctx, stateKey{}, st), req)
 			if req != nil && req.GetSession() != nil {
 				ctx = context.WithValue(ctx, sessionKey{}, req.GetSession().ID())
 			}
@@ -173,6 +179,9 @@ func AddTool[In any](s *sdkmcp.Server, t *sdkmcp.Tool, h Handler[In]) {
 			return toolError(st.logger, airlock.Errorf(airlock.CodeDenied, "principal", "no principal for this connection")), nil
 		}
 		res, err := h(ctx, st.en, p, in)
+		if ir, ok := err.(*inputRequired); ok {
+			return ir.res, nil, nil
+		}
 		if err != nil {
 			return toolError(st.logger, err), nil
 		}
