@@ -180,7 +180,7 @@ func AddTool[In any](s *sdkmcp.Server, t *sdkmcp.Tool, h Handler[In]) {
 		}
 		res, err := h(ctx, st.en, p, in)
 		if ir, ok := err.(*inputRequired); ok {
-			return ir.res, nil, nil
+			return ir.res, nil
 		}
 		if err != nil {
 			return toolError(st.logger, err), nil
