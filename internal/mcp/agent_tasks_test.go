@@ -415,3 +415,71 @@ func TestAgentTasks(t *testing.T) {
 func countLine(n int) string {
 	return fmt.Sprintf("- text %q", fmt.Sprint(n))
 }
+
+// BenchmarkBrowserToolsMCP measures the latency of browser_click,
+// browser_fill and browser_navigate through the MCP client and server
+// (in-memory transport) on a warm session, each reply with its fresh
+// snapshot as an agent gets it, and reports the median of each in ms
+// (p50-ms). The page is the todo app with three todos.
+func BenchmarkBrowserToolsMCP(b *testing.B) {
+	if _, err := os.Stat("/usr/lib/chromium/chromium"); err != nil {
+		b.Fatalf("needs Debian's Chromium (apt-get install chromium): %v", err)
+	}
+	srv := newAppsServer(b)
+	cfg := loopback
+	cfg.Browser = engine.BrowserConfig{Policy: engine.BrowserPolicy{AllowedOrigins: []string{srv.URL}}}
+	cs := inMemory(b, newEngine(b, cfg))
+	todo := srv.URL + "/todo/"
+	out := mustOK(b, call(b, cs, ToolBrowserNavigate, map[string]any{"url": todo}))
+	last := out
+	refOf := func(role, name string) string {
+		b.Helper()
+		want := "- " + role + " " + fmt.Sprintf("%q ", name)
+		for line := range strings.SplitSeq(last, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), want) {
+				if m := refRE.FindStringSubmatch(line); m != nil {
+					return m[1]
+				}
+			}
+		}
+		b.Fatalf("no %s %q in\n%s", role, name, last)
+		return ""
+	}
+	field := refOf("textbox", "New todo")
+	for _, title := range []string{"buy milk", "walk the dog", "ship it"} {
+		mustOK(b, call(b, cs, ToolBrowserFill, map[string]any{"ref": field, "text": title, "snapshot": false}))
+		last = mustOK(b, call(b, cs, ToolBrowserPress, map[string]any{"ref": field, "key": "Enter"}))
+	}
+	median := func(b *testing.B, tool string, args func(i int) map[string]any) {
+		b.Helper()
+		lat := make([]time.Duration, 0, b.N)
+		i := 0
+		for b.Loop() {
+			start := time.Now()
+			mustOK(b, call(b, cs, tool, args(i)))
+			lat = append(lat, time.Since(start))
+			i++
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	}
+	b.Run("click", func(b *testing.B) {
+		// The first todo's checkbox: each click toggles it.
+		box := ""
+		for line := range strings.SplitSeq(last, "\n") {
+			if l := strings.TrimSpace(line); box == "" && strings.HasPrefix(l, "- checkbox @") {
+				box = refRE.FindStringSubmatch(l)[1]
+			}
+		}
+		if box == "" {
+			b.Fatalf("no todo checkbox in\n%s", last)
+		}
+		median(b, ToolBrowserClick, func(int) map[string]any { return map[string]any{"ref": box} })
+	})
+	b.Run("fill", func(b *testing.B) {
+		median(b, ToolBrowserFill, func(i int) map[string]any { return map[string]any{"ref": field, "text": fmt.Sprint("todo ", i)} })
+	})
+	b.Run("navigate", func(b *testing.B) {
+		median(b, ToolBrowserNavigate, func(i int) map[string]any { return map[string]any{"url": todo} })
+	})
+}
