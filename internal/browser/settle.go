@@ -285,14 +285,23 @@ func (tr *navTracker) waitCommitted(ctx context.Context, d time.Duration) bool {
 }
 
 // quietScript resolves once the document has gone settleQuiet without a
-// mutation, or after settleMax. It runs in an isolated world: the page's
-// scripts cannot replace what it uses, and it observes the shared DOM.
+// mutation and shows no element marked aria-busy="true" (ARIA's "being
+// updated", which apps set around asynchronous work), or after settleMax.
+// It runs in an isolated world: the page's scripts cannot replace what it
+// uses, and it observes the shared DOM.
 const quietScript = `new Promise((resolve) => {
 	let quiet = 0, cap = 0;
+	const busy = () => {
+		for (const el of document.querySelectorAll('[aria-busy="true"]')) {
+			if (typeof el.checkVisibility !== "function" || el.checkVisibility()) return true;
+		}
+		return false;
+	};
 	const done = () => { mo.disconnect(); clearTimeout(quiet); clearTimeout(cap); resolve(true); };
-	const mo = new MutationObserver(() => { clearTimeout(quiet); quiet = setTimeout(done, %QUIET%); });
+	const calm = () => { if (busy()) quiet = setTimeout(calm, %QUIET%); else done(); };
+	const mo = new MutationObserver(() => { clearTimeout(quiet); quiet = setTimeout(calm, %QUIET%); });
 	mo.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
-	quiet = setTimeout(done, %QUIET%);
+	quiet = setTimeout(calm, %QUIET%);
 	cap = setTimeout(done, %MAX%);
 })`
 
@@ -351,6 +360,12 @@ func (s *Session) settle(ctx context.Context, b *instance, tr *navTracker, m nav
 				return !tr.pending && (tr.commits == m.commits || tr.loaded)
 			})
 			info.Loading = !loaded
+			if loaded {
+				// An app renders after its load event (data it reads,
+				// storage, a framework's first render): the reply shows
+				// it once the DOM settles, as after a click.
+				waitQuiet(ctx, b)
+			}
 		}
 	}
 	st, err := currentState(ctx, b, "settle")
