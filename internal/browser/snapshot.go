@@ -30,12 +30,17 @@ type refEntry struct {
 
 // refTable holds the refs of the current document. A new table replaces it
 // on every Navigate and Restart; ref numbers come from the session and are
-// never reused.
+// never reused. An element keeps its ref across the snapshots of its
+// document (byNode: backend node ids are never reused within a browser),
+// so that the same button is the same @eN in every reply.
 type refTable struct {
-	byRef map[string]refEntry
+	byRef  map[string]refEntry
+	byNode map[cdp.BackendNodeID]string
 }
 
-func newRefTable() *refTable { return &refTable{byRef: make(map[string]refEntry)} }
+func newRefTable() *refTable {
+	return &refTable{byRef: make(map[string]refEntry), byNode: make(map[cdp.BackendNodeID]string)}
+}
 
 // interactiveRoles get a ref even without a name.
 var interactiveRoles = map[string]bool{
@@ -375,8 +380,13 @@ func (w *outline) line(n *accessibility.Node, role, name string, depth int) {
 	if n.BackendDOMNodeID != 0 && (interactiveRoles[role] || name != "") {
 		k := role + "\x00" + name
 		w.seen[k]++
-		w.s.lastRef++
-		ref := "@e" + strconv.Itoa(w.s.lastRef)
+		ref, ok := w.s.refs.byNode[n.BackendDOMNodeID]
+		if !ok {
+			w.s.lastRef++
+			ref = "@e" + strconv.Itoa(w.s.lastRef)
+			w.s.refs.byNode[n.BackendDOMNodeID] = ref
+		}
+		// Its role, name and rank are the ones of this snapshot.
 		w.s.refs.byRef[ref] = refEntry{backend: n.BackendDOMNodeID, loader: w.loader, role: role, name: name, nth: w.seen[k]}
 		w.minted++
 		sb.WriteByte(' ')
