@@ -274,10 +274,15 @@ func TestAgentTasks(t *testing.T) {
 		snapSize("todo, empty")
 	})
 	task("todo", "add", func(t *testing.T) {
+		field := a.ref("textbox", "New todo")
 		for i, title := range []string{"buy milk", "walk the dog", "ship it"} {
 			a.call(ToolBrowserFill, map[string]any{"ref": a.ref("textbox", "New todo"), "text": title, "snapshot": false})
 			a.call(ToolBrowserPress, map[string]any{"ref": a.ref("textbox", "New todo"), "key": "Enter"})
 			a.see([]string{fmt.Sprintf("label %q", title), countLine(i + 1)})
+			// The same field keeps its ref from reply to reply.
+			if got := a.ref("textbox", "New todo"); got != field {
+				t.Errorf("the new-todo field is %s after adding %q, %s before", got, title, field)
+			}
 		}
 		snapSize("todo, three todos")
 	})
