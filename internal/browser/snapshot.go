@@ -242,6 +242,9 @@ type outline struct {
 	minted int
 	seen   map[string]int // role+name → elements seen, for duplicates' index
 	depthF int            // frames nested, to stop runaway recursion
+	// labelling are the <label for> elements that name a control the
+	// outline shows: the control's line carries their text.
+	labelling map[cdp.BackendNodeID]bool
 }
 
 // maxFrameDepth bounds nested iframes in an outline.
@@ -256,6 +259,7 @@ func (w *outline) tree(nodes []*accessibility.Node, depth int) {
 	w.nodes = make(map[accessibility.NodeID]*accessibility.Node, len(nodes))
 	for _, n := range nodes {
 		w.nodes[n.NodeID] = n
+		w.noteLabels(n)
 	}
 	w.walk(nodes[0], depth, "")
 	w.nodes = saved
@@ -270,6 +274,11 @@ func (w *outline) walk(n *accessibility.Node, depth int, parentName string) {
 	switch {
 	case role == "ListMarker":
 		return // a bullet or a number: decoration, with no line and no ref
+	case n.BackendDOMNodeID != 0 && w.labelling[n.BackendDOMNodeID] && !w.holdsControl(n, 0):
+		// A <label for> (in the tree as LabelText, or ignored when its
+		// text is hidden): the control it names shows, with this text as
+		// its name.
+		return
 	case role == "LabelText" && !n.Ignored && n.BackendDOMNodeID != 0 && !w.opts.InteractiveOnly && !w.holdsControl(n, 0):
 		// A <label> that holds no control (a todo's title, a label for a
 		// hidden input): one line with a ref, so that an agent can click,
@@ -312,6 +321,28 @@ func (w *outline) walk(n *accessibility.Node, depth int, parentName string) {
 	for _, id := range n.ChildIDs {
 		if c := w.nodes[id]; c != nil {
 			w.walk(c, next, pname)
+		}
+	}
+}
+
+// noteLabels records the <label for> elements that name n, when n is a
+// control the outline shows.
+func (w *outline) noteLabels(n *accessibility.Node) {
+	if n.Ignored || n.Name == nil || !interactiveRoles[axString(n.Role)] {
+		return
+	}
+	for _, src := range n.Name.Sources {
+		// A superseded source (aria-label wins) does not name the control.
+		if src == nil || src.Superseded || src.NativeSource != accessibility.ValueNativeSourceTypeLabelfor || src.NativeSourceValue == nil {
+			continue
+		}
+		for _, rel := range src.NativeSourceValue.RelatedNodes {
+			if rel != nil && rel.BackendDOMNodeID != 0 {
+				if w.labelling == nil {
+					w.labelling = map[cdp.BackendNodeID]bool{}
+				}
+				w.labelling[rel.BackendDOMNodeID] = true
+			}
 		}
 	}
 }
