@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlockhq/airlock"
 )
@@ -57,5 +58,30 @@ func TestSnapshotLabelsOfShownControls(t *testing.T) {
 		if strings.Contains(snap.Text, not) {
 			t.Errorf("%s in the outline:\n%s", not, snap.Text)
 		}
+	}
+}
+
+// A click whose script fetches first and navigates when the answer comes
+// (a login that posts by script, then redirects) starts its navigation
+// well after the DOM went quiet: the reply waits for the requests the
+// action started (bounded, as the settling is) and so names the page the
+// click led to, not the page before it.
+func TestClickThatNavigatesAfterAFetch(t *testing.T) {
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/login":
+			time.Sleep(300 * time.Millisecond)
+			w.Write([]byte("ok"))
+		case "/home":
+			html(w, `<title>Home</title><h1>Signed in</h1>`)
+		default:
+			html(w, `<title>Sign in</title><button onclick="fetch('/login', {method: 'POST'}).then(() => { location.href = '/home'; })">Sign in</button>`)
+		}
+	})
+	s, _ := open(t, nil)
+	r := do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/"})
+	r = do(t, s, Op{Kind: KindClick, Ref: refOf(t, *r.Snapshot, `- button "Sign in"`)})
+	if r.Page == nil || r.Page.URL != site.URL+"/home" || r.Page.Title != "Home" || !r.Page.Navigated || !strings.Contains(r.Snapshot.Text, "Signed in") {
+		t.Errorf("click: page %+v, want %s/home (Home), navigated, with its snapshot", r.Page, site.URL)
 	}
 }

@@ -95,11 +95,31 @@ type navTracker struct {
 	status    map[cdp.LoaderID]int64
 	popups    []target.ID
 	popupURLs map[target.ID]string
+	// inflight are the tab's requests not yet finished or failed, each
+	// with its sequence number (reqSeq counts requests seen), so that an
+	// action can wait for the requests it started.
+	inflight map[network.RequestID]int
+	reqSeq   int
 }
+
+// maxInflight bounds the requests a tracker follows; past it the table is
+// dropped (an action then waits for none of them).
+const maxInflight = 512
 
 // navMark is the tracker's counters before an action.
 type navMark struct {
-	commits, popups, requests int
+	commits, popups, requests, reqSeq int
+}
+
+// busyLocked reports whether a request started after m is in flight. The
+// caller holds tr.mu.
+func (tr *navTracker) busyLocked(m navMark) bool {
+	for _, seq := range tr.inflight {
+		if seq > m.reqSeq {
+			return true
+		}
+	}
+	return false
 }
 
 // trackerOf returns the tracker of b's current tab, starting it on first
@@ -117,7 +137,8 @@ func (s *Session) trackerOf(b *instance) *navTracker {
 	}
 	ctx, stop := context.WithCancel(b.eventsCtx)
 	tr := &navTracker{frame: cdp.FrameID(tb.target.TargetID), stop: stop, changed: make(chan struct{}),
-		status: map[cdp.LoaderID]int64{}, failed: map[cdp.LoaderID]string{}, popupURLs: map[target.ID]string{}}
+		status: map[cdp.LoaderID]int64{}, failed: map[cdp.LoaderID]string{}, popupURLs: map[target.ID]string{},
+		inflight: map[network.RequestID]int{}}
 	tb.nav = tr
 	// cdp.Events subscribes now: nothing is missed between here and the
 	// goroutines' first reads.
@@ -129,6 +150,8 @@ func (s *Session) trackerOf(b *instance) *navTracker {
 	life := cdp.Events(ctx, t, page.LifecycleEvent)
 	resp := cdp.Events(ctx, t, network.ResponseReceived)
 	fail := cdp.Events(ctx, t, network.LoadingFailed)
+	sent := cdp.Events(ctx, t, network.RequestWillBeSent)
+	finished := cdp.Events(ctx, t, network.LoadingFinished)
 	created := cdp.Events(ctx, b.browser, target.TargetCreated)
 	changed := cdp.Events(ctx, b.browser, target.TargetInfoChanged)
 	follow(b, requested, func(ev page.EventFrameRequestedNavigation) {
@@ -157,7 +180,20 @@ func (s *Session) trackerOf(b *instance) *navTracker {
 			tr.errorPage = ev.Frame.UnreachableURL
 		})
 	})
+	follow(b, sent, func(ev network.EventRequestWillBeSent) {
+		tr.update(func() {
+			if len(tr.inflight) >= maxInflight {
+				clear(tr.inflight)
+			}
+			tr.reqSeq++
+			tr.inflight[ev.RequestID] = tr.reqSeq
+		})
+	})
+	follow(b, finished, func(ev network.EventLoadingFinished) {
+		tr.update(func() { delete(tr.inflight, ev.RequestID) })
+	})
 	follow(b, fail, func(ev network.EventLoadingFailed) {
+		tr.update(func() { delete(tr.inflight, ev.RequestID) })
 		if ev.Type != network.ResourceTypeDocument {
 			return
 		}
@@ -250,7 +286,7 @@ func (tr *navTracker) mark() navMark {
 	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return navMark{commits: tr.commits, popups: len(tr.popups)}
+	return navMark{commits: tr.commits, popups: len(tr.popups), reqSeq: tr.reqSeq}
 }
 
 // waitUntil waits until cond holds (read under the lock), ctx ends or d
@@ -354,6 +390,17 @@ func (s *Session) settle(ctx context.Context, b *instance, tr *navTracker, m nav
 			// the navigation they start may have arrived; the quiet wait
 			// is a round trip to the renderer after them.
 			waitQuiet(ctx, b)
+		}
+		if !nav() && tr.waitUntil(ctx, 0, func() bool { return tr.busyLocked(m) }) {
+			// Requests the action started are in flight (a form posted
+			// by script, data fetched before a redirect): wait for them,
+			// bounded as the settling is, then for what they caused.
+			tr.waitUntil(ctx, settleMax, func() bool {
+				return tr.pending || tr.commits != m.commits || !tr.busyLocked(m)
+			})
+			if !nav() {
+				waitQuiet(ctx, b)
+			}
 		}
 		if nav() {
 			loaded := tr.waitUntil(ctx, settleNavMax, func() bool {
