@@ -233,7 +233,8 @@ type taskResult struct {
 
 // TestAgentTasks is the task suite: add, complete, edit (double-click),
 // delete (a hover-only button), filter (All, Active, Completed) and
-// toggle all (a label over a 1-px input) in the web-components todo app;
+// toggle all (a label over a 1-px input), clear completed and a reload in
+// the web-components todo app;
 // remember and forget in the storage app (localStorage and IndexedDB,
 // each checked after a reload); the form app's validation and a valid
 // sign-up. It logs, per task, the tool calls an agent with refs only
@@ -330,10 +331,16 @@ func TestAgentTasks(t *testing.T) {
 		a.call(ToolBrowserClick, map[string]any{"ref": a.refNamed("checkbox", "Mark all as complete")})
 		a.see([]string{countLine(2)}, `Mark all as complete" [checked]`)
 	})
+	task("todo", "clear completed", func(t *testing.T) {
+		a.call(ToolBrowserCheck, map[string]any{"ref": a.refAfter(`label "buy milk"`, "checkbox", "")})
+		a.see([]string{countLine(1), `button "Clear completed"`})
+		a.call(ToolBrowserClick, map[string]any{"ref": a.ref("button", "Clear completed")})
+		a.see([]string{`label "buy milk"`, countLine(1)}, `"walk the cat"`, `button "Clear completed"`)
+	})
 	task("todo", "persist (reload)", func(t *testing.T) {
 		a.url = todo
 		a.call(ToolBrowserNavigate, map[string]any{"url": todo})
-		a.see([]string{`label "buy milk"`, `label "walk the cat"`, countLine(2)})
+		a.see([]string{`label "buy milk"`, countLine(1)}, `"walk the cat"`)
 	})
 
 	// --- storage ---
