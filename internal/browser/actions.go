@@ -53,8 +53,12 @@ func (s *Session) focusRef(ctx context.Context, b *instance, ref, op string) (re
 // character. Enter in a form field submits its form; Press does not wait
 // for the navigation that may follow (wait_for does).
 //
+// With a ref, the element must first be actionable (attached, visible,
+// enabled, waited for as the other by-ref actions wait), so that the key
+// never goes to whatever else has the focus.
+//
 // Errors: invalid (browser_op for an unknown key, stale_ref,
-// not_visible), timeout, unavailable (browser_crashed).
+// not_actionable, not_visible), timeout, unavailable (browser_crashed).
 func (s *Session) Press(ctx context.Context, ref, key string) error {
 	r, ok := keyRune(key)
 	if !ok {
@@ -66,6 +70,13 @@ func (s *Session) Press(ctx context.Context, ref, key string) error {
 	}
 	defer s.mu.Unlock()
 	if ref != "" {
+		e, err := s.resolve(ctx, b, ref)
+		if err != nil {
+			return err
+		}
+		if err := s.actionable(ctx, b, e.backend, ref, KindPress, actionTimeout(ctx)); err != nil {
+			return err
+		}
 		if _, err := s.focusRef(ctx, b, ref, "press"); err != nil {
 			return err
 		}

@@ -91,6 +91,11 @@ func TestAppTodo(t *testing.T) {
 	if strings.Contains(snap.Text, `"Clear completed"`) {
 		t.Errorf("Clear completed shows with nothing completed:\n%s", snap.Text)
 	}
+	// The toggle-all's label names its checkbox and has no line of its
+	// own, not even its chevron's text.
+	if strings.Contains(snap.Text, `text "❯"`) || strings.Contains(snap.Text, `label "❯`) {
+		t.Errorf("the toggle-all's label has a line:\n%s", snap.Text)
+	}
 	if strings.Contains(snap.Text, `button "Delete"`) {
 		t.Errorf("a Delete button shows with the pointer over no todo:\n%s", snap.Text)
 	}

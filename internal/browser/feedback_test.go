@@ -228,3 +228,39 @@ func TestNavigateWithoutLoadReportsTheCommit(t *testing.T) {
 		t.Errorf("read: url %q title %q markdown %q", rd.URL, rd.Title, rd.Markdown)
 	}
 }
+
+// Found by the agent task suite (internal/mcp TestAgentTasks): an app
+// that renders after its load event (the storage app reads IndexedDB) was
+// shown half-done in navigate's reply ("IndexedDB: loading"), and a click
+// whose work marks a region aria-busy was reported before that work was
+// done; the agent had to poll with snapshots. A navigation's reply waits
+// for the DOM to settle after the load as a click's does, and a rendered
+// element marked aria-busy="true" holds the settling (both bounded).
+func TestActionsWaitForAppsToSettle(t *testing.T) {
+	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		html(w, `<title>App</title><section id="s" aria-label="Data"><p id="p">loading</p></section>
+<button onclick="busy('Saved', 400)">Save</button>
+<script>
+function busy(text, ms) {
+	const s = document.getElementById("s");
+	s.setAttribute("aria-busy", "true");
+	setTimeout(() => { document.getElementById("p").textContent = text; s.setAttribute("aria-busy", "false"); }, ms);
+}
+addEventListener("load", () => {
+	setTimeout(() => { const p = document.createElement("p"); p.textContent = "Rendered late"; document.body.append(p); }, 50);
+	busy("Loaded data", 300);
+});
+</script>`)
+	})
+	s, _ := open(t, nil)
+	r := do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/"})
+	for _, want := range []string{"Rendered late", "Loaded data"} {
+		if !strings.Contains(r.Snapshot.Text, want) {
+			t.Errorf("navigate's reply lacks %q:\n%s", want, r.Snapshot.Text)
+		}
+	}
+	r = do(t, s, Op{Kind: KindClick, Ref: refOf(t, *r.Snapshot, `- button "Save"`)})
+	if !strings.Contains(r.Snapshot.Text, "Saved") {
+		t.Errorf("click's reply lacks Saved:\n%s", r.Snapshot.Text)
+	}
+}

@@ -108,11 +108,31 @@ type navTracker struct {
 	popups    []target.ID
 	popupURLs map[target.ID]string
 	downloads []PageDownload // started by the main frame
+	// inflight are the tab's requests not yet finished or failed, each
+	// with its sequence number (reqSeq counts requests seen), so that an
+	// action can wait for the requests it started.
+	inflight map[network.RequestID]int
+	reqSeq   int
 }
+
+// maxInflight bounds the requests a tracker follows; past it the table is
+// dropped (an action then waits for none of them).
+const maxInflight = 512
 
 // navMark is the tracker's counters before an action.
 type navMark struct {
-	commits, popups, requests, downloads int
+	commits, popups, requests, downloads, reqSeq int
+}
+
+// busyLocked reports whether a request started after m is in flight. The
+// caller holds tr.mu.
+func (tr *navTracker) busyLocked(m navMark) bool {
+	for _, seq := range tr.inflight {
+		if seq > m.reqSeq {
+			return true
+		}
+	}
+	return false
 }
 
 // trackerOf returns the tracker of b's current tab, starting it on first
@@ -130,7 +150,8 @@ func (s *Session) trackerOf(b *instance) *navTracker {
 	}
 	ctx, stop := context.WithCancel(b.eventsCtx)
 	tr := &navTracker{frame: cdp.FrameID(tb.target.TargetID), stop: stop, changed: make(chan struct{}),
-		status: map[cdp.LoaderID]int64{}, failed: map[cdp.LoaderID]string{}, popupURLs: map[target.ID]string{}}
+		status: map[cdp.LoaderID]int64{}, failed: map[cdp.LoaderID]string{}, popupURLs: map[target.ID]string{},
+		inflight: map[network.RequestID]int{}}
 	tb.nav = tr
 	// cdp.Events subscribes now: nothing is missed between here and the
 	// goroutines' first reads.
@@ -142,6 +163,8 @@ func (s *Session) trackerOf(b *instance) *navTracker {
 	life := cdp.Events(ctx, t, page.LifecycleEvent)
 	resp := cdp.Events(ctx, t, network.ResponseReceived)
 	fail := cdp.Events(ctx, t, network.LoadingFailed)
+	sent := cdp.Events(ctx, t, network.RequestWillBeSent)
+	finished := cdp.Events(ctx, t, network.LoadingFinished)
 	created := cdp.Events(ctx, b.browser, target.TargetCreated)
 	changed := cdp.Events(ctx, b.browser, target.TargetInfoChanged)
 	downloads := cdp.Events(ctx, b.browser, cdpbrowser.DownloadWillBegin)
@@ -181,7 +204,20 @@ func (s *Session) trackerOf(b *instance) *navTracker {
 			tr.errorPage = ev.Frame.UnreachableURL
 		})
 	})
+	follow(b, sent, func(ev network.EventRequestWillBeSent) {
+		tr.update(func() {
+			if len(tr.inflight) >= maxInflight {
+				clear(tr.inflight)
+			}
+			tr.reqSeq++
+			tr.inflight[ev.RequestID] = tr.reqSeq
+		})
+	})
+	follow(b, finished, func(ev network.EventLoadingFinished) {
+		tr.update(func() { delete(tr.inflight, ev.RequestID) })
+	})
 	follow(b, fail, func(ev network.EventLoadingFailed) {
+		tr.update(func() { delete(tr.inflight, ev.RequestID) })
 		if ev.Type != network.ResourceTypeDocument {
 			return
 		}
@@ -274,7 +310,7 @@ func (tr *navTracker) mark() navMark {
 	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return navMark{commits: tr.commits, popups: len(tr.popups), downloads: len(tr.downloads)}
+	return navMark{commits: tr.commits, popups: len(tr.popups), downloads: len(tr.downloads), reqSeq: tr.reqSeq}
 }
 
 // waitUntil waits until cond holds (read under the lock), ctx ends or d
@@ -309,14 +345,23 @@ func (tr *navTracker) waitCommitted(ctx context.Context, d time.Duration) bool {
 }
 
 // quietScript resolves once the document has gone settleQuiet without a
-// mutation, or after settleMax. It runs in an isolated world: the page's
-// scripts cannot replace what it uses, and it observes the shared DOM.
+// mutation and shows no element marked aria-busy="true" (ARIA's "being
+// updated", which apps set around asynchronous work), or after settleMax.
+// It runs in an isolated world: the page's scripts cannot replace what it
+// uses, and it observes the shared DOM.
 const quietScript = `new Promise((resolve) => {
 	let quiet = 0, cap = 0;
+	const busy = () => {
+		for (const el of document.querySelectorAll('[aria-busy="true"]')) {
+			if (typeof el.checkVisibility !== "function" || el.checkVisibility()) return true;
+		}
+		return false;
+	};
 	const done = () => { mo.disconnect(); clearTimeout(quiet); clearTimeout(cap); resolve(true); };
-	const mo = new MutationObserver(() => { clearTimeout(quiet); quiet = setTimeout(done, %QUIET%); });
+	const calm = () => { if (busy()) quiet = setTimeout(calm, %QUIET%); else done(); };
+	const mo = new MutationObserver(() => { clearTimeout(quiet); quiet = setTimeout(calm, %QUIET%); });
 	mo.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
-	quiet = setTimeout(done, %QUIET%);
+	quiet = setTimeout(calm, %QUIET%);
 	cap = setTimeout(done, %MAX%);
 })`
 
@@ -370,11 +415,28 @@ func (s *Session) settle(ctx context.Context, b *instance, tr *navTracker, m nav
 			// is a round trip to the renderer after them.
 			waitQuiet(ctx, b)
 		}
+		if !nav() && tr.waitUntil(ctx, 0, func() bool { return tr.busyLocked(m) }) {
+			// Requests the action started are in flight (a form posted
+			// by script, data fetched before a redirect): wait for them,
+			// bounded as the settling is, then for what they caused.
+			tr.waitUntil(ctx, settleMax, func() bool {
+				return tr.pending || tr.commits != m.commits || !tr.busyLocked(m)
+			})
+			if !nav() {
+				waitQuiet(ctx, b)
+			}
+		}
 		if nav() {
 			loaded := tr.waitUntil(ctx, settleNavMax, func() bool {
 				return !tr.pending && (tr.commits == m.commits || tr.loaded)
 			})
 			info.Loading = !loaded
+			if loaded {
+				// An app renders after its load event (data it reads,
+				// storage, a framework's first render): the reply shows
+				// it once the DOM settles, as after a click.
+				waitQuiet(ctx, b)
+			}
 		}
 	}
 	st, err := currentState(ctx, b, "settle")

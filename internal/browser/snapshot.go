@@ -30,12 +30,17 @@ type refEntry struct {
 
 // refTable holds the refs of the current document. A new table replaces it
 // on every Navigate and Restart; ref numbers come from the session and are
-// never reused.
+// never reused. An element keeps its ref across the snapshots of its
+// document (byNode: backend node ids are never reused within a browser),
+// so that the same button is the same @eN in every reply.
 type refTable struct {
-	byRef map[string]refEntry
+	byRef  map[string]refEntry
+	byNode map[cdp.BackendNodeID]string
 }
 
-func newRefTable() *refTable { return &refTable{byRef: make(map[string]refEntry)} }
+func newRefTable() *refTable {
+	return &refTable{byRef: make(map[string]refEntry), byNode: make(map[cdp.BackendNodeID]string)}
+}
 
 // interactiveRoles get a ref even without a name.
 var interactiveRoles = map[string]bool{
@@ -237,6 +242,9 @@ type outline struct {
 	minted int
 	seen   map[string]int // role+name → elements seen, for duplicates' index
 	depthF int            // frames nested, to stop runaway recursion
+	// labelling are the <label for> elements that name a control the
+	// outline shows: the control's line carries their text.
+	labelling map[cdp.BackendNodeID]bool
 }
 
 // maxFrameDepth bounds nested iframes in an outline.
@@ -251,6 +259,7 @@ func (w *outline) tree(nodes []*accessibility.Node, depth int) {
 	w.nodes = make(map[accessibility.NodeID]*accessibility.Node, len(nodes))
 	for _, n := range nodes {
 		w.nodes[n.NodeID] = n
+		w.noteLabels(n)
 	}
 	w.walk(nodes[0], depth, "")
 	w.nodes = saved
@@ -265,6 +274,11 @@ func (w *outline) walk(n *accessibility.Node, depth int, parentName string) {
 	switch {
 	case role == "ListMarker":
 		return // a bullet or a number: decoration, with no line and no ref
+	case n.BackendDOMNodeID != 0 && w.labelling[n.BackendDOMNodeID] && !w.holdsControl(n, 0):
+		// A <label for> (in the tree as LabelText, or ignored when its
+		// text is hidden): the control it names shows, with this text as
+		// its name.
+		return
 	case role == "LabelText" && !n.Ignored && n.BackendDOMNodeID != 0 && !w.opts.InteractiveOnly && !w.holdsControl(n, 0):
 		// A <label> that holds no control (a todo's title, a label for a
 		// hidden input): one line with a ref, so that an agent can click,
@@ -307,6 +321,28 @@ func (w *outline) walk(n *accessibility.Node, depth int, parentName string) {
 	for _, id := range n.ChildIDs {
 		if c := w.nodes[id]; c != nil {
 			w.walk(c, next, pname)
+		}
+	}
+}
+
+// noteLabels records the <label for> elements that name n, when n is a
+// control the outline shows.
+func (w *outline) noteLabels(n *accessibility.Node) {
+	if n.Ignored || n.Name == nil || !interactiveRoles[axString(n.Role)] {
+		return
+	}
+	for _, src := range n.Name.Sources {
+		// A superseded source (aria-label wins) does not name the control.
+		if src == nil || src.Superseded || src.NativeSource != accessibility.ValueNativeSourceTypeLabelfor || src.NativeSourceValue == nil {
+			continue
+		}
+		for _, rel := range src.NativeSourceValue.RelatedNodes {
+			if rel != nil && rel.BackendDOMNodeID != 0 {
+				if w.labelling == nil {
+					w.labelling = map[cdp.BackendNodeID]bool{}
+				}
+				w.labelling[rel.BackendDOMNodeID] = true
+			}
 		}
 	}
 }
@@ -375,8 +411,13 @@ func (w *outline) line(n *accessibility.Node, role, name string, depth int) {
 	if n.BackendDOMNodeID != 0 && (interactiveRoles[role] || name != "") {
 		k := role + "\x00" + name
 		w.seen[k]++
-		w.s.lastRef++
-		ref := "@e" + strconv.Itoa(w.s.lastRef)
+		ref, ok := w.s.refs.byNode[n.BackendDOMNodeID]
+		if !ok {
+			w.s.lastRef++
+			ref = "@e" + strconv.Itoa(w.s.lastRef)
+			w.s.refs.byNode[n.BackendDOMNodeID] = ref
+		}
+		// Its role, name and rank are the ones of this snapshot.
 		w.s.refs.byRef[ref] = refEntry{backend: n.BackendDOMNodeID, loader: w.loader, role: role, name: name, nth: w.seen[k]}
 		w.minted++
 		sb.WriteByte(' ')

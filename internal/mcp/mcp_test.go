@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 	os.Exit(leakcheck.Main(m, "mcp", leakcheck.Options{}))
 }
 
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -69,7 +69,7 @@ func site(t *testing.T) *httptest.Server {
 }
 
 // searx serves the SearXNG JSON search API: n results for any query.
-func searx(t *testing.T, n int) *httptest.Server {
+func searx(t testing.TB, n int) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/search" || r.URL.Query().Get("format") != "json" {
@@ -95,7 +95,7 @@ func searx(t *testing.T, n int) *httptest.Server {
 // newEngine starts an in-memory engine whose search goes to a local
 // SearXNG (and whose keyless engines point at it too, so nothing leaves
 // the machine), closed at the end of the test.
-func newEngine(t *testing.T, cfg engine.Config) *engine.Engine {
+func newEngine(t testing.TB, cfg engine.Config) *engine.Engine {
 	t.Helper()
 	search := searx(t, 12)
 	cfg.InMemory = true
@@ -125,7 +125,7 @@ func newClient() *sdkmcp.Client {
 
 // inMemory connects the SDK's client to NewServer over an in-memory pipe,
 // as the engine's default principal.
-func inMemory(t *testing.T, en *engine.Engine) *sdkmcp.ClientSession {
+func inMemory(t testing.TB, en *engine.Engine) *sdkmcp.ClientSession {
 	t.Helper()
 	ctx := testCtx(t)
 	s := NewServer(en, func(context.Context) airlock.Principal { return en.Principal() }, Options{Version: "test"})
@@ -145,7 +145,7 @@ func inMemory(t *testing.T, en *engine.Engine) *sdkmcp.ClientSession {
 	return cs
 }
 
-func call(t *testing.T, cs *sdkmcp.ClientSession, name string, args any) *sdkmcp.CallToolResult {
+func call(t testing.TB, cs *sdkmcp.ClientSession, name string, args any) *sdkmcp.CallToolResult {
 	t.Helper()
 	res, err := cs.CallTool(testCtx(t), &sdkmcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
@@ -165,7 +165,7 @@ func text(res *sdkmcp.CallToolResult) string {
 }
 
 // mustOK returns the text of a successful result.
-func mustOK(t *testing.T, res *sdkmcp.CallToolResult) string {
+func mustOK(t testing.TB, res *sdkmcp.CallToolResult) string {
 	t.Helper()
 	if res.IsError {
 		t.Fatalf("tool error: %s", text(res))
