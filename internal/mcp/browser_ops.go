@@ -144,7 +144,8 @@ func addBrowserOpTools(s *sdkmcp.Server) {
 			if err != nil {
 				return nil, err
 			}
-			return Text(fmt.Sprintf("Saved %s: %d bytes", res.Download.Path, res.Download.Bytes)), nil
+			d := res.Download
+			return Text(downloadText(d.Path, d.Bytes, d.ContentType, d.Name)), nil
 		})
 }
 
@@ -160,4 +161,18 @@ func tabsText(did string, res engine.BrowserResult) *sdkmcp.CallToolResult {
 		fmt.Fprintf(&b, "\n%s %s: %s (%s)", mark, t.ID, t.URL, t.Title)
 	}
 	return Text(b.String())
+}
+
+// downloadText says what a download saved: where, how much, what type and
+// the name the server gave it, when it gave one.
+func downloadText(path string, bytes int64, contentType, name string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Saved %s: %d bytes", path, bytes)
+	if contentType != "" {
+		fmt.Fprintf(&b, " of %s", contentType)
+	}
+	if name != "" {
+		fmt.Fprintf(&b, " (the server named it %s)", name)
+	}
+	return b.String()
 }

@@ -113,7 +113,7 @@ func TestBrowserTools(t *testing.T) {
 	if out := mustOK(t, call(t, cs, ToolBrowserCloseTab, map[string]any{})); strings.Count(out, "\n") != 2 {
 		t.Errorf("close_tab:\n%s", out)
 	}
-	if out := mustOK(t, call(t, cs, ToolBrowserDownload, map[string]any{"url": page.URL + "/file.bin", "dest_path": "file.bin"})); !strings.HasPrefix(out, "Saved file.bin: ") {
+	if out := mustOK(t, call(t, cs, ToolBrowserDownload, map[string]any{"url": page.URL + "/file.bin", "dest_path": "file.bin"})); out != "Saved file.bin: 10 bytes of application/octet-stream (the server named it file.bin)" {
 		t.Errorf("download: %s", out)
 	}
 	mustOK(t, call(t, cs, ToolBrowserClose, map[string]any{}))
