@@ -94,6 +94,7 @@ func parseBrowserScript(data []byte) (browserScript, error) {
 func newBrowserRunCmd(e *env) *cobra.Command {
 	var pf policyFlags
 	var allowOrigins, denyOrigins []string
+	var noTTY bool
 	var defaultAction, outDir string
 	cmd := &cobra.Command{
 		Use:   "run [flags] SCRIPT.json",
@@ -140,7 +141,7 @@ the status of the first failure (the JSON results are printed either way).`,
 				sc.DefaultAction = defaultAction
 			}
 			return e.withEngine(&pf, func(en *engine.Engine, p airlock.Principal) error {
-				defer e.attachTerminalApprover(en)()
+				defer e.attachTerminalApprover(en, noTTY)()
 				out, runErr := runBrowserScript(cmd.Context(), en, p, sc, outDir, e.stderr)
 				if err := writeIndented(e.stdout, out); err != nil {
 					return err
@@ -157,6 +158,7 @@ the status of the first failure (the JSON results are printed either way).`,
 	f.StringVar(&defaultAction, "default-action", "", "the former name of --browser-default")
 	_ = f.MarkDeprecated("default-action", "use --browser-default")
 	f.StringVar(&outDir, "out-dir", ".", "where screenshots are written (interact out_path is relative to it)")
+	f.BoolVar(&noTTY, "no-tty", false, noTTYUsage)
 	return cmd
 }
 

@@ -16,6 +16,7 @@ const envToken = "AIRLOCK_TOKEN"
 
 func newMCPCmd(e *env) *cobra.Command {
 	pf := policyFlags{browser: &browserFlags{}}
+	var noTTY bool
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the web tools (web_fetch, web_search, web_crawl, browser_*) to an agent over MCP on stdin/stdout",
@@ -35,7 +36,8 @@ and browser.policy in the configuration does the same for good. Tools the profil
 not grant are not listed. Under --browser-default ask a person answers each new origin:
 on this command's terminal (a [y/N] prompt on /dev/tty, never on stdin/stdout) when it
 has one, or in the MCP client when it supports elicitation
-(browser.approve_via_elicitation); with neither, ask is refused at once.
+(browser.approve_via_elicitation); with neither, ask is refused at once. --no-tty keeps
+the prompt off a terminal that the client draws its own screen on.
 
 The tools run as the tenant of $AIRLOCK_TOKEN when it is set, else as the default
 tenant of the configuration ("local", profile posix, with no configuration). The policy
@@ -62,7 +64,7 @@ client closes stdin, or on SIGINT/SIGTERM, after flushing the audit log.`,
 					return err
 				}
 			}
-			detach := e.attachTerminalApprover(en)
+			detach := e.attachTerminalApprover(en, noTTY)
 			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			serr := mcp.ServeStdio(ctx, en, p, e.stdin, e.stdout, mcp.Options{Version: releaseVersion(), Logger: logger})
 			detach()
@@ -75,5 +77,6 @@ client closes stdin, or on SIGINT/SIGTERM, after flushing the audit log.`,
 	}
 	pf.register(cmd)
 	pf.browser.register(cmd)
+	cmd.Flags().BoolVar(&noTTY, "no-tty", false, noTTYUsage)
 	return cmd
 }

@@ -37,9 +37,16 @@ func openDevTTY() (terminal, error) {
 	return f, nil
 }
 
+// noTTYUsage is the help of --no-tty on the commands that prompt.
+const noTTYUsage = "never prompt on /dev/tty to approve an ask origin (for a client that draws its own screen on the terminal); asks then go to MCP elicitation or are refused"
+
 // attachTerminalApprover attaches the terminal prompt to en when a
-// terminal is there (e.tty, else /dev/tty). detach closes it.
-func (e *env) attachTerminalApprover(en *engine.Engine) (detach func()) {
+// terminal is there (e.tty, else /dev/tty) and off is false (--no-tty).
+// detach closes it.
+func (e *env) attachTerminalApprover(en *engine.Engine, off bool) (detach func()) {
+	if off {
+		return func() {}
+	}
 	open := e.tty
 	if open == nil {
 		open = openDevTTY

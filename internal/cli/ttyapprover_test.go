@@ -211,3 +211,29 @@ func engineRequest(url string) engine.BrowserApprovalRequest {
 	return engine.BrowserApprovalRequest{ID: "ap_0123456789abcdef", Origin: "http://127.0.0.1:1", URL: url,
 		Deadline: time.Now().Add(time.Minute), Session: "bs_x", Tenant: "local"}
 }
+
+// --no-tty keeps the prompt off the terminal: a client that draws its own
+// screen on it (a terminal-based agent) is not interrupted, and ask
+// behaves as deny with nothing else to answer it.
+func TestBrowserRunNoTTY(t *testing.T) {
+	requireChromium(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	port := strings.TrimPrefix(srv.URL, "http://127.0.0.1:")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var stdout bytes.Buffer
+	var stderr lockedBuffer
+	opened := false
+	e := &env{stdin: strings.NewReader(`{"ops":[{"kind":"navigate","url":"` + srv.URL + `/"}]}`),
+		stdout: &stdout, stderr: &stderr,
+		tty: func() (terminal, error) { opened = true; return nil, errors.New("no terminal in this test") }}
+	code := run(ctx, e, []string{"browser", "run", "--data-dir", t.TempDir(), "--except", "127.0.0.1:" + port,
+		"--browser-default", "ask", "--no-tty", "-"}, commands)
+	if opened {
+		t.Error("--no-tty opened the terminal")
+	}
+	if code != 3 || !strings.Contains(stdout.String(), "no_approver") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout.String(), stderr.String())
+	}
+}
