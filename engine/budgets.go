@@ -44,7 +44,7 @@ func budgetDefaults(b BudgetsConfig) BudgetsConfig {
 
 // orDefault sets *v to d when it is zero (a negative value is left for
 // validation to refuse).
-func orDefault[T int | int64 | time.Duration](v *T, d T) {
+func orDefault[T int | int64 | float64 | time.Duration](v *T, d T) {
 	if *v == 0 {
 		*v = d
 	}

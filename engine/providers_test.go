@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -75,7 +76,7 @@ func TestFirecrawlProviderGoesThroughThePolicy(t *testing.T) {
 }
 
 func TestUnknownConfiguredProvider(t *testing.T) {
-	_, err := engine.New(engine.Config{InMemory: true, Browse: engine.BrowseConfig{Provider: "firecrawl"}})
+	_, err := engine.New(context.Background(), engine.Config{InMemory: true, Browse: engine.BrowseConfig{Provider: "firecrawl"}})
 	if airlock.CodeOf(err) != airlock.CodeInvalid {
 		t.Errorf("firecrawl without its key: %v, want invalid", err)
 	}

@@ -171,7 +171,7 @@ func testConfig(siteURL string) engine.Config {
 func newEngine(t *testing.T, cfg engine.Config) *engine.Engine {
 	t.Helper()
 	env := map[string]string{"SIGNING_KEY": signingKey, "ROUTE_KEY": routeSecret}
-	en, err := engine.New(cfg, engine.WithGetenv(func(k string) string { return env[k] }))
+	en, err := engine.New(context.Background(), cfg, engine.WithGetenv(func(k string) string { return env[k] }))
 	if err != nil {
 		t.Fatalf("engine.New: %v", err)
 	}

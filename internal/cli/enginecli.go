@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/airlockhq/airlock"
@@ -34,7 +35,17 @@ func (e *env) openEngine(pf *policyFlags) (*engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return engine.New(cfg)
+	return engine.New(context.Background(), cfg, e.engineOptions()...)
+}
+
+// engineOptions are the options every engine (and Validate) of this
+// invocation gets: where secrets and provider keys are read from.
+func (e *env) engineOptions(opts ...engine.Option) []engine.Option {
+	getenv := e.getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return append([]engine.Option{engine.WithGetenv(getenv)}, opts...)
 }
 
 func closeEngine(en *engine.Engine) error {

@@ -101,7 +101,7 @@ func newEngine(t *testing.T, cfg engine.Config) *engine.Engine {
 	cfg.InMemory = true
 	cfg.Browse.SearXNGURL = search.URL
 	cfg.Browse.DuckDuckGoURL, cfg.Browse.BraveURL, cfg.Browse.BingURL = search.URL, search.URL, search.URL
-	en, err := engine.New(cfg, engine.WithGetenv(func(string) string { return "" }))
+	en, err := engine.New(context.Background(), cfg, engine.WithGetenv(func(string) string { return "" }))
 	if err != nil {
 		t.Fatalf("engine.New: %v", err)
 	}
