@@ -62,34 +62,11 @@ type Config struct {
 	Browse  BrowseConfig           `koanf:"browse" json:"browse"`
 	// Browser configures the headless browser sessions (browser.go).
 	Browser BrowserConfig `koanf:"browser" json:"browser"`
-	// Serve configures `airlock serve` (the engine itself does not read it).
-	Serve ServeConfig `koanf:"serve" json:"serve"`
 	// Guests budgets the WebAssembly guests of a process (guest.go).
 	Guests GuestsConfig `koanf:"guests" json:"guests"`
 	// State moves the shared parts (rate limits, revocations, DNS pins)
 	// to Redis, so that replicas act as one (fleet.go).
 	State StateConfig `koanf:"state" json:"state"`
-}
-
-// Defaults of `airlock serve`.
-const (
-	DefaultListen       = "127.0.0.1:8080"
-	DefaultMaxBodyBytes = 1 << 20
-)
-
-// ServeConfig is the HTTP server of `airlock serve`: the HTTP API, MCP over
-// streamable HTTP at /mcp, and the metrics.
-type ServeConfig struct {
-	// Listen is host:port with an IP literal host ("127.0.0.1:8080").
-	Listen string `koanf:"listen" json:"listen"`
-	// PublicMetrics serves GET /metrics without a token on a non-loopback
-	// listener (on loopback it is always served without one).
-	PublicMetrics bool `koanf:"public_metrics" json:"public_metrics"`
-	// MaxBodyBytes limits request bodies (413 too_large above it).
-	MaxBodyBytes int64 `koanf:"max_body_bytes" json:"max_body_bytes"`
-	// DrainTimeout bounds the graceful shutdown: in-flight calls get this
-	// long to finish after SIGINT/SIGTERM [DefaultDrainTimeout].
-	DrainTimeout time.Duration `koanf:"drain_timeout" json:"drain_timeout"`
 }
 
 // BrowseConfig picks the providers of fetch, crawl and search. API keys are

@@ -470,10 +470,10 @@ func newConfigCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := engine.Validate(cfg, e.engineOptions()...); err != nil {
+			if err := engine.Validate(cfg.Config, e.engineOptions()...); err != nil {
 				return err
 			}
-			return writeJSONIndent(e.stdout, describeConfig(engine.Effective(cfg), path))
+			return writeJSONIndent(e.stdout, describeConfig(fileConfig{Config: engine.Effective(cfg.Config), Serve: cfg.Serve}, path))
 		},
 	}
 	cmd.AddCommand(check)

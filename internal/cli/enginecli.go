@@ -12,7 +12,7 @@ import (
 // config loads the configuration and applies the global flags and, when
 // given, the policy flags (which shape the global egress settings and the
 // default tenant, so a person can try things without a config file).
-func (e *env) config(pf *policyFlags) (engine.Config, string, error) {
+func (e *env) config(pf *policyFlags) (fileConfig, string, error) {
 	cfg, path, err := loadConfig(e.configPath, e.environ)
 	if err != nil {
 		return cfg, path, err
@@ -21,7 +21,7 @@ func (e *env) config(pf *policyFlags) (engine.Config, string, error) {
 		cfg.DataDir = e.dataDir
 	}
 	if pf != nil {
-		if err := pf.applyTo(&cfg); err != nil {
+		if err := pf.applyTo(&cfg.Config); err != nil {
 			return cfg, path, err
 		}
 	}
@@ -35,7 +35,7 @@ func (e *env) openEngine(pf *policyFlags) (*engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return engine.New(context.Background(), cfg, e.engineOptions()...)
+	return engine.New(context.Background(), cfg.Config, e.engineOptions()...)
 }
 
 // engineOptions are the options every engine (and Validate) of this

@@ -134,11 +134,13 @@ egress:
 		t.Errorf("config check without the secret: exit %d %q, want 2 naming ACME_HOOK_SECRET", r.code, r.stderr)
 	}
 	for name, body := range map[string]string{
-		"unknown key":     "tenants:\n  a:\n    profil: posix\n",
-		"unknown profile": "tenants:\n  a:\n    profile: superuser\n",
-		"plain token":     "tenants:\n  a:\n    tokens: [hunter2]\n",
-		"bad pattern":     "egress:\n  allow: ['10.0.0.0/99']\n",
-		"bad yaml":        "tenants: [\n",
+		"unknown key":       "tenants:\n  a:\n    profil: posix\n",
+		"unknown profile":   "tenants:\n  a:\n    profile: superuser\n",
+		"plain token":       "tenants:\n  a:\n    tokens: [hunter2]\n",
+		"bad pattern":       "egress:\n  allow: ['10.0.0.0/99']\n",
+		"bad yaml":          "tenants: [\n",
+		"unknown serve key": "serve:\n  lisen: 127.0.0.1:1\n",
+		"unknown top key":   "bogus: 1\n",
 	} {
 		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".yaml")
 		os.WriteFile(p, []byte(body), 0o600)
