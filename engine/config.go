@@ -69,10 +69,11 @@ type Config struct {
 	State StateConfig `koanf:"state" json:"state"`
 }
 
-// BrowseConfig picks the providers of fetch, crawl and search. API keys are
-// read from the environment variables named here (defaults in brackets) and
-// never appear in results, errors or logs; a provider whose key is absent is
-// not available.
+// BrowseConfig picks the providers of fetch, crawl and search. The API
+// providers are those registered with WithProviders (the CLI registers
+// them all): their keys are read from the environment variables named
+// here (defaults in brackets) and never appear in results, errors or
+// logs; a provider whose key is absent is not available.
 type BrowseConfig struct {
 	// Provider serves every verb it declares (native, firecrawl); "" native.
 	Provider string `koanf:"provider" json:"provider"`

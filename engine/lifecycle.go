@@ -28,16 +28,18 @@ import (
 type Option func(*options)
 
 type options struct {
-	logger  *slog.Logger
-	getenv  func(string) string
-	limiter gate.RateLimiter
+	logger    *slog.Logger
+	getenv    func(string) string
+	limiter   gate.RateLimiter
+	providers []Provider
 }
 
 // WithLogger sets the structured logger (one record per decision). The
 // default discards.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
-// WithGetenv replaces os.Getenv for reading secrets and provider keys.
+// WithGetenv replaces os.Getenv for reading secrets, route credentials and
+// provider keys.
 func WithGetenv(f func(string) string) Option { return func(o *options) { o.getenv = f } }
 
 func newOptions(opts []Option) options {
@@ -141,7 +143,7 @@ func (s *closers) unwind(ctx context.Context) error {
 // config.
 func Validate(cfg Config, opts ...Option) error {
 	o := newOptions(opts)
-	_, err := compile(cfg, o.getenv)
+	_, err := compile(cfg, o.getenv, o.providers)
 	return err
 }
 
@@ -152,7 +154,7 @@ func Validate(cfg Config, opts ...Option) error {
 // opened.
 func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error) {
 	o := newOptions(opts)
-	p, err := compile(cfg, o.getenv)
+	p, err := compile(cfg, o.getenv, o.providers)
 	if err != nil {
 		return nil, err
 	}

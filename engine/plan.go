@@ -56,9 +56,10 @@ func configErr(format string, args ...any) error {
 // compile checks cfg and compiles it: profiles, tenants (checkers,
 // ceilings, secrets read through getenv or from their files), routes
 // (credentials read), the resolver, the upstream proxies, the TLS profile
-// and the browse dispatcher with the providers whose keys getenv has.
+// and the browse dispatcher with the registered providers whose keys
+// getenv has.
 // Every refusal is invalid (reason config).
-func compile(cfg Config, getenv func(string) string) (*plan, error) {
+func compile(cfg Config, getenv func(string) string, providers []Provider) (*plan, error) {
 	cfg = defaults(cfg)
 	if err := check(cfg); err != nil {
 		return nil, err
@@ -70,7 +71,7 @@ func compile(cfg Config, getenv func(string) string) (*plan, error) {
 	if p.tls, err = egress.ParseTLSProfile(cfg.Egress.TLSProfile); err != nil {
 		return nil, configErr("egress.tls_profile: %v", err)
 	}
-	if p.browse, err = buildDispatcher(cfg.Browse, getenv, p.chromium); err != nil {
+	if p.browse, err = buildDispatcher(cfg.Browse, getenv, providers, p.chromium); err != nil {
 		return nil, configErr("%v", err)
 	}
 	if p.profiles, err = compileProfiles(cfg); err != nil {

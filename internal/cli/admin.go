@@ -470,7 +470,7 @@ func newConfigCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := engine.Validate(cfg.Config, e.engineOptions()...); err != nil {
+			if err := engine.Validate(cfg.Config, e.engineOptions(cfg.Config)...); err != nil {
 				return err
 			}
 			return writeJSONIndent(e.stdout, describeConfig(fileConfig{Config: engine.Effective(cfg.Config), Serve: cfg.Serve}, path))

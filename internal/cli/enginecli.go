@@ -35,17 +35,18 @@ func (e *env) openEngine(pf *policyFlags) (*engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return engine.New(context.Background(), cfg.Config, e.engineOptions()...)
+	return engine.New(context.Background(), cfg.Config, e.engineOptions(cfg.Config)...)
 }
 
 // engineOptions are the options every engine (and Validate) of this
-// invocation gets: where secrets and provider keys are read from.
-func (e *env) engineOptions(opts ...engine.Option) []engine.Option {
+// invocation gets: where secrets and provider keys are read from, and the
+// providers registry.
+func (e *env) engineOptions(cfg engine.Config, opts ...engine.Option) []engine.Option {
 	getenv := e.getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	return append([]engine.Option{engine.WithGetenv(getenv)}, opts...)
+	return append([]engine.Option{engine.WithGetenv(getenv), engine.WithProviders(providers(cfg.Browse)...)}, opts...)
 }
 
 func closeEngine(en *engine.Engine) error {

@@ -125,7 +125,7 @@ func (e *env) loadGuest(ctx context.Context, pf *policyFlags, gf *guestFlags, pr
 	}
 	gc := cfg.Guests
 	s := &guestSetup{guests: gc}
-	if s.en, err = engine.New(ctx, cfg.Config, e.engineOptions()...); err != nil {
+	if s.en, err = engine.New(ctx, cfg.Config, e.engineOptions(cfg.Config)...); err != nil {
 		return nil, err
 	}
 	cacheDir := ""

@@ -118,7 +118,7 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 	}
 
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	en, err := engine.New(ctx, cfg.Config, e.engineOptions(engine.WithLogger(logger))...)
+	en, err := engine.New(ctx, cfg.Config, e.engineOptions(cfg.Config, engine.WithLogger(logger))...)
 	if err != nil {
 		return err
 	}
