@@ -104,8 +104,9 @@ func validateBudgets(cfg Config) error {
 	return nil
 }
 
-// newBudgets compiles the budgets of cfg (after defaults) for its tenants.
-func newBudgets(cfg Config) *gate.Budgets {
+// budgetLimits compiles the budgets of cfg (after defaults) for its
+// tenants.
+func budgetLimits(cfg Config) gate.BudgetsConfig {
 	b := cfg.Budgets
 	limits := map[string]gate.BudgetLimit{
 		gate.BudgetConnections: {Process: int64(b.Connections), Tenants: map[string]int64{}},
@@ -121,7 +122,7 @@ func newBudgets(cfg Config) *gate.Budgets {
 		limits[gate.BudgetCrawls].Tenants[name] = int64(s.Crawls)
 		limits[gate.BudgetBrowsers].Tenants[name] = int64(s.BrowserSessions)
 	}
-	return gate.NewBudgets(gate.BudgetsConfig{Limits: limits, Wait: b.Wait, Queue: b.Queue})
+	return gate.BudgetsConfig{Limits: limits, Wait: b.Wait, Queue: b.Queue}
 }
 
 // extractBudget is the process's extraction budget in the shape

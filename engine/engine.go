@@ -19,7 +19,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock"
@@ -301,65 +300,15 @@ func (e *Engine) Route(ctx context.Context, p airlock.Principal, req airlock.Rou
 	if !ok || !call.Tenant.Routes[req.Name] && !call.Tenant.Routes[AllRoutes] {
 		return nil, call.End(airlock.Errorf(airlock.CodeNotFound, "route", "no route named %q for tenant %s", req.Name, p.Tenant), 0, 0)
 	}
-	method := strings.ToUpper(req.Method)
-	if method == "" {
-		method = http.MethodGet
-	}
-	if !r.methods[method] {
-		return nil, call.End(airlock.Errorf(airlock.CodeDenied, "route_method", "route %s does not allow %s", r.name, method), 0, 0)
-	}
-	u, err := r.join(req.Path)
+	method, u, h, err := r.Request(req.Method, req.Path, req.Header)
 	if err != nil {
 		return nil, call.End(err, 0, 0)
 	}
-	h := http.Header{}
-	for k, vs := range req.Header {
-		if http.CanonicalHeaderKey(k) == r.header {
-			continue // the caller cannot set or see the credential header
-		}
-		h[k] = vs
-	}
-	if err := egress.CheckHeaders(h); err != nil {
-		return nil, call.End(err, 0, 0)
-	}
-	h.Set(r.header, r.value)
 	resp, in, err := e.doHTTP(call, call.Tenant.Client, &egress.Request{Method: method, URL: u, Header: h, Body: req.Body,
-		Call: egress.Call{Key: call.Key(), Narrow: r.origin}}, r.redact)
+		Call: egress.Call{Key: call.Key(), Narrow: r.Origin()}}, r.Redactor())
 	if err = call.End(err, in, int64(len(req.Body))); err != nil {
 		return nil, err
 	}
 	resp.DecisionID = call.ID
 	return resp, nil
-}
-
-func (r *route) join(path string) (string, error) {
-	bad := func(why string) error {
-		return airlock.Errorf(airlock.CodeInvalid, "route_path", "route %s: path %q %s", r.name, path, why)
-	}
-	if !strings.HasPrefix(path, "/") || strings.HasPrefix(path, "//") {
-		return "", bad("must start with a single /")
-	}
-	p, _, _ := strings.Cut(path, "?")
-	for _, seg := range strings.Split(p, "/") {
-		if seg == ".." || seg == "." || strings.Contains(strings.ToLower(seg), "%2e") || strings.Contains(strings.ToLower(seg), "%2f") {
-			return "", bad("may not contain dot segments or encoded slashes")
-		}
-	}
-	// The prefix matches whole segments: /v1 admits /v1 and /v1/x, not /v10.
-	if !strings.HasPrefix(p, r.prefix) || !strings.HasSuffix(r.prefix, "/") && len(p) > len(r.prefix) && p[len(r.prefix)] != '/' {
-		return "", bad("is outside the route's path prefix " + r.prefix)
-	}
-	base := strings.TrimSuffix(r.base.URL.String(), "/")
-	if r.base.URL.Path != "/" {
-		base = strings.TrimSuffix(r.base.String(), "/")
-	}
-	u := base + path
-	t, err := egress.ParseURL(u)
-	if err != nil {
-		return "", err
-	}
-	if t.Origin() != r.base.Origin() {
-		return "", bad("leaves the route's origin")
-	}
-	return u, nil
 }

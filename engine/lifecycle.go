@@ -62,7 +62,7 @@ type Engine struct {
 	audit    *gate.Auditor
 	revs     *gate.RevocationSet
 	registry *prometheus.Registry
-	routes   map[string]*route
+	routes   map[string]*gate.Route
 	browse   *browse.Dispatcher
 	tokens   map[string]string // config token hash → tenant
 	logger   *slog.Logger
@@ -88,23 +88,6 @@ type Engine struct {
 	closing atomic.Bool // no new calls
 	closeMu sync.Mutex
 	closed  bool
-}
-
-type route struct {
-	name   string
-	base   egress.Target
-	header string
-	value  string // the header value (prefix + credential); never leaves the engine
-	// redact finds the credential (alone, verbatim and percent-encoded) in
-	// everything the caller receives: final URL, redirects, headers, body,
-	// error text.
-	redact  *gate.Redactor
-	methods map[string]bool
-	prefix  string
-	// origin narrows every call of the route to its base's host and port,
-	// so that a redirect cannot carry the credential header elsewhere
-	// (egress drops only Authorization and Cookie across origins).
-	origin *egress.Checker
 }
 
 // closers is a stack of shutdown steps: New pushes each one when it opens
@@ -178,7 +161,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 		e.closers.push("redis", func(context.Context) error { return e.fleet.Close() })
 	}
 	e.replica = replicaName(cfg.State)
-	e.budgets = newBudgets(cfg)
+	e.budgets = gate.NewBudgets(p.budgets)
 	tenants := e.tenants(p)
 	e.closers.push("idle connections", func(context.Context) error {
 		for _, t := range tenants {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"os"
 	"slices"
@@ -27,13 +26,14 @@ type plan struct {
 	profiles map[string]gate.Profile
 	tenants  map[string]*tenantPlan
 	tokens   map[string]string // config token hash → tenant
-	routes   map[string]*route
+	routes   map[string]*gate.Route
 	resolver egress.Resolver
 	proxies  map[string]*egress.UpstreamProxy
 	tls      egress.TLSProfile
 	browse   *browse.Dispatcher
 	chromium *chromiumProvider
-	connect  gate.Limit // connect attempts per instance
+	connect  gate.Limit         // connect attempts per instance
+	budgets  gate.BudgetsConfig // the process's and each tenant's
 }
 
 // tenantPlan is one tenant compiled: its profile, checker, ceilings and
@@ -54,7 +54,8 @@ func configErr(format string, args ...any) error {
 }
 
 // compile checks cfg and compiles it: profiles, tenants (checkers,
-// ceilings, secrets read through getenv or from their files), routes
+// ceilings, secrets read through getenv or from their files), budgets,
+// routes
 // (credentials read), the resolver, the upstream proxies, the TLS profile
 // and the browse dispatcher with the registered providers whose keys
 // getenv has.
@@ -64,9 +65,10 @@ func compile(cfg Config, getenv func(string) string, providers []Provider) (*pla
 	if err := check(cfg); err != nil {
 		return nil, err
 	}
-	p := &plan{cfg: cfg, tenants: map[string]*tenantPlan{}, tokens: map[string]string{}, routes: map[string]*route{},
+	p := &plan{cfg: cfg, tenants: map[string]*tenantPlan{}, tokens: map[string]string{}, routes: map[string]*gate.Route{},
 		proxies: map[string]*egress.UpstreamProxy{}, chromium: &chromiumProvider{},
-		connect: gate.Limit{Rate: float64(cfg.Limits.ConnectAttempts) / cfg.Limits.ConnectWindow.Seconds(), Burst: cfg.Limits.ConnectAttempts}}
+		connect: gate.Limit{Rate: float64(cfg.Limits.ConnectAttempts) / cfg.Limits.ConnectWindow.Seconds(), Burst: cfg.Limits.ConnectAttempts},
+		budgets: budgetLimits(cfg)}
 	var err error
 	if p.tls, err = egress.ParseTLSProfile(cfg.Egress.TLSProfile); err != nil {
 		return nil, configErr("egress.tls_profile: %v", err)
@@ -336,37 +338,16 @@ func readSecret(ref SecretRef, getenv func(string) string) ([]byte, error) {
 	return nil, errors.New("set env or file")
 }
 
-func buildRoute(name string, rc RouteConfig, getenv func(string) string) (*route, error) {
-	base, err := egress.ParseURL(rc.BaseURL)
-	if err != nil {
-		return nil, configErr("routes.%s.base_url: %v", name, err)
-	}
-	if rc.Header == "" || strings.ContainsAny(rc.Header, " :\r\n") {
-		return nil, configErr("routes.%s.header: a header name is required", name)
-	}
+// buildRoute reads a route's credential and compiles the route.
+func buildRoute(name string, rc RouteConfig, getenv func(string) string) (*gate.Route, error) {
 	v, err := readSecret(SecretRef{Env: rc.ValueEnv, File: rc.ValueFile}, getenv)
 	if err != nil {
 		return nil, configErr("routes.%s: credential: %v", name, err)
 	}
-	r := &route{name: name, base: base, header: http.CanonicalHeaderKey(rc.Header), value: rc.Prefix + string(v), redact: gate.NewRedactor(string(v)), methods: map[string]bool{}, prefix: rc.PathPrefix}
-	if r.prefix == "" {
-		r.prefix = "/"
-	}
-	pol := egress.DefaultPolicy()
-	pol.Allow = []string{base.HostPort()}
-	pol.Exceptions = []string{"0.0.0.0/0", "::/0"} // the tenant's checker keeps the floor
-	if r.origin, err = pol.Compile(); err != nil {
-		return nil, configErr("routes.%s.base_url: %v", name, err)
-	}
-	if !strings.HasPrefix(r.prefix, "/") {
-		return nil, configErr("routes.%s.path_prefix must start with /", name)
-	}
-	methods := rc.Methods
-	if len(methods) == 0 {
-		methods = []string{http.MethodGet}
-	}
-	for _, m := range methods {
-		r.methods[strings.ToUpper(m)] = true
+	r, err := gate.NewRoute(name, gate.RouteSpec{BaseURL: rc.BaseURL, Header: rc.Header, ValuePrefix: rc.Prefix, Credential: string(v),
+		Methods: rc.Methods, PathPrefix: rc.PathPrefix})
+	if err != nil {
+		return nil, configErr("routes.%s.%v", name, err)
 	}
 	return r, nil
 }
