@@ -178,27 +178,6 @@ func (e *Engine) watchFleet() error {
 	}, e.logger)
 }
 
-// fleetAuditSink stores records in the replica's own store and appends
-// them to the fleet's audit stream. A stream failure loses nothing: the
-// records are in this replica's store, which its own queries see.
-type fleetAuditSink struct {
-	store.AuditLog
-	stream *fleet.AuditStream
-	e      *Engine
-}
-
-func (s *fleetAuditSink) AppendAudit(ctx context.Context, recs []store.AuditRecord) error {
-	if err := s.AuditLog.AppendAudit(ctx, recs); err != nil {
-		return err
-	}
-	if err := s.stream.Publish(ctx, recs); err != nil {
-		n := s.e.streamFailures.Add(1)
-		s.e.logger.Warn("audit stream: publishing failed; the records are in this replica's store only",
-			slog.Int("records", len(recs)), slog.Int64("failures", n), slog.String("error", err.Error()))
-	}
-	return nil
-}
-
 // FallbackAuditEvery bounds the audit records of state.fallback_local.
 const FallbackAuditEvery = 10 * time.Second
 
@@ -208,24 +187,7 @@ func (e *Engine) fleetLimiter(f *fleet.Fleet) gate.RateLimiter {
 	if !e.cfg.State.FallbackLocal {
 		return f.Limiter()
 	}
-	return &fallbackLimiter{shared: f.Limiter(), local: &gate.MemoryLimiter{}, note: e.noteFallback}
-}
-
-// fallbackLimiter asks Redis and, when Redis fails, the process's own
-// limiter (state.fallback_local), noting each fallback.
-type fallbackLimiter struct {
-	shared gate.RateLimiter
-	local  *gate.MemoryLimiter
-	note   func(what string, err error)
-}
-
-func (l *fallbackLimiter) Allow(ctx context.Context, key string, limit gate.Limit) (bool, time.Duration, error) {
-	ok, retry, err := l.shared.Allow(ctx, key, limit)
-	if err == nil {
-		return ok, retry, nil
-	}
-	l.note("rate limit "+key, err)
-	return l.local.Allow(ctx, key, limit)
+	return &fleet.FallbackLimiter{Shared: f.Limiter(), Local: &gate.MemoryLimiter{}, Note: e.noteFallback}
 }
 
 // noteFallback logs a fallback to local state and records it in the audit

@@ -70,11 +70,10 @@ type Engine struct {
 	jobs     *jobs.Runner    // crawl jobs (jobs.go)
 	browser  *browserManager // browser sessions (browser.go)
 
-	fleet          *fleet.Fleet // shared state on Redis, or nil (fleet.go)
-	fleetRevs      *fleet.ReplicaRevocations
-	auditStream    *fleet.AuditStream
-	replica        string // this replica's name in the fleet
-	streamFailures atomic.Int64
+	fleet       *fleet.Fleet // shared state on Redis, or nil (fleet.go)
+	fleetRevs   *fleet.ReplicaRevocations
+	auditStream *fleet.AuditStream
+	replica     string // this replica's name in the fleet
 	// state.fallback_local: fallbacks so far, and when one was last audited
 	fallbacks         atomic.Int64
 	lastFallbackAudit atomic.Int64
@@ -182,7 +181,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 	var sink store.AuditLog = e.st
 	if e.fleet != nil {
 		e.auditStream = e.fleet.AuditStream(e.replica)
-		sink = &fleetAuditSink{AuditLog: e.st, stream: e.auditStream, e: e}
+		sink = &fleet.TeeAudit{AuditLog: e.st, Stream: e.auditStream, Logger: o.logger}
 	}
 	e.audit = gate.NewAuditor(gate.AuditorConfig{Sink: sink, Interval: cfg.Audit.BatchInterval, Queue: cfg.Audit.QueueSize, Logger: o.logger, Registry: e.registry})
 	e.closers.push("audit log", func(ctx context.Context) error {
