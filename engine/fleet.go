@@ -166,7 +166,7 @@ func (e *Engine) watchFleet() error {
 			return nil
 		}, e.logger)
 	})
-	return e.fleet.Revocations().Watch(ctx, func() {
+	return e.fleet.Revocations().Watch(ctx, &e.loops, func() {
 		rctx, c := context.WithTimeout(ctx, fleet.IOTimeout)
 		defer c()
 		if err := e.revs.Refresh(rctx); err != nil && ctx.Err() == nil && e.revs.Lost() == nil {
