@@ -2,10 +2,8 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 
@@ -201,7 +199,7 @@ func compileTenant(cfg Config, profiles map[string]gate.Profile, name string, tc
 		return nil, err
 	}
 	for sname, ref := range tc.Secrets {
-		v, err := readSecret(ref, getenv)
+		v, err := gate.ReadSecret(ref.Env, ref.File, getenv)
 		if err != nil {
 			return nil, configErr("tenant %q secret %q: %v", name, sname, err)
 		}
@@ -314,33 +312,9 @@ func (lazySystem) LookupNetIP(ctx context.Context, network, host string) ([]neti
 	return r.LookupNetIP(ctx, network, host)
 }
 
-func readSecret(ref SecretRef, getenv func(string) string) ([]byte, error) {
-	switch {
-	case ref.Env != "" && ref.File != "":
-		return nil, errors.New("set exactly one of env and file")
-	case ref.Env != "":
-		v := getenv(ref.Env)
-		if v == "" {
-			return nil, fmt.Errorf("environment variable %s is not set", ref.Env)
-		}
-		return []byte(v), nil
-	case ref.File != "":
-		b, err := os.ReadFile(ref.File)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", ref.File, errors.Unwrap(err))
-		}
-		v := strings.TrimRight(string(b), "\r\n")
-		if v == "" {
-			return nil, fmt.Errorf("%s is empty", ref.File)
-		}
-		return []byte(v), nil
-	}
-	return nil, errors.New("set env or file")
-}
-
 // buildRoute reads a route's credential and compiles the route.
 func buildRoute(name string, rc RouteConfig, getenv func(string) string) (*gate.Route, error) {
-	v, err := readSecret(SecretRef{Env: rc.ValueEnv, File: rc.ValueFile}, getenv)
+	v, err := gate.ReadSecret(rc.ValueEnv, rc.ValueFile, getenv)
 	if err != nil {
 		return nil, configErr("routes.%s: credential: %v", name, err)
 	}
