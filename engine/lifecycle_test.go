@@ -100,6 +100,7 @@ func TestValidateAgreesWithNew(t *testing.T) {
 			"local": {Secrets: map[string]engine.SecretRef{"hook": {File: "testdata/no-such-secret"}}}}}},
 		{"unset route credential", engine.Config{Routes: map[string]engine.RouteConfig{
 			"llm": {BaseURL: "https://api.example.com/v1", Header: "Authorization", ValueEnv: "AIRLOCK_TEST_UNSET_SECRET"}}}},
+		{"bad upstream proxy", engine.Config{Egress: engine.EgressConfig{Proxies: map[string]string{"corp": "ftp://127.0.0.1:3128"}}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.cfg.InMemory = true
