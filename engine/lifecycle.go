@@ -169,33 +169,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 		return nil
 	})
 
-	if cfg.InMemory {
-		e.st, err = store.OpenMemory()
-	} else {
-		e.st, err = store.Open(filepath.Join(cfg.DataDir, "airlock.db"))
+	if err := e.openLog(stop); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeUnavailable, "store", "open the store in %s: %v", cfg.DataDir, err)
-	}
-	e.closers.push("store", func(context.Context) error { return e.st.Close() })
-	var sink store.AuditLog = e.st
-	if e.fleet != nil {
-		e.auditStream = e.fleet.AuditStream(e.replica)
-		sink = &fleet.TeeAudit{AuditLog: e.st, Stream: e.auditStream, Logger: o.logger}
-	}
-	e.audit = gate.NewAuditor(gate.AuditorConfig{Sink: sink, Interval: cfg.Audit.BatchInterval, Queue: cfg.Audit.QueueSize, Logger: o.logger, Registry: e.registry})
-	e.closers.push("audit log", func(ctx context.Context) error {
-		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultDrainTimeout)
-		defer cancel()
-		return e.audit.Close(flushCtx)
-	})
-	// The loops use the store and the auditor: they stop before those
-	// close.
-	e.closers.push("loops", func(context.Context) error {
-		stop()
-		e.loops.Wait()
-		return nil
-	})
 
 	// The poller may call onChange from its goroutine before the gate
 	// exists: hand the gate over through an atomic pointer.
@@ -233,20 +209,62 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 	e.closers.push("browser sessions", func(ctx context.Context) error { e.browser.close(ctx); return nil })
 	e.closers.push("calls in flight", func(ctx context.Context) error { e.drain(ctx); return nil })
 
+	e.registerMetrics()
+	e.startJobs(e.ctx)
+	e.closers.push("crawl jobs", func(ctx context.Context) error { e.jobs.Close(ctx); return nil })
+	e.loops.Go(e.retention)
+	return e, nil
+}
+
+// openLog opens the store and the audit pipeline on it (with a fleet, the
+// replica's own log teed to the audit stream), and pushes their closers
+// and, above them, stopping the loops (stop cancels the engine's
+// context), which use both.
+func (e *Engine) openLog(stop context.CancelFunc) error {
+	cfg := e.cfg
+	var err error
+	if cfg.InMemory {
+		e.st, err = store.OpenMemory()
+	} else {
+		e.st, err = store.Open(filepath.Join(cfg.DataDir, "airlock.db"))
+	}
+	if err != nil {
+		return airlock.Errorf(airlock.CodeUnavailable, "store", "open the store in %s: %v", cfg.DataDir, err)
+	}
+	e.closers.push("store", func(context.Context) error { return e.st.Close() })
+	var sink store.AuditLog = e.st
+	if e.fleet != nil {
+		e.auditStream = e.fleet.AuditStream(e.replica)
+		sink = &fleet.TeeAudit{AuditLog: e.st, Stream: e.auditStream, Logger: e.logger}
+	}
+	e.audit = gate.NewAuditor(gate.AuditorConfig{Sink: sink, Interval: cfg.Audit.BatchInterval, Queue: cfg.Audit.QueueSize, Logger: e.logger, Registry: e.registry})
+	e.closers.push("audit log", func(ctx context.Context) error {
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultDrainTimeout)
+		defer cancel()
+		return e.audit.Close(flushCtx)
+	})
+	e.closers.push("loops", func(context.Context) error {
+		stop()
+		e.loops.Wait()
+		return nil
+	})
+	return nil
+}
+
+// registerMetrics registers the build info, the budgets, the Go and
+// process collectors, the calls in flight and, with a fleet, Redis's.
+func (e *Engine) registerMetrics() {
 	bi := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "airlock_build_info", Help: "Build information; always 1."}, []string{"version", "goversion"})
 	bi.WithLabelValues(Version, runtime.Version()).Set(1)
 	if e.fleet != nil {
 		// A fresh registry: registering cannot collide.
 		if err := e.fleet.Register(e.registry); err != nil {
-			o.logger.Error("redis metrics not registered", slog.String("error", err.Error()))
+			e.logger.Error("redis metrics not registered", slog.String("error", err.Error()))
 		}
 	}
+	g := e.gate
 	e.registry.MustRegister(bi, e.budgets, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "airlock_broker_calls_in_flight", Help: "Broker calls in progress."}, func() float64 { return float64(g.Active()) }))
-	e.startJobs(e.ctx)
-	e.closers.push("crawl jobs", func(ctx context.Context) error { e.jobs.Close(ctx); return nil })
-	e.loops.Go(e.retention)
-	return e, nil
 }
 
 // tenants builds the gate's tenants of p: each tenant's dialer on the
