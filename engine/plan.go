@@ -53,11 +53,10 @@ func configErr(format string, args ...any) error {
 
 // compile checks cfg and compiles it: profiles, tenants (checkers,
 // ceilings, secrets read through getenv or from their files), budgets,
-// routes
-// (credentials read), the resolver, the upstream proxies, the TLS profile
-// and the browse dispatcher with the registered providers whose keys
-// getenv has.
-// Every refusal is invalid (reason config).
+// routes (credentials read), the resolver, the upstream proxies, the TLS
+// profile and the browse dispatcher with the registered providers whose
+// keys getenv has. Every refusal is invalid (reason config). Validate and
+// New both call it: they cannot disagree on a configuration.
 func compile(cfg Config, getenv func(string) string, providers []Provider) (*plan, error) {
 	cfg = defaults(cfg)
 	if err := check(cfg); err != nil {
