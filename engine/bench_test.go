@@ -130,7 +130,7 @@ func BenchmarkGateOverhead(b *testing.B) {
 // store writes are dropped from the persistent log, as designed; the
 // request path is what is measured.
 func BenchmarkSign(b *testing.B) {
-	e, err := New(Config{InMemory: true, Tenants: map[string]TenantConfig{"local": {Profile: "posix", Rate: 1e12, Burst: 1 << 30,
+	e, err := New(context.Background(), Config{InMemory: true, Tenants: map[string]TenantConfig{"local": {Profile: "posix", Rate: 1e12, Burst: 1 << 30,
 		Secrets: map[string]SecretRef{"k": {Env: "K"}}}}}, WithGetenv(func(string) string { return "bench-key" }))
 	if err != nil {
 		b.Fatal(err)

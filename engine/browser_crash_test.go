@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -13,7 +14,7 @@ import (
 // TestBrowserCrashReportedAndRestarted: a killed Chromium is reported on
 // the event stream and the next op restarts it with the session's profile.
 func TestBrowserCrashReportedAndRestarted(t *testing.T) {
-	e, err := New(Config{InMemory: true, Tenants: map[string]TenantConfig{"local": {Profile: "posix", Exceptions: []string{"127.0.0.1"}}},
+	e, err := New(context.Background(), Config{InMemory: true, Tenants: map[string]TenantConfig{"local": {Profile: "posix", Exceptions: []string{"127.0.0.1"}}},
 		Browser: BrowserConfig{Policy: BrowserPolicy{AllowedOrigins: []string{"127.0.0.1"}}}})
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func TestBrowserHelperProcess(t *testing.T) {
 		t.Skip("the child process of TestBrowserDiesWithEngine")
 	}
 	fail := func(err error) { fmt.Println("error", err); os.Exit(2) }
-	e, err := engine.New(engine.Config{
+	e, err := engine.New(context.Background(), engine.Config{
 		DataDir: dir,
 		Tenants: map[string]engine.TenantConfig{"local": {Profile: "posix", Exceptions: []string{"127.0.0.1"}}},
 		Browser: engine.BrowserConfig{Policy: engine.BrowserPolicy{AllowedOrigins: []string{"127.0.0.1"}}},

@@ -182,7 +182,7 @@ func TestBrowserApproverTokensConfig(t *testing.T) {
 		{"a tenant's token", engine.Config{InMemory: true, Browser: engine.BrowserConfig{ApproverTokens: []string{hash}},
 			Tenants: map[string]engine.TenantConfig{"local": {Tokens: []string{hash}}}}},
 	} {
-		if _, err := engine.New(tc.cfg); airlock.CodeOf(err) != airlock.CodeInvalid {
+		if _, err := engine.New(context.Background(), tc.cfg); airlock.CodeOf(err) != airlock.CodeInvalid {
 			t.Errorf("%s: %v, want invalid", tc.name, err)
 		}
 	}

@@ -44,7 +44,7 @@ func budgetDefaults(b BudgetsConfig) BudgetsConfig {
 
 // orDefault sets *v to d when it is zero (a negative value is left for
 // validation to refuse).
-func orDefault[T int | int64 | time.Duration](v *T, d T) {
+func orDefault[T int | int64 | float64 | time.Duration](v *T, d T) {
 	if *v == 0 {
 		*v = d
 	}
@@ -104,8 +104,9 @@ func validateBudgets(cfg Config) error {
 	return nil
 }
 
-// newBudgets compiles the budgets of cfg (after defaults) for its tenants.
-func newBudgets(cfg Config) *gate.Budgets {
+// budgetLimits compiles the budgets of cfg (after defaults) for its
+// tenants.
+func budgetLimits(cfg Config) gate.BudgetsConfig {
 	b := cfg.Budgets
 	limits := map[string]gate.BudgetLimit{
 		gate.BudgetConnections: {Process: int64(b.Connections), Tenants: map[string]int64{}},
@@ -121,7 +122,7 @@ func newBudgets(cfg Config) *gate.Budgets {
 		limits[gate.BudgetCrawls].Tenants[name] = int64(s.Crawls)
 		limits[gate.BudgetBrowsers].Tenants[name] = int64(s.BrowserSessions)
 	}
-	return gate.NewBudgets(gate.BudgetsConfig{Limits: limits, Wait: b.Wait, Queue: b.Queue})
+	return gate.BudgetsConfig{Limits: limits, Wait: b.Wait, Queue: b.Queue}
 }
 
 // extractBudget is the process's extraction budget in the shape

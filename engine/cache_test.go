@@ -24,7 +24,7 @@ func TestHTTPCacheSharedPerTenant(t *testing.T) {
 		fmt.Fprintf(w, "body of %s", r.URL.Path)
 	}))
 	defer srv.Close()
-	e, err := New(Config{InMemory: true,
+	e, err := New(context.Background(), Config{InMemory: true,
 		Tenants: map[string]TenantConfig{"a": {Profile: "network"}, "b": {Profile: "network"}},
 		Egress:  EgressConfig{Exceptions: []string{"127.0.0.1"}}, DefaultTenant: "a"})
 	if err != nil {

@@ -62,8 +62,6 @@ type Config struct {
 	Browse  BrowseConfig           `koanf:"browse" json:"browse"`
 	// Browser configures the headless browser sessions (browser.go).
 	Browser BrowserConfig `koanf:"browser" json:"browser"`
-	// Serve configures `airlock serve` (the engine itself does not read it).
-	Serve ServeConfig `koanf:"serve" json:"serve"`
 	// Guests budgets the WebAssembly guests of a process (guest.go).
 	Guests GuestsConfig `koanf:"guests" json:"guests"`
 	// State moves the shared parts (rate limits, revocations, DNS pins)
@@ -71,31 +69,11 @@ type Config struct {
 	State StateConfig `koanf:"state" json:"state"`
 }
 
-// Defaults of `airlock serve`.
-const (
-	DefaultListen       = "127.0.0.1:8080"
-	DefaultMaxBodyBytes = 1 << 20
-)
-
-// ServeConfig is the HTTP server of `airlock serve`: the HTTP API, MCP over
-// streamable HTTP at /mcp, and the metrics.
-type ServeConfig struct {
-	// Listen is host:port with an IP literal host ("127.0.0.1:8080").
-	Listen string `koanf:"listen" json:"listen"`
-	// PublicMetrics serves GET /metrics without a token on a non-loopback
-	// listener (on loopback it is always served without one).
-	PublicMetrics bool `koanf:"public_metrics" json:"public_metrics"`
-	// MaxBodyBytes limits request bodies (413 too_large above it).
-	MaxBodyBytes int64 `koanf:"max_body_bytes" json:"max_body_bytes"`
-	// DrainTimeout bounds the graceful shutdown: in-flight calls get this
-	// long to finish after SIGINT/SIGTERM [DefaultDrainTimeout].
-	DrainTimeout time.Duration `koanf:"drain_timeout" json:"drain_timeout"`
-}
-
-// BrowseConfig picks the providers of fetch, crawl and search. API keys are
-// read from the environment variables named here (defaults in brackets) and
-// never appear in results, errors or logs; a provider whose key is absent is
-// not available.
+// BrowseConfig picks the providers of fetch, crawl and search. The API
+// providers are those registered with WithProviders (the CLI registers
+// them all): their keys are read from the environment variables named
+// here (defaults in brackets) and never appear in results, errors or
+// logs; a provider whose key is absent is not available.
 type BrowseConfig struct {
 	// Provider serves every verb it declares (native, firecrawl); "" native.
 	Provider string `koanf:"provider" json:"provider"`

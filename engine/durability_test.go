@@ -49,7 +49,7 @@ func TestAuditCloseLosesNothing(t *testing.T) {
 		},
 		Audit: engine.AuditConfig{BatchInterval: 20 * time.Millisecond},
 	}
-	e, err := engine.New(cfg, envMap(map[string]string{"K": "key"}))
+	e, err := engine.New(context.Background(), cfg, envMap(map[string]string{"K": "key"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestHelperProcess(t *testing.T) {
 	if dir == "" {
 		t.Skip("the child process of TestAuditKill9")
 	}
-	e, err := engine.New(engine.Config{
+	e, err := engine.New(context.Background(), engine.Config{
 		DataDir:       dir,
 		DefaultTenant: "t",
 		Tenants:       map[string]engine.TenantConfig{"t": {Profile: "network", Secrets: map[string]engine.SecretRef{"k": {Env: "K"}}}},
@@ -339,7 +339,7 @@ func TestCloseDrains(t *testing.T) {
 		cfg := engine.Config{DataDir: dir, DefaultTenant: "t",
 			Tenants: map[string]engine.TenantConfig{"t": {Profile: "network", Exceptions: []string{"127.0.0.1"}, Secrets: map[string]engine.SecretRef{"k": {Env: "K"}}}}}
 		env := envMap(map[string]string{"K": "key"})
-		e, err := engine.New(cfg, env)
+		e, err := engine.New(context.Background(), cfg, env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -404,7 +404,7 @@ func TestCloseDrains(t *testing.T) {
 		slow := newSlowServer(t)
 		cfg := engine.Config{DataDir: dir, DefaultTenant: "t",
 			Tenants: map[string]engine.TenantConfig{"t": {Profile: "network", Exceptions: []string{"127.0.0.1"}}}}
-		e, err := engine.New(cfg)
+		e, err := engine.New(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

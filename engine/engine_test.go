@@ -61,7 +61,7 @@ func newEngine(t *testing.T, cfg engine.Config, opts ...engine.Option) *engine.E
 	if cfg.DataDir == "" {
 		cfg.InMemory = true
 	}
-	e, err := engine.New(cfg, opts...)
+	e, err := engine.New(context.Background(), cfg, opts...)
 	if err != nil {
 		t.Fatalf("engine.New: %v", err)
 	}
@@ -492,7 +492,7 @@ func TestProfileConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.cfg.InMemory = true
-			e, err := engine.New(tt.cfg)
+			e, err := engine.New(context.Background(), tt.cfg)
 			if err == nil {
 				e.Close(context.Background())
 				t.Fatal("New succeeded")

@@ -13,7 +13,7 @@ import (
 // A denial carries its decision id from the caller's error to the audit log.
 func ExampleEngine_HTTP_denied() {
 	ctx := context.Background()
-	e, err := engine.New(engine.Config{InMemory: true}) // tenant "local", profile posix, the default policy
+	e, err := engine.New(context.Background(), engine.Config{InMemory: true}) // tenant "local", profile posix, the default policy
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func ExampleEngine_Sign() {
 		}
 		return ""
 	}
-	e, err := engine.New(engine.Config{
+	e, err := engine.New(context.Background(), engine.Config{
 		InMemory: true,
 		Tenants: map[string]engine.TenantConfig{
 			"local": {Profile: "minimal", Secrets: map[string]engine.SecretRef{"webhook": {Env: "WEBHOOK_KEY"}}},
@@ -75,7 +75,7 @@ func ExampleEngine_Sign() {
 // Revoking a principal stops its next call (and cancels those in flight).
 func ExampleEngine_Revoke() {
 	ctx := context.Background()
-	e, err := engine.New(engine.Config{InMemory: true})
+	e, err := engine.New(context.Background(), engine.Config{InMemory: true})
 	if err != nil {
 		log.Fatal(err)
 	}

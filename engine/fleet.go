@@ -132,19 +132,21 @@ func (e *Engine) browserElsewhere(ctx context.Context, id string) error {
 	return airlock.Errorf(airlock.CodeNotFound, "no_session", "browser: no session %q", id)
 }
 
-// openFleet connects to the configured Redis, or returns nil.
-func openFleet(c StateConfig, logger *slog.Logger) (*fleet.Fleet, error) {
+// openFleet connects to the configured Redis (within ctx and twice the
+// dial timeout), or returns nil.
+func openFleet(ctx context.Context, c StateConfig, logger *slog.Logger) (*fleet.Fleet, error) {
 	if c.RedisURL == "" {
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*fleet.DialTimeout)
+	ctx, cancel := context.WithTimeout(ctx, 2*fleet.DialTimeout)
 	defer cancel()
 	return fleet.Open(ctx, c.RedisURL, logger)
 }
 
 // watchFleet makes revocations announced by any replica apply here at
 // once (pub/sub), bounds how stale the set may get when Redis cannot be
-// read, and follows the other replicas' audit records.
+// read, and follows the other replicas' audit records: loops under the
+// engine's context, which Close cancels.
 func (e *Engine) watchFleet() error {
 	if e.fleet == nil {
 		return nil
@@ -152,9 +154,8 @@ func (e *Engine) watchFleet() error {
 	if !e.cfg.State.FallbackLocal {
 		e.revs.SetMaxStale(DefaultFleetMaxStale)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e.stopWatch = cancel
-	e.fleetBg.Go(func() {
+	ctx := e.ctx
+	e.loops.Go(func() {
 		e.auditStream.Follow(ctx, func(recs []gate.Record) error {
 			if err := e.st.AppendAudit(ctx, recs); err != nil {
 				return err
@@ -165,7 +166,7 @@ func (e *Engine) watchFleet() error {
 			return nil
 		}, e.logger)
 	})
-	err := e.fleet.Revocations().Watch(ctx, func() {
+	return e.fleet.Revocations().Watch(ctx, &e.loops, func() {
 		rctx, c := context.WithTimeout(ctx, fleet.IOTimeout)
 		defer c()
 		if err := e.revs.Refresh(rctx); err != nil && ctx.Err() == nil && e.revs.Lost() == nil {
@@ -175,49 +176,6 @@ func (e *Engine) watchFleet() error {
 			e.logger.Warn("revocation refresh after a change notice failed", slog.String("error", err.Error()))
 		}
 	}, e.logger)
-	if err != nil {
-		cancel()
-		return err
-	}
-	return nil
-}
-
-// stopFleet stops following the fleet (the revocation channel, the audit
-// stream) and waits for it, before the store closes.
-func (e *Engine) stopFleet() {
-	if e.stopWatch != nil {
-		e.stopWatch()
-	}
-	e.fleetBg.Wait()
-}
-
-// closeFleet stops following the fleet and closes the Redis client.
-func (e *Engine) closeFleet() {
-	e.stopFleet()
-	if e.fleet != nil {
-		e.fleet.Close()
-	}
-}
-
-// fleetAuditSink stores records in the replica's own store and appends
-// them to the fleet's audit stream. A stream failure loses nothing: the
-// records are in this replica's store, which its own queries see.
-type fleetAuditSink struct {
-	store.AuditLog
-	stream *fleet.AuditStream
-	e      *Engine
-}
-
-func (s *fleetAuditSink) AppendAudit(ctx context.Context, recs []store.AuditRecord) error {
-	if err := s.AuditLog.AppendAudit(ctx, recs); err != nil {
-		return err
-	}
-	if err := s.stream.Publish(ctx, recs); err != nil {
-		n := s.e.streamFailures.Add(1)
-		s.e.logger.Warn("audit stream: publishing failed; the records are in this replica's store only",
-			slog.Int("records", len(recs)), slog.Int64("failures", n), slog.String("error", err.Error()))
-	}
-	return nil
 }
 
 // FallbackAuditEvery bounds the audit records of state.fallback_local.
@@ -229,24 +187,7 @@ func (e *Engine) fleetLimiter(f *fleet.Fleet) gate.RateLimiter {
 	if !e.cfg.State.FallbackLocal {
 		return f.Limiter()
 	}
-	return &fallbackLimiter{shared: f.Limiter(), local: &gate.MemoryLimiter{}, note: e.noteFallback}
-}
-
-// fallbackLimiter asks Redis and, when Redis fails, the process's own
-// limiter (state.fallback_local), noting each fallback.
-type fallbackLimiter struct {
-	shared gate.RateLimiter
-	local  *gate.MemoryLimiter
-	note   func(what string, err error)
-}
-
-func (l *fallbackLimiter) Allow(ctx context.Context, key string, limit gate.Limit) (bool, time.Duration, error) {
-	ok, retry, err := l.shared.Allow(ctx, key, limit)
-	if err == nil {
-		return ok, retry, nil
-	}
-	l.note("rate limit "+key, err)
-	return l.local.Allow(ctx, key, limit)
+	return &fleet.FallbackLimiter{Shared: f.Limiter(), Local: &gate.MemoryLimiter{}, Note: e.noteFallback}
 }
 
 // noteFallback logs a fallback to local state and records it in the audit

@@ -38,7 +38,7 @@ func BenchmarkFleetCrawlJob(b *testing.B) {
 				if n == 0 {
 					cfg.State = engine.StateConfig{}
 				}
-				e, err := engine.New(cfg)
+				e, err := engine.New(context.Background(), cfg)
 				if err != nil {
 					b.Fatal(err)
 				}

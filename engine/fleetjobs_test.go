@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -180,7 +181,7 @@ func TestFleetReplicaProcess(t *testing.T) {
 		t.Skip("the child process of TestFleetCrawlJobSurvivesKill")
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if _, err := engine.New(fleetCrawlConfig(url), engine.WithLogger(log)); err != nil {
+	if _, err := engine.New(context.Background(), fleetCrawlConfig(url), engine.WithLogger(log)); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Println("ready")

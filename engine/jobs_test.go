@@ -536,7 +536,7 @@ func TestCrawlJobCloseInterrupts(t *testing.T) {
 	dir := t.TempDir()
 	cfg := jobEngineConfig()
 	cfg.DataDir = dir
-	e1, err := engine.New(cfg)
+	e1, err := engine.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

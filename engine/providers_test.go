@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
+	"github.com/airlockhq/airlock/internal/extract"
+	"github.com/airlockhq/airlock/internal/provider/firecrawl"
 )
 
 // fakeFirecrawl implements the documented /v1/scrape shape; it reports the
@@ -30,6 +33,22 @@ func fakeFirecrawl(t *testing.T, key string, finalURL func(asked string) string)
 	}))
 }
 
+// firecrawlAt registers Firecrawl at baseURL, keyed by FIRECRAWL_API_KEY
+// from the engine's getenv, as the CLI's registry does.
+func firecrawlAt(baseURL string) engine.Option {
+	return engine.WithProviders(engine.Provider{Name: firecrawl.Name, Capabilities: []string{airlock.VerbFetch, airlock.VerbCrawl, airlock.VerbSearch},
+		New: func(getenv func(string) string) (engine.BrowseProvider, error) {
+			key := getenv(firecrawl.EnvAPIKey)
+			if key == "" {
+				return nil, nil
+			}
+			return firecrawl.New(firecrawl.Options{APIKey: key, BaseURL: baseURL, Format: firecrawl.FormatRawHTML,
+				Extract: func(ctx context.Context, html []byte, pageURL, mode string) (*airlock.Page, error) {
+					return extract.Extract(ctx, extract.Input{URL: pageURL, Body: html, ContentType: "text/html; charset=utf-8"}, extract.Options{Mode: mode})
+				}})
+		}})
+}
+
 func TestFirecrawlProviderGoesThroughThePolicy(t *testing.T) {
 	const key = "fc-CANARY-51f0"
 	final := func(asked string) string { return asked }
@@ -38,7 +57,7 @@ func TestFirecrawlProviderGoesThroughThePolicy(t *testing.T) {
 	e := newEngine(t, engine.Config{
 		Egress: engine.EgressConfig{Exceptions: []string{"127.0.0.1"}, Resolve: map[string][]string{"public.example": {"93.184.215.14"}, "inside.example": {"10.1.1.1"}}},
 		Browse: engine.BrowseConfig{Provider: "firecrawl", FirecrawlURL: srv.URL},
-	}, envMap(map[string]string{"FIRECRAWL_API_KEY": key}))
+	}, envMap(map[string]string{"FIRECRAWL_API_KEY": key}), firecrawlAt(srv.URL))
 	ctx := testCtx(t)
 	p := e.Principal()
 
@@ -67,7 +86,7 @@ func TestFirecrawlProviderGoesThroughThePolicy(t *testing.T) {
 	e2 := newEngine(t, engine.Config{
 		Egress: engine.EgressConfig{Exceptions: []string{"127.0.0.1"}, Resolve: map[string][]string{"public.example": {"93.184.215.14"}}},
 		Browse: engine.BrowseConfig{Provider: "firecrawl", FirecrawlURL: srv.URL},
-	}, envMap(map[string]string{"FIRECRAWL_API_KEY": "fc-WRONG-CANARY"}))
+	}, envMap(map[string]string{"FIRECRAWL_API_KEY": "fc-WRONG-CANARY"}), firecrawlAt(srv.URL))
 	_, err = e2.Fetch(ctx, e2.Principal(), airlock.FetchRequest{URL: "https://public.example/a"})
 	if err == nil || strings.Contains(err.Error(), "fc-WRONG-CANARY") {
 		t.Errorf("wrong key: %v", err)
@@ -75,7 +94,8 @@ func TestFirecrawlProviderGoesThroughThePolicy(t *testing.T) {
 }
 
 func TestUnknownConfiguredProvider(t *testing.T) {
-	_, err := engine.New(engine.Config{InMemory: true, Browse: engine.BrowseConfig{Provider: "firecrawl"}})
+	_, err := engine.New(context.Background(), engine.Config{InMemory: true, Browse: engine.BrowseConfig{Provider: "firecrawl"}},
+		envMap(nil), firecrawlAt("http://127.0.0.1:1"))
 	if airlock.CodeOf(err) != airlock.CodeInvalid {
 		t.Errorf("firecrawl without its key: %v, want invalid", err)
 	}

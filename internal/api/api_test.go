@@ -26,6 +26,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
 	"github.com/airlockhq/airlock/internal/leakcheck"
+	"github.com/airlockhq/airlock/internal/provider/searxng"
 )
 
 // TestMain fails the package when tests leave goroutines behind (servers,
@@ -171,7 +172,15 @@ func testConfig(siteURL string) engine.Config {
 func newEngine(t *testing.T, cfg engine.Config) *engine.Engine {
 	t.Helper()
 	env := map[string]string{"SIGNING_KEY": signingKey, "ROUTE_KEY": routeSecret}
-	en, err := engine.New(cfg, engine.WithGetenv(func(k string) string { return env[k] }))
+	// SearXNG at browse.searxng_url, as the CLI's registry has it.
+	searx := engine.Provider{Name: searxng.Name, Capabilities: []string{airlock.VerbSearch},
+		New: func(func(string) string) (engine.BrowseProvider, error) {
+			if cfg.Browse.SearXNGURL == "" {
+				return nil, nil
+			}
+			return searxng.New(searxng.Options{URL: cfg.Browse.SearXNGURL})
+		}}
+	en, err := engine.New(context.Background(), cfg, engine.WithGetenv(func(k string) string { return env[k] }), engine.WithProviders(searx))
 	if err != nil {
 		t.Fatalf("engine.New: %v", err)
 	}

@@ -99,6 +99,16 @@ func importRules() []importRule {
 			},
 		},
 		{
+			// API providers and their environment variables are the
+			// composition root's registry (internal/cli), handed to the
+			// engine with WithProviders; the engine builds only its own.
+			name:    "the engine facade imports no provider but native",
+			applies: func(rel string) bool { return rel == "engine" },
+			forbidden: func(dep pkg) bool {
+				return under(dep.Rel, "internal/provider") && !under(dep.Rel, "internal/provider/native")
+			},
+		},
+		{
 			// The engine hands its subsystems narrow dependencies; one
 			// that imported the facade would hold it by the back door.
 			name:       "the crawl-jobs runner never imports the engine facade, a surface or the CLI",
@@ -381,6 +391,11 @@ func TestImportRulesCatch(t *testing.T) {
 			name: "provider imports a surface",
 			pkgs: []pkg{ours("internal/provider/native", m("internal/api")), ours("internal/api")},
 			want: []string{"providers never import a surface, the CLI or the engine facade"},
+		},
+		{
+			name: "the engine builds an API provider",
+			pkgs: []pkg{ours("engine", m("internal/provider/brave")), ours("internal/provider/brave")},
+			want: []string{"the engine facade imports no provider but native"},
 		},
 		{
 			name: "the jobs runner imports the engine",

@@ -463,17 +463,17 @@ func newConfigCmd(e *env) *cobra.Command {
 	}
 	check := &cobra.Command{
 		Use:   "check",
-		Short: "Validate the configuration and print the effective result (secrets shown by source, never by value)",
+		Short: "Validate the configuration (secrets and credentials read, as a start would) and print the effective result (secrets shown by source, never by value)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, path, err := e.config(nil)
 			if err != nil {
 				return err
 			}
-			if err := engine.Validate(cfg); err != nil {
+			if err := engine.Validate(cfg.Config, e.engineOptions(cfg.Config)...); err != nil {
 				return err
 			}
-			return writeJSONIndent(e.stdout, describeConfig(engine.Effective(cfg), path))
+			return writeJSONIndent(e.stdout, describeConfig(fileConfig{Config: engine.Effective(cfg.Config), Serve: cfg.Serve}, path))
 		},
 	}
 	cmd.AddCommand(check)

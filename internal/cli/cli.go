@@ -67,9 +67,12 @@ type env struct {
 	stderr io.Writer // errors and diagnostics
 	format string    // "text" or "json" after flag parsing; "" when not given
 
-	environ    []string // the process environment (AIRLOCK_* configuration)
-	configPath string   // --config
-	dataDir    string   // --data-dir
+	environ []string // the process environment (AIRLOCK_* configuration)
+	// getenv reads secrets, route credentials and provider keys; nil is
+	// os.Getenv.
+	getenv     func(string) string
+	configPath string // --config
+	dataDir    string // --data-dir
 
 	tty func() (terminal, error) // the approval prompt's terminal; nil: /dev/tty
 }

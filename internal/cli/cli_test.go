@@ -31,6 +31,16 @@ func invoke(t *testing.T, ctx context.Context, stdin string, args []string, extr
 	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
 
+// invokeEnv is invoke with the secrets, credentials and provider keys
+// the engine reads (from vars instead of the process environment).
+func invokeEnv(t *testing.T, ctx context.Context, vars map[string]string, args []string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return vars[k] }}
+	code := run(ctx, e, args, commands)
+	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
 // failWith returns a subcommand "fail" whose RunE returns err.
 func failWith(err error) func(*env) *cobra.Command {
 	return func(*env) *cobra.Command {

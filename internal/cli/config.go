@@ -35,10 +35,38 @@ const (
 // envSkip are AIRLOCK_ variables that are not configuration keys.
 var envSkip = map[string]bool{"AIRLOCK_CONFIG": true, "AIRLOCK_TOKEN": true}
 
+// fileConfig is the configuration's shape: the engine's Config, with the
+// serve section beside its keys (which only `airlock serve` reads).
+type fileConfig struct {
+	engine.Config `koanf:",squash"`
+	Serve         ServeConfig `koanf:"serve" json:"serve"`
+}
+
+// Defaults of `airlock serve`.
+const (
+	defaultListen       = "127.0.0.1:8080"
+	defaultMaxBodyBytes = 1 << 20
+)
+
+// ServeConfig is the HTTP server of `airlock serve`: the HTTP API, MCP over
+// streamable HTTP at /mcp, and the metrics.
+type ServeConfig struct {
+	// Listen is host:port with an IP literal host ("127.0.0.1:8080").
+	Listen string `koanf:"listen" json:"listen"`
+	// PublicMetrics serves GET /metrics without a token on a non-loopback
+	// listener (on loopback it is always served without one).
+	PublicMetrics bool `koanf:"public_metrics" json:"public_metrics"`
+	// MaxBodyBytes limits request bodies (413 too_large above it).
+	MaxBodyBytes int64 `koanf:"max_body_bytes" json:"max_body_bytes"`
+	// DrainTimeout bounds the graceful shutdown: in-flight calls get this
+	// long to finish after SIGINT/SIGTERM [engine.DefaultDrainTimeout].
+	DrainTimeout time.Duration `koanf:"drain_timeout" json:"drain_timeout"`
+}
+
 // loadConfig reads the configuration. path "" means $AIRLOCK_CONFIG, else
 // ./airlock.yaml if present, else none. It returns the path actually read.
-func loadConfig(path string, environ []string) (engine.Config, string, error) {
-	var cfg engine.Config
+func loadConfig(path string, environ []string) (fileConfig, string, error) {
+	var cfg fileConfig
 	k := koanf.New(keyDelim)
 	if path == "" {
 		path = lookupEnv(environ, "AIRLOCK_CONFIG")
@@ -140,7 +168,7 @@ func lookupEnv(environ []string, name string) string {
 
 // describeConfig renders the effective configuration for `config check`:
 // secrets appear as where they come from, never as values.
-func describeConfig(cfg engine.Config, path string) map[string]any {
+func describeConfig(cfg fileConfig, path string) map[string]any {
 	src := path
 	if src == "" {
 		src = "(none: embedded defaults)"

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/airlockhq/airlock"
@@ -11,7 +12,7 @@ import (
 // config loads the configuration and applies the global flags and, when
 // given, the policy flags (which shape the global egress settings and the
 // default tenant, so a person can try things without a config file).
-func (e *env) config(pf *policyFlags) (engine.Config, string, error) {
+func (e *env) config(pf *policyFlags) (fileConfig, string, error) {
 	cfg, path, err := loadConfig(e.configPath, e.environ)
 	if err != nil {
 		return cfg, path, err
@@ -20,7 +21,7 @@ func (e *env) config(pf *policyFlags) (engine.Config, string, error) {
 		cfg.DataDir = e.dataDir
 	}
 	if pf != nil {
-		if err := pf.applyTo(&cfg); err != nil {
+		if err := pf.applyTo(&cfg.Config); err != nil {
 			return cfg, path, err
 		}
 	}
@@ -34,7 +35,18 @@ func (e *env) openEngine(pf *policyFlags) (*engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return engine.New(cfg)
+	return engine.New(context.Background(), cfg.Config, e.engineOptions(cfg.Config)...)
+}
+
+// engineOptions are the options every engine (and Validate) of this
+// invocation gets: where secrets and provider keys are read from, and the
+// providers registry.
+func (e *env) engineOptions(cfg engine.Config, opts ...engine.Option) []engine.Option {
+	getenv := e.getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return append([]engine.Option{engine.WithGetenv(getenv), engine.WithProviders(providers(cfg.Browse)...)}, opts...)
 }
 
 func closeEngine(en *engine.Engine) error {

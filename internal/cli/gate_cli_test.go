@@ -123,16 +123,24 @@ egress:
     intranet.example: ["10.1.2.3"]
   exceptions: ["10.1.2.3:443"]
 `), 0o600)
-	r := invoke(t, context.Background(), "", []string{"config", "check", "--config", good})
-	if r.code != 0 || !strings.Contains(r.stdout, `"acme"`) || !strings.Contains(r.stdout, "ACME_HOOK_SECRET") || !strings.Contains(r.stdout, "intranet.example") {
+	secrets := map[string]string{"ACME_HOOK_SECRET": "hook-key"}
+	r := invokeEnv(t, context.Background(), secrets, []string{"config", "check", "--config", good})
+	if r.code != 0 || strings.Contains(r.stdout, "hook-key") || !strings.Contains(r.stdout, `"acme"`) || !strings.Contains(r.stdout, "ACME_HOOK_SECRET") || !strings.Contains(r.stdout, "intranet.example") {
 		t.Fatalf("config check: %d %s %s", r.code, r.stdout, r.stderr)
 	}
+	// A secret the engine could not read fails the check as it fails a
+	// start.
+	if r := invokeEnv(t, context.Background(), nil, []string{"config", "check", "--config", good}); r.code != 2 || !strings.Contains(r.stderr, "ACME_HOOK_SECRET is not set") {
+		t.Errorf("config check without the secret: exit %d %q, want 2 naming ACME_HOOK_SECRET", r.code, r.stderr)
+	}
 	for name, body := range map[string]string{
-		"unknown key":     "tenants:\n  a:\n    profil: posix\n",
-		"unknown profile": "tenants:\n  a:\n    profile: superuser\n",
-		"plain token":     "tenants:\n  a:\n    tokens: [hunter2]\n",
-		"bad pattern":     "egress:\n  allow: ['10.0.0.0/99']\n",
-		"bad yaml":        "tenants: [\n",
+		"unknown key":       "tenants:\n  a:\n    profil: posix\n",
+		"unknown profile":   "tenants:\n  a:\n    profile: superuser\n",
+		"plain token":       "tenants:\n  a:\n    tokens: [hunter2]\n",
+		"bad pattern":       "egress:\n  allow: ['10.0.0.0/99']\n",
+		"bad yaml":          "tenants: [\n",
+		"unknown serve key": "serve:\n  lisen: 127.0.0.1:1\n",
+		"unknown top key":   "bogus: 1\n",
 	} {
 		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".yaml")
 		os.WriteFile(p, []byte(body), 0o600)
@@ -142,7 +150,8 @@ egress:
 	}
 	// The environment overrides the file; flags override both.
 	var out bytes.Buffer
-	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out, environ: []string{"AIRLOCK_DATA_DIR=/from/env", "AIRLOCK_LIMITS__TENANT_RATE=7", "AIRLOCK_EGRESS__EXCEPTIONS=10.9.9.9,10.8.8.8"}}
+	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out, environ: []string{"AIRLOCK_DATA_DIR=/from/env", "AIRLOCK_LIMITS__TENANT_RATE=7", "AIRLOCK_EGRESS__EXCEPTIONS=10.9.9.9,10.8.8.8"},
+		getenv: func(k string) string { return secrets[k] }}
 	if code := run(context.Background(), e, []string{"config", "check", "--config", good}, commands); code != 0 {
 		t.Fatalf("env config: %d %s", code, out.String())
 	}
@@ -156,9 +165,13 @@ egress:
 	}
 }
 
+// exampleSecrets are the secrets and credentials airlock.example.yaml
+// names.
+var exampleSecrets = map[string]string{"ACME_WEBHOOK_SECRET": "webhook-key", "OPENAI_API_KEY": "sk-example"}
+
 func TestExampleConfigIsValid(t *testing.T) {
 	t.Parallel()
-	r := invoke(t, context.Background(), "", []string{"config", "check", "--config", "../../airlock.example.yaml"})
+	r := invokeEnv(t, context.Background(), exampleSecrets, []string{"config", "check", "--config", "../../airlock.example.yaml"})
 	if r.code != 0 {
 		t.Fatalf("airlock.example.yaml: exit %d: %s", r.code, r.stderr)
 	}
@@ -212,7 +225,7 @@ func TestConfigCheckCatchesEngineErrors(t *testing.T) {
 			t.Errorf("%q: exit %d %q, want 2 and %q", tc.yaml, r.code, r.stderr, tc.want)
 		}
 	}
-	r := invoke(t, context.Background(), "", []string{"config", "check", "--config", filepath.Join("..", "..", "airlock.example.yaml")})
+	r := invokeEnv(t, context.Background(), exampleSecrets, []string{"config", "check", "--config", filepath.Join("..", "..", "airlock.example.yaml")})
 	if r.code != 0 || !strings.Contains(r.stdout, `"drain_timeout": "10s"`) {
 		t.Errorf("durations should read like the file: %d %s", r.code, r.stdout)
 	}

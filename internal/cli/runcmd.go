@@ -114,7 +114,7 @@ func (e *env) loadGuest(ctx context.Context, pf *policyFlags, gf *guestFlags, pr
 	if err != nil {
 		return nil, err
 	}
-	tenant, tc, err := defaultTenant(&cfg)
+	tenant, tc, err := defaultTenant(&cfg.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -125,12 +125,12 @@ func (e *env) loadGuest(ctx context.Context, pf *policyFlags, gf *guestFlags, pr
 	}
 	gc := cfg.Guests
 	s := &guestSetup{guests: gc}
-	if s.en, err = engine.New(cfg); err != nil {
+	if s.en, err = engine.New(ctx, cfg.Config, e.engineOptions(cfg.Config)...); err != nil {
 		return nil, err
 	}
 	cacheDir := ""
 	if !cfg.InMemory {
-		cacheDir = filepath.Join(engine.Effective(cfg).DataDir, "wasm-cache")
+		cacheDir = filepath.Join(engine.Effective(cfg.Config).DataDir, "wasm-cache")
 	}
 	budget := wasmhost.Budget{Instances: gc.Instances, InstancesPerPrincipal: gc.InstancesPerPrincipal, Memory: int64(gc.MemoryMiB) << 20}
 	if s.host, err = wasmhost.New(ctx, wasmhost.Config{Broker: s.en, CacheDir: cacheDir, Budget: budget}); err != nil {

@@ -57,7 +57,7 @@ serve.drain_timeout), and flushes the audit log.`,
 			return e.serve(cmd.Context(), &pf, listen, cmd.Flags().Changed("listen"), redisURL)
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", engine.DefaultListen, "address to listen on, host:port with an IP literal (serve.listen)")
+	cmd.Flags().StringVar(&listen, "listen", defaultListen, "address to listen on, host:port with an IP literal (serve.listen)")
 	cmd.Flags().StringVar(&redisURL, "redis", "", "share rate limits, revocations and DNS pins with other replicas through this Redis: redis://host:port/db (state.redis_url)")
 	pf.register(cmd)
 	pf.browser.register(cmd)
@@ -96,7 +96,7 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 		cfg.State.RedisURL = redisURL
 	}
 	dev := len(cfg.Tenants) == 0
-	if err := pf.applyTo(&cfg); err != nil {
+	if err := pf.applyTo(&cfg.Config); err != nil {
 		return err
 	}
 	if !listenSet && cfg.Serve.Listen != "" {
@@ -118,7 +118,7 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 	}
 
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	en, err := engine.New(cfg, engine.WithLogger(logger))
+	en, err := engine.New(ctx, cfg.Config, e.engineOptions(cfg.Config, engine.WithLogger(logger))...)
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 	defer stopStreams()
 	maxBody := cfg.Serve.MaxBodyBytes
 	if maxBody <= 0 {
-		maxBody = engine.DefaultMaxBodyBytes
+		maxBody = defaultMaxBodyBytes
 	}
 	handler := api.New(en, api.Options{
 		MCP:           mcp.HTTPHandler(en, mcp.Options{Version: version, Logger: logger}),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -122,4 +123,30 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// TeeAudit is a replica's audit sink in a fleet: it stores records in the
+// replica's own log, then publishes them on the audit stream. A stream
+// failure loses nothing (the records are in the replica's own log, which
+// its queries see): it is logged, with the failures so far, and not
+// returned.
+type TeeAudit struct {
+	store.AuditLog
+	Stream *AuditStream
+	Logger *slog.Logger
+
+	failures atomic.Int64
+}
+
+// AppendAudit implements store.AuditLog.
+func (t *TeeAudit) AppendAudit(ctx context.Context, recs []store.AuditRecord) error {
+	if err := t.AuditLog.AppendAudit(ctx, recs); err != nil {
+		return err
+	}
+	if err := t.Stream.Publish(ctx, recs); err != nil {
+		n := t.failures.Add(1)
+		t.Logger.Warn("audit stream: publishing failed; the records are in this replica's store only",
+			slog.Int("records", len(recs)), slog.Int64("failures", n), slog.String("error", err.Error()))
+	}
+	return nil
 }

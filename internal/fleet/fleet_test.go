@@ -170,9 +170,21 @@ func TestWatchPropagation(t *testing.T) {
 	a := open(t)
 	b := second(t, a)
 	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
+	var loops sync.WaitGroup
 	changed := make(chan time.Time, 16)
-	if err := b.Revocations().Watch(ctx, func() { changed <- time.Now() }, slog.New(slog.DiscardHandler)); err != nil {
+	defer func() { // the watcher ends with ctx
+		cancel()
+		done := make(chan struct{})
+		go func() { loops.Wait(); close(done) }()
+		for {
+			select {
+			case <-changed:
+			case <-done:
+				return
+			}
+		}
+	}()
+	if err := b.Revocations().Watch(ctx, &loops, func() { changed <- time.Now() }, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	<-changed // the call after subscribing

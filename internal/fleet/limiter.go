@@ -53,3 +53,22 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit gate.Limit) (bool
 }
 
 var _ gate.RateLimiter = (*Limiter)(nil)
+
+// FallbackLimiter asks Shared (Redis) and, when Shared fails, the
+// process's own Local limiter (state.fallback_local), telling Note of
+// each fallback.
+type FallbackLimiter struct {
+	Shared gate.RateLimiter
+	Local  *gate.MemoryLimiter
+	Note   func(what string, err error)
+}
+
+// Allow implements gate.RateLimiter.
+func (l *FallbackLimiter) Allow(ctx context.Context, key string, limit gate.Limit) (bool, time.Duration, error) {
+	ok, retry, err := l.Shared.Allow(ctx, key, limit)
+	if err == nil {
+		return ok, retry, nil
+	}
+	l.Note("rate limit "+key, err)
+	return l.Local.Allow(ctx, key, limit)
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -110,11 +111,12 @@ func (r *Revocations) RevocationVersion(ctx context.Context) (uint64, error) {
 // ctx ends, resubscribing (with backoff) when the connection drops; it
 // also calls changed after each (re)subscription, since announcements may
 // have been missed meanwhile. It returns once the first subscription is
-// confirmed or ctx ends.
-func (r *Revocations) Watch(ctx context.Context, changed func(), logger *slog.Logger) error {
+// confirmed or ctx ends; the watching goes on in loops (the caller's group
+// of background loops, which waits for it after ctx ends).
+func (r *Revocations) Watch(ctx context.Context, loops *sync.WaitGroup, changed func(), logger *slog.Logger) error {
 	_, _, channel := r.keys()
 	ready := make(chan error, 1)
-	go func() {
+	loops.Go(func() {
 		backoff := 50 * time.Millisecond
 		first := true
 		for ctx.Err() == nil {
@@ -155,7 +157,7 @@ func (r *Revocations) Watch(ctx context.Context, changed func(), logger *slog.Lo
 			}
 			sub.Close()
 		}
-	}()
+	})
 	select {
 	case err := <-ready:
 		return err

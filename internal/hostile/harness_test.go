@@ -310,7 +310,7 @@ func runChild(c hcase, base string) (result, error) {
 	if c.pdfTimeout > 0 {
 		extract.PDFTimeout = c.pdfTimeout
 	}
-	e, err := engine.New(engine.Config{
+	e, err := engine.New(context.Background(), engine.Config{
 		InMemory:      true,
 		DefaultTenant: "t",
 		Tenants:       map[string]engine.TenantConfig{"t": {Profile: "posix", Exceptions: []string{"127.0.0.1"}}},

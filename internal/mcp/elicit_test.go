@@ -255,7 +255,7 @@ func BenchmarkElicitationApproval(b *testing.B) {
 			cfg := loopback
 			cfg.InMemory = true
 			cfg.Browser = engine.BrowserConfig{AskTimeout: 45 * time.Second, Policy: engine.BrowserPolicy{DefaultAction: "ask"}}
-			en, err := engine.New(cfg, engine.WithGetenv(func(string) string { return "" }))
+			en, err := engine.New(context.Background(), cfg, engine.WithGetenv(func(string) string { return "" }))
 			if err != nil {
 				b.Fatal(err)
 			}

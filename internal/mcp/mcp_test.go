@@ -21,6 +21,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
 	"github.com/airlockhq/airlock/internal/leakcheck"
+	"github.com/airlockhq/airlock/internal/provider/searxng"
 	"github.com/airlockhq/airlock/internal/render"
 )
 
@@ -92,6 +93,15 @@ func searx(t testing.TB, n int) *httptest.Server {
 	return srv
 }
 
+// searxngAt registers the SearXNG instance at url, as the CLI's registry
+// does with browse.searxng_url: native search asks it first.
+func searxngAt(url string) engine.Option {
+	return engine.WithProviders(engine.Provider{Name: searxng.Name, Capabilities: []string{airlock.VerbSearch},
+		New: func(func(string) string) (engine.BrowseProvider, error) {
+			return searxng.New(searxng.Options{URL: url})
+		}})
+}
+
 // newEngine starts an in-memory engine whose search goes to a local
 // SearXNG (and whose keyless engines point at it too, so nothing leaves
 // the machine), closed at the end of the test.
@@ -99,9 +109,8 @@ func newEngine(t testing.TB, cfg engine.Config) *engine.Engine {
 	t.Helper()
 	search := searx(t, 12)
 	cfg.InMemory = true
-	cfg.Browse.SearXNGURL = search.URL
 	cfg.Browse.DuckDuckGoURL, cfg.Browse.BraveURL, cfg.Browse.BingURL = search.URL, search.URL, search.URL
-	en, err := engine.New(cfg, engine.WithGetenv(func(string) string { return "" }))
+	en, err := engine.New(context.Background(), cfg, engine.WithGetenv(func(string) string { return "" }), searxngAt(search.URL))
 	if err != nil {
 		t.Fatalf("engine.New: %v", err)
 	}

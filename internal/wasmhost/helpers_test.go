@@ -99,7 +99,7 @@ func newEngine(t testing.TB, cfg engine.Config, opts ...engine.Option) *engine.E
 			break
 		}
 	}
-	e, err := engine.New(cfg, opts...)
+	e, err := engine.New(context.Background(), cfg, opts...)
 	if err != nil {
 		t.Fatalf("engine.New: %v", err)
 	}

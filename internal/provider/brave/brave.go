@@ -1,7 +1,7 @@
 // Package brave is the Brave Search API search provider (the paid web
 // search API, not the scraped result page the native provider reads).
 //
-// The credential is BRAVE_SEARCH_API_KEY, handed to New by the engine; it is
+// The credential is BRAVE_SEARCH_API_KEY, handed to New by the provider registry (internal/cli); it is
 // sent only in the X-Subscription-Token header and never appears in results
 // or errors. Requests go through the airlock.Doer the dispatcher hands the
 // provider: the provider never dials.
@@ -36,7 +36,7 @@ import (
 // Provider facts.
 const (
 	Name           = "brave-api"            // the provider's name, and SearchResult.Engine
-	EnvAPIKey      = "BRAVE_SEARCH_API_KEY" // the environment variable the engine reads the key from
+	EnvAPIKey      = "BRAVE_SEARCH_API_KEY" // the environment variable the provider registry (internal/cli) reads the key from
 	DefaultBaseURL = "https://api.search.brave.com"
 	SearchPath     = "/res/v1/web/search"
 	DefaultLimit   = 10 // results when SearchRequest.Limit is 0

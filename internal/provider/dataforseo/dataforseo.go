@@ -3,7 +3,7 @@
 // endpoint, POST /v3/serp/google/organic/live/regular), for hosts whose
 // datacenter IP addresses get captchas from the keyless engines.
 //
-// The credential is DATAFORSEO_AUTH, handed to New by the engine; it is sent
+// The credential is DATAFORSEO_AUTH, handed to New by the provider registry (internal/cli); it is sent
 // only as the Basic Authorization header and never appears in results or
 // errors. Requests go through the airlock.Doer the dispatcher hands the
 // provider: the provider never dials.
@@ -35,7 +35,7 @@ import (
 // Provider facts.
 const (
 	Name           = "dataforseo"      // the provider's name, and SearchResult.Engine
-	EnvAuth        = "DATAFORSEO_AUTH" // the environment variable the engine reads the credential from
+	EnvAuth        = "DATAFORSEO_AUTH" // the environment variable the provider registry (internal/cli) reads the credential from
 	DefaultBaseURL = "https://api.dataforseo.com"
 	// LivePath is the Live Google Organic SERP (regular) endpoint.
 	LivePath = "/v3/serp/google/organic/live/regular"

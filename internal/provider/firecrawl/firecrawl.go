@@ -16,7 +16,7 @@
 // Extractor the engine passes in, the same extractor the native provider
 // uses; only Page.Provider tells them apart.
 //
-// The credential is FIRECRAWL_API_KEY, handed to New by the engine; it is
+// The credential is FIRECRAWL_API_KEY, handed to New by the provider registry (internal/cli); it is
 // sent only as a Bearer token and never appears in results or errors.
 // Requests go through the airlock.Doer the dispatcher hands the provider: the
 // provider never dials.
@@ -54,7 +54,7 @@ import (
 // Provider facts.
 const (
 	Name           = "firecrawl"         // Page.Provider and SearchResult.Engine
-	EnvAPIKey      = "FIRECRAWL_API_KEY" // the environment variable the engine reads the key from
+	EnvAPIKey      = "FIRECRAWL_API_KEY" // the environment variable the provider registry (internal/cli) reads the key from
 	DefaultBaseURL = "https://api.firecrawl.dev"
 
 	FormatHTML    = "html"    // Firecrawl's cleaned HTML of the page

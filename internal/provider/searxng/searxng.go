@@ -1,7 +1,7 @@
 // Package searxng is the SearXNG search provider: a self-hosted (or
 // operator-chosen) SearXNG metasearch instance queried through its JSON API.
 //
-// The instance is SEARXNG_URL, handed to New by the engine. It may carry
+// The instance is SEARXNG_URL, handed to New by the provider registry (internal/cli). It may carry
 // credentials as userinfo (https://user:password@searx.example for an
 // instance behind Basic authentication): they are moved into the
 // Authorization header, since egress refuses userinfo in URLs, and they and
@@ -37,7 +37,7 @@ import (
 // Provider facts.
 const (
 	Name         = "searxng"     // the provider's name; SearchResult.Engine is "searxng:<engine>"
-	EnvURL       = "SEARXNG_URL" // the environment variable the engine reads the instance URL from
+	EnvURL       = "SEARXNG_URL" // the environment variable the provider registry (internal/cli) reads the instance URL from
 	DefaultLimit = 10            // results when SearchRequest.Limit is 0
 	MaxPages     = 5             // result pages asked for at most
 	// TLSProfile of API requests: an API client, not a browser.

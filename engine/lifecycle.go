@@ -1,0 +1,375 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/browse"
+	"github.com/airlockhq/airlock/internal/fleet"
+	"github.com/airlockhq/airlock/internal/gate"
+	"github.com/airlockhq/airlock/internal/jobs"
+	"github.com/airlockhq/airlock/internal/pagecache"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// Option configures New (and Validate).
+type Option func(*options)
+
+type options struct {
+	logger    *slog.Logger
+	getenv    func(string) string
+	limiter   gate.RateLimiter
+	providers []Provider
+}
+
+// WithLogger sets the structured logger (one record per decision). The
+// default discards.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithGetenv replaces os.Getenv for reading secrets, route credentials and
+// provider keys.
+func WithGetenv(f func(string) string) Option { return func(o *options) { o.getenv = f } }
+
+func newOptions(opts []Option) options {
+	o := options{getenv: os.Getenv}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Engine is a running Airlock engine. Its methods are safe for concurrent
+// use. Close it to drain calls and flush the audit log.
+type Engine struct {
+	cfg      Config // with every default filled in
+	st       *store.SQLite
+	gate     *gate.Gate
+	audit    *gate.Auditor
+	revs     *gate.RevocationSet
+	registry *prometheus.Registry
+	routes   map[string]*gate.Route
+	browse   *browse.Dispatcher
+	tokens   map[string]string // config token hash → tenant
+	logger   *slog.Logger
+	budgets  *gate.Budgets    // resource budgets (budgets.go)
+	jobs     *jobs.Runner     // crawl jobs (jobs.go)
+	pages    *pagecache.Cache // rendered pages read in parts (pages.go)
+	browser  *browserManager  // browser sessions (browser.go)
+
+	fleet       *fleet.Fleet // shared state on Redis, or nil (fleet.go)
+	fleetRevs   *fleet.ReplicaRevocations
+	auditStream *fleet.AuditStream
+	replica     string // this replica's name in the fleet
+	// state.fallback_local: fallbacks so far, and when one was last audited
+	fallbacks         atomic.Int64
+	lastFallbackAudit atomic.Int64
+
+	// The lifecycle: ctx lives until Close, every background loop of the
+	// engine runs in loops under it, and closers undoes what New opened,
+	// in reverse.
+	ctx     context.Context
+	loops   sync.WaitGroup
+	closers closers
+	closing atomic.Bool // no new calls
+	closeMu sync.Mutex
+	closed  bool
+}
+
+// closers is a stack of shutdown steps: New pushes each one when it opens
+// what the step undoes, and Close (or a New that fails part-way) runs them
+// last first.
+type closers []closer
+
+type closer struct {
+	name string
+	fn   func(context.Context) error
+}
+
+func (s *closers) push(name string, fn func(context.Context) error) {
+	*s = append(*s, closer{name, fn})
+}
+
+// unwind runs every step, last pushed first, and joins their errors.
+func (s *closers) unwind(ctx context.Context) error {
+	var errs []error
+	for i := len(*s) - 1; i >= 0; i-- {
+		c := (*s)[i]
+		if err := c.fn(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", c.name, err))
+		}
+	}
+	*s = nil
+	return errors.Join(errs...)
+}
+
+// Validate compiles a configuration as New does, opening nothing:
+// profiles, tenants, token hashes, patterns, secrets (read from the
+// environment or their files), routes and their credentials, the
+// resolver, the upstream proxies, the TLS profile and the browse providers
+// (whose keys are read as New reads them). What New refuses before it
+// opens anything, Validate refuses with the same error: invalid, reason
+// config.
+func Validate(cfg Config, opts ...Option) error {
+	o := newOptions(opts)
+	_, err := compile(cfg, o.getenv, o.providers)
+	return err
+}
+
+// New compiles cfg (see Validate), then opens the shared state (Redis,
+// with state.redis_url) and the store and starts the engine's background
+// loops. ctx bounds the start only (connecting, loading revocations): the
+// engine runs until Close. A New that fails part-way closes what it
+// opened.
+func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error) {
+	o := newOptions(opts)
+	p, err := compile(cfg, o.getenv, o.providers)
+	if err != nil {
+		return nil, err
+	}
+	cfg = p.cfg
+	e := &Engine{cfg: cfg, logger: o.logger, registry: prometheus.NewRegistry(), tokens: p.tokens, routes: p.routes, browse: p.browse}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // the start's own context
+	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	e.ctx = lctx
+	e.closers.push("context", func(context.Context) error { stop(); return nil })
+	defer func() {
+		if err != nil {
+			e.closers.unwind(context.WithoutCancel(ctx))
+		}
+	}()
+
+	if e.fleet, err = openFleet(ctx, cfg.State, o.logger); err != nil {
+		return nil, err
+	}
+	if e.fleet != nil {
+		e.closers.push("redis", func(context.Context) error { return e.fleet.Close() })
+	}
+	e.replica = replicaName(cfg.State)
+	e.budgets = gate.NewBudgets(p.budgets)
+	e.pages = pagecache.New(pagecache.Config{MaxBytes: cfg.Browse.PageCacheBytes, TTL: cfg.Browse.PageCacheTTL})
+	tenants := e.tenants(p)
+	e.closers.push("idle connections", func(context.Context) error {
+		for _, t := range tenants {
+			t.Client.CloseIdleConnections()
+		}
+		return nil
+	})
+
+	if err := e.openLog(stop); err != nil {
+		return nil, err
+	}
+
+	// The poller may call onChange from its goroutine before the gate
+	// exists: hand the gate over through an atomic pointer.
+	var gp atomic.Pointer[gate.Gate]
+	var revStore store.Revocations = e.st
+	limiter := o.limiter
+	if e.fleet != nil {
+		revStore = e.fleetRevocations(e.fleet, o.logger)
+		if limiter == nil {
+			limiter = e.fleetLimiter(e.fleet)
+		}
+	}
+	e.revs, err = gate.NewRevocationSet(ctx, revStore, DefaultRevocationPoll, o.logger, func() {
+		if g := gp.Load(); g != nil {
+			g.RevocationsChanged()
+		}
+	})
+	if err != nil {
+		return nil, airlock.Errorf(airlock.CodeUnavailable, "store", "load revocations: %v", err)
+	}
+	e.closers.push("revocations", func(context.Context) error { e.revs.Close(); return nil })
+	if err := e.watchFleet(); err != nil {
+		return nil, err
+	}
+	e.budgets.OnFull(gate.BudgetConnections, "", func() {
+		for _, t := range tenants {
+			t.Client.ReleaseIdle()
+		}
+	})
+	g := gate.New(gate.Config{Tenants: tenants, Limiter: limiter, Revocations: e.revs, Auditor: e.audit, Logger: o.logger, Connect: p.connect})
+	gp.Store(g)
+	e.gate = g
+	e.browser = newBrowserManager(e, cfg.Browser)
+	p.chromium.m = e.browser
+	e.closers.push("browser sessions", func(ctx context.Context) error { e.browser.close(ctx); return nil })
+	e.closers.push("calls in flight", func(ctx context.Context) error { e.drain(ctx); return nil })
+
+	e.registerMetrics()
+	e.startJobs(e.ctx)
+	e.closers.push("crawl jobs", func(ctx context.Context) error { e.jobs.Close(ctx); return nil })
+	e.loops.Go(e.retention)
+	return e, nil
+}
+
+// openLog opens the store and the audit pipeline on it (with a fleet, the
+// replica's own log teed to the audit stream), and pushes their closers
+// and, above them, stopping the loops (stop cancels the engine's
+// context), which use both.
+func (e *Engine) openLog(stop context.CancelFunc) error {
+	cfg := e.cfg
+	var err error
+	if cfg.InMemory {
+		e.st, err = store.OpenMemory()
+	} else {
+		e.st, err = store.Open(filepath.Join(cfg.DataDir, "airlock.db"))
+	}
+	if err != nil {
+		return airlock.Errorf(airlock.CodeUnavailable, "store", "open the store in %s: %v", cfg.DataDir, err)
+	}
+	e.closers.push("store", func(context.Context) error { return e.st.Close() })
+	var sink store.AuditLog = e.st
+	if e.fleet != nil {
+		e.auditStream = e.fleet.AuditStream(e.replica)
+		sink = &fleet.TeeAudit{AuditLog: e.st, Stream: e.auditStream, Logger: e.logger}
+	}
+	e.audit = gate.NewAuditor(gate.AuditorConfig{Sink: sink, Interval: cfg.Audit.BatchInterval, Queue: cfg.Audit.QueueSize, Logger: e.logger, Registry: e.registry})
+	e.closers.push("audit log", func(ctx context.Context) error {
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultDrainTimeout)
+		defer cancel()
+		return e.audit.Close(flushCtx)
+	})
+	e.closers.push("loops", func(context.Context) error {
+		stop()
+		e.loops.Wait()
+		return nil
+	})
+	return nil
+}
+
+// registerMetrics registers the build info, the budgets, the Go and
+// process collectors, the calls in flight and, with a fleet, Redis's.
+func (e *Engine) registerMetrics() {
+	bi := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "airlock_build_info", Help: "Build information; always 1."}, []string{"version", "goversion"})
+	bi.WithLabelValues(Version, runtime.Version()).Set(1)
+	if e.fleet != nil {
+		// A fresh registry: registering cannot collide.
+		if err := e.fleet.Register(e.registry); err != nil {
+			e.logger.Error("redis metrics not registered", slog.String("error", err.Error()))
+		}
+	}
+	g := e.gate
+	e.registry.MustRegister(bi, e.budgets, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "airlock_broker_calls_in_flight", Help: "Broker calls in progress."}, func() float64 { return float64(g.Active()) }))
+}
+
+// tenants builds the gate's tenants of p: each tenant's dialer on the
+// plan's checker, resolver and proxies, with the fleet's DNS pins when
+// there is a fleet, holding slots of the connection budget.
+func (e *Engine) tenants(p *plan) map[string]*gate.Tenant {
+	// Pins: with egress.pin_dns, trust-on-first-use for DefaultPinTTL.
+	// A fleet pins every answer for the DNS cache's bound even without
+	// it, so that a name resolves the same on every replica, as it does
+	// within one process through the cache.
+	var pins egress.PinStore
+	var pinTTL time.Duration
+	switch {
+	case e.fleet != nil:
+		pins = e.fleet.Pins()
+		if !e.cfg.Egress.PinDNS {
+			pinTTL = FleetPinTTL
+		}
+	case e.cfg.Egress.PinDNS:
+		pins = &egress.MemoryPins{}
+	}
+	eg := e.cfg.Egress
+	tenants := map[string]*gate.Tenant{}
+	for name, tp := range p.tenants {
+		d := &egress.Dialer{Policy: tp.checker, Resolver: p.resolver, Pins: pins, PinTTL: pinTTL, Proxies: p.proxies,
+			Logger: e.logger.With(slog.String("tenant", name))}
+		t := &gate.Tenant{
+			Name: name, Profile: tp.profile, Dialer: d,
+			Client: &egress.Client{Dialer: d, Timeout: eg.FetchTimeout, MaxRedirects: eg.MaxRedirects,
+				MaxBodyBytes: eg.MaxBodyBytes, MaxDecodedBytes: eg.MaxDecodedBytes, Profile: p.tls},
+			Limit: tp.limit, Limits: tp.limits, Secrets: tp.secrets, Routes: tp.routes, AllowIgnoreRobots: tp.allowIgnoreRobots,
+		}
+		// Every connection the tenant opens holds a slot of its share and
+		// of the process's until it closes; a full share first closes the
+		// tenant's idle pooled connections.
+		d.Conns = e.budgets.ConnSlots(name)
+		e.budgets.OnFull(gate.BudgetConnections, name, t.Client.ReleaseIdle)
+		tenants[name] = t
+	}
+	return tenants
+}
+
+// retention prunes the audit log now and every ten minutes, until the
+// engine closes.
+func (e *Engine) retention() {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	prune := func() {
+		ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
+		defer cancel()
+		if _, err := e.st.PruneAudit(ctx, time.Now().Add(-e.cfg.Audit.Retention), e.cfg.Audit.MaxRows); err != nil && e.ctx.Err() == nil {
+			e.logger.Error("audit retention", slog.String("error", err.Error()))
+		}
+	}
+	prune()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+			prune()
+		}
+	}
+}
+
+// drain waits for the calls in flight until ctx ends, then cancels them
+// and gives them a bounded moment to end, so that their decision records
+// reach the audit log before it closes.
+func (e *Engine) drain(ctx context.Context) {
+	if e.waitIdle(ctx) {
+		return
+	}
+	e.gate.CancelActive(errShuttingDown())
+	waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultDrainTimeout)
+	defer cancel()
+	e.waitIdle(waitCtx)
+}
+
+// waitIdle waits until no call is in flight, or ctx ends (false).
+func (e *Engine) waitIdle(ctx context.Context) bool {
+	for e.gate.Active() > 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return true
+}
+
+// Close stops taking calls, stops the crawl jobs, waits for calls in
+// flight (until ctx ends, then cancels them), closes the browser sessions,
+// stops the background loops, flushes the audit log and closes the store
+// and the shared state: what New opened, in reverse. Closing again does
+// nothing.
+func (e *Engine) Close(ctx context.Context) error {
+	e.closeMu.Lock()
+	defer e.closeMu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	e.closing.Store(true)
+	return e.closers.unwind(ctx)
+}

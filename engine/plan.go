@@ -1,0 +1,329 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/browse"
+	"github.com/airlockhq/airlock/internal/gate"
+	"github.com/airlockhq/airlock/internal/store"
+)
+
+// plan is a Config compiled: everything an engine needs that opens
+// nothing (no store, no Redis, no socket, no goroutine). Validate is
+// compile alone; New is compile, then the resources. Once built, a plan
+// is not changed, except that New hands its chromium provider the
+// browser manager.
+type plan struct {
+	cfg      Config // with every default filled in
+	profiles map[string]gate.Profile
+	tenants  map[string]*tenantPlan
+	tokens   map[string]string // config token hash → tenant
+	routes   map[string]*gate.Route
+	resolver egress.Resolver
+	proxies  map[string]*egress.UpstreamProxy
+	tls      egress.TLSProfile
+	browse   *browse.Dispatcher
+	chromium *chromiumProvider
+	connect  gate.Limit         // connect attempts per instance
+	budgets  gate.BudgetsConfig // the process's and each tenant's
+}
+
+// tenantPlan is one tenant compiled: its profile, checker, ceilings and
+// secrets (read).
+type tenantPlan struct {
+	name              string
+	profile           gate.Profile
+	checker           *egress.Checker
+	limit             gate.Limit
+	limits            *gate.Limits
+	secrets           map[string][]byte
+	routes            map[string]bool
+	allowIgnoreRobots bool
+}
+
+func configErr(format string, args ...any) error {
+	return airlock.Errorf(airlock.CodeInvalid, "config", "config: "+format, args...)
+}
+
+// compile checks cfg and compiles it: profiles, tenants (checkers,
+// ceilings, secrets read through getenv or from their files), budgets,
+// routes (credentials read), the resolver, the upstream proxies, the TLS
+// profile and the browse dispatcher with the registered providers whose
+// keys getenv has. Every refusal is invalid (reason config). Validate and
+// New both call it: they cannot disagree on a configuration.
+func compile(cfg Config, getenv func(string) string, providers []Provider) (*plan, error) {
+	cfg = defaults(cfg)
+	if err := check(cfg); err != nil {
+		return nil, err
+	}
+	p := &plan{cfg: cfg, tenants: map[string]*tenantPlan{}, tokens: map[string]string{}, routes: map[string]*gate.Route{},
+		proxies: map[string]*egress.UpstreamProxy{}, chromium: &chromiumProvider{},
+		connect: gate.Limit{Rate: float64(cfg.Limits.ConnectAttempts) / cfg.Limits.ConnectWindow.Seconds(), Burst: cfg.Limits.ConnectAttempts},
+		budgets: budgetLimits(cfg)}
+	var err error
+	if p.tls, err = egress.ParseTLSProfile(cfg.Egress.TLSProfile); err != nil {
+		return nil, configErr("egress.tls_profile: %v", err)
+	}
+	if p.browse, err = buildDispatcher(cfg.Browse, getenv, providers, p.chromium); err != nil {
+		return nil, configErr("%v", err)
+	}
+	if p.profiles, err = compileProfiles(cfg); err != nil {
+		return nil, err
+	}
+	for name, tc := range cfg.Tenants {
+		t, err := compileTenant(cfg, p.profiles, name, tc, getenv)
+		if err != nil {
+			return nil, err
+		}
+		p.tenants[name] = t
+		for _, h := range tc.Tokens {
+			p.tokens[h] = name
+		}
+	}
+	for name, rc := range cfg.Routes {
+		if p.routes[name], err = buildRoute(name, rc, getenv); err != nil {
+			return nil, err
+		}
+	}
+	if p.resolver, err = buildResolver(cfg.Egress); err != nil {
+		return nil, err
+	}
+	for name, raw := range cfg.Egress.Proxies {
+		if p.proxies[name], err = egress.ParseUpstreamProxy(name, raw); err != nil {
+			return nil, configErr("egress.proxies.%s: %v", name, err)
+		}
+	}
+	return p, nil
+}
+
+// check makes the checks of cfg (after defaults) that build nothing: the
+// sections, token hashes, tenant names and references.
+func check(cfg Config) error {
+	if err := cfg.Browser.validate(); err != nil {
+		return err
+	}
+	if err := cfg.State.validate(); err != nil {
+		return err
+	}
+	if err := validateBudgets(cfg); err != nil {
+		return err
+	}
+	if err := validatePageCache(cfg); err != nil {
+		return err
+	}
+	if _, ok := cfg.Tenants[cfg.DefaultTenant]; !ok {
+		return configErr("default_tenant %q is not a configured tenant", cfg.DefaultTenant)
+	}
+	seen := map[string]string{}
+	for _, h := range cfg.AdminTokens {
+		if err := store.ValidateTokenHash(h); err != nil {
+			return configErr("admin_tokens: %q is not a sha256:<64 hex> hash (make one with `airlock token hash`)", redactToken(h))
+		}
+		seen[h] = "admin"
+	}
+	for _, h := range cfg.Browser.ApproverTokens {
+		if err := store.ValidateTokenHash(h); err != nil {
+			return configErr("browser.approver_tokens: %q is not a sha256:<64 hex> hash (make one with `airlock token hash`)", redactToken(h))
+		}
+		if seen[h] == "" {
+			seen[h] = "browser.approver_tokens"
+		}
+	}
+	for name, tc := range cfg.Tenants {
+		if _, err := airlock.ParsePrincipal(name); err != nil || strings.Contains(name, "/") {
+			return configErr("tenant name %q: letters, digits, '-', '_', '.' only", name)
+		}
+		for _, h := range tc.Tokens {
+			if err := store.ValidateTokenHash(h); err != nil {
+				return configErr("tenant %q: token %q is not a sha256:<64 hex> hash (create tokens with `airlock token create`)", name, redactToken(h))
+			}
+			if other, dup := seen[h]; dup {
+				return configErr("token hash listed for both %q and %q", other, name)
+			}
+			seen[h] = name
+		}
+		for sname, ref := range tc.Secrets {
+			if (ref.Env == "") == (ref.File == "") {
+				return configErr("tenant %q secret %q: set exactly one of env and file", name, sname)
+			}
+		}
+		for _, r := range tc.Routes {
+			if _, ok := cfg.Routes[r]; !ok && r != AllRoutes {
+				return configErr("tenant %q: unknown route %q", name, r)
+			}
+		}
+	}
+	return nil
+}
+
+func compileProfiles(cfg Config) (map[string]gate.Profile, error) {
+	specs := map[string]gate.ProfileSpec{}
+	for n, p := range cfg.Profiles {
+		specs[n] = gate.ProfileSpec{Capabilities: p.Capabilities, MemoryMiB: p.MemoryMiB, Deadline: p.Deadline}
+	}
+	profiles, err := gate.Profiles(specs)
+	if err != nil {
+		return nil, configErr("%v", err)
+	}
+	return profiles, nil
+}
+
+// compileTenant compiles one tenant: an unset profile is posix for
+// "local" and compute otherwise.
+func compileTenant(cfg Config, profiles map[string]gate.Profile, name string, tc TenantConfig, getenv func(string) string) (*tenantPlan, error) {
+	pname := tc.Profile
+	if pname == "" {
+		pname = gate.ProfileCompute
+		if name == airlock.LocalTenant {
+			pname = gate.ProfilePosix
+		}
+	}
+	prof, ok := profiles[pname]
+	if !ok {
+		return nil, configErr("tenant %q: unknown profile %q (known: compute, minimal, network, posix and the profiles section)", name, pname)
+	}
+	t := &tenantPlan{name: name, profile: prof, secrets: map[string][]byte{}, routes: map[string]bool{},
+		limit: gate.Limit{Rate: cfg.Limits.TenantRate, Burst: cfg.Limits.TenantBurst}, allowIgnoreRobots: tc.AllowIgnoreRobots}
+	if tc.Rate > 0 {
+		t.limit = gate.Limit{Rate: tc.Rate, Burst: max(tc.Burst, 1)}
+	}
+	var err error
+	if t.checker, err = tenantChecker(cfg.Egress, tc, prof); err != nil {
+		return nil, configErr("tenant %q: %v", name, err)
+	}
+	if t.limits, err = tenantLimits(cfg, name, tc); err != nil {
+		return nil, err
+	}
+	for sname, ref := range tc.Secrets {
+		v, err := gate.ReadSecret(ref.Env, ref.File, getenv)
+		if err != nil {
+			return nil, configErr("tenant %q secret %q: %v", name, sname, err)
+		}
+		t.secrets[sname] = v
+	}
+	// No list (or an empty one) grants no route; "*" grants every one.
+	for _, r := range tc.Routes {
+		t.routes[r] = true
+	}
+	return t, nil
+}
+
+func defaults(cfg Config) Config {
+	if cfg.DataDir == "" {
+		cfg.DataDir = DefaultDataDir
+	}
+	if cfg.DefaultTenant == "" {
+		cfg.DefaultTenant = airlock.LocalTenant
+	}
+	orDefault(&cfg.Limits.TenantRate, DefaultTenantRate)
+	orDefault(&cfg.Limits.TenantBurst, DefaultTenantBurst)
+	orDefault(&cfg.Limits.ConnectAttempts, DefaultConnectAttempts)
+	orDefault(&cfg.Limits.ConnectWindow, DefaultConnectWindow)
+	orDefault(&cfg.Audit.BatchInterval, DefaultAuditInterval)
+	orDefault(&cfg.Audit.QueueSize, DefaultAuditQueue)
+	orDefault(&cfg.Audit.Retention, DefaultAuditRetention)
+	orDefault(&cfg.Audit.MaxRows, DefaultAuditMaxRows)
+	if len(cfg.Tenants) == 0 {
+		// The person at their own terminal: every route.
+		cfg.Tenants = map[string]TenantConfig{airlock.LocalTenant: {Profile: gate.ProfilePosix, Routes: []string{AllRoutes}}}
+	}
+	cfg.Budgets = budgetDefaults(cfg.Budgets)
+	return cfg
+}
+
+func redactToken(s string) string {
+	if !strings.HasPrefix(s, "sha256:") {
+		// Probably a plain token pasted by mistake: show none of it.
+		return fmt.Sprintf("<%d characters, not shown>", len(s))
+	}
+	if len(s) > 12 {
+		return s[:12] + "…"
+	}
+	return s
+}
+
+func tenantChecker(eg EgressConfig, tc TenantConfig, prof gate.Profile) (*egress.Checker, error) {
+	exceptions := append(slices.Clone(eg.Exceptions), tc.Exceptions...)
+	pol := egress.Policy{
+		Lanes:              prof.Lanes(),
+		Allow:              tc.Allow,
+		Deny:               append(slices.Clone(eg.Deny), tc.Deny...),
+		Exceptions:         exceptions,
+		UnwrapEmbeddedIPv4: eg.UnwrapEmbeddedIPv4,
+	}
+	chk, err := pol.Compile()
+	if err != nil {
+		return nil, err
+	}
+	if len(eg.Allow) > 0 {
+		global, err := egress.Policy{Lanes: egress.Lanes(), Allow: eg.Allow, Exceptions: exceptions, UnwrapEmbeddedIPv4: eg.UnwrapEmbeddedIPv4}.Compile()
+		if err != nil {
+			return nil, err
+		}
+		chk = chk.Narrow(global)
+	}
+	return chk, nil
+}
+
+func buildResolver(eg EgressConfig) (egress.Resolver, error) {
+	var next egress.Resolver
+	if eg.DNSServer != "" {
+		r, err := egress.NewDNSResolver(eg.DNSServer)
+		if err != nil {
+			return nil, configErr("egress.dns_server: %v", err)
+		}
+		next = r
+	}
+	if len(eg.Resolve) == 0 {
+		return next, nil // nil: the system resolver, loaded on first use
+	}
+	hosts := map[string][]netip.Addr{}
+	for name, ips := range eg.Resolve {
+		t, err := egress.ParseHost(name)
+		if err != nil || t.IsIP() {
+			return nil, configErr("egress.resolve: %q is not a host name", name)
+		}
+		for _, s := range ips {
+			a, err := netip.ParseAddr(strings.Trim(s, "[]"))
+			if err != nil {
+				return nil, configErr("egress.resolve.%s: %q is not an IP address", name, s)
+			}
+			hosts[t.Host] = append(hosts[t.Host], a)
+		}
+	}
+	if next == nil {
+		next = lazySystem{}
+	}
+	return &egress.StaticResolver{Hosts: hosts, Next: next}, nil
+}
+
+// lazySystem defers reading /etc/resolv.conf until a name needs it.
+type lazySystem struct{}
+
+func (lazySystem) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	r, err := egress.SystemResolver()
+	if err != nil {
+		return nil, err
+	}
+	return r.LookupNetIP(ctx, network, host)
+}
+
+// buildRoute reads a route's credential and compiles the route.
+func buildRoute(name string, rc RouteConfig, getenv func(string) string) (*gate.Route, error) {
+	v, err := gate.ReadSecret(rc.ValueEnv, rc.ValueFile, getenv)
+	if err != nil {
+		return nil, configErr("routes.%s: credential: %v", name, err)
+	}
+	r, err := gate.NewRoute(name, gate.RouteSpec{BaseURL: rc.BaseURL, Header: rc.Header, ValuePrefix: rc.Prefix, Credential: string(v),
+		Methods: rc.Methods, PathPrefix: rc.PathPrefix})
+	if err != nil {
+		return nil, configErr("routes.%s.%v", name, err)
+	}
+	return r, nil
+}
