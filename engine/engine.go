@@ -40,6 +40,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/browse"
+	"github.com/airlockhq/airlock/internal/crawl"
 	"github.com/airlockhq/airlock/internal/extract"
 	"github.com/airlockhq/airlock/internal/fleet"
 	"github.com/airlockhq/airlock/internal/gate"
@@ -99,6 +100,9 @@ type Engine struct {
 	// state.fallback_local: fallbacks so far, and when one was last audited
 	fallbacks         atomic.Int64
 	lastFallbackAudit atomic.Int64
+
+	// robots.txt verdicts of single fetches, per tenant (initiator.go)
+	robots *crawl.RobotsCache
 }
 
 type route struct {
@@ -224,6 +228,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 
 	e.budgets = newBudgets(cfg)
 	e.pages = pagecache.New(pagecache.Config{MaxBytes: cfg.Browse.PageCacheBytes, TTL: cfg.Browse.PageCacheTTL})
+	e.robots = crawl.NewRobotsCache(0)
 	tenants := map[string]*gate.Tenant{}
 	for name, tc := range cfg.Tenants {
 		pname := tc.Profile
@@ -262,6 +267,9 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 			return nil, err
 		}
 		t.AllowIgnoreRobots = tc.AllowIgnoreRobots
+		if t.Initiators, err = tenantInitiators(name, tc); err != nil {
+			return nil, err
+		}
 		for sname, ref := range tc.Secrets {
 			v, err := readSecret(ref, o.getenv)
 			if err != nil {
