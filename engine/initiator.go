@@ -108,6 +108,15 @@ func (e *Engine) checkRobots(call *gate.Call, ini gate.Initiator, d *countingDoe
 	if !ini.Robots {
 		return nil
 	}
-	return crawl.CheckRobots(call.Ctx, d, e.robots, crawl.RobotsCheck{Target: req.URL, Partition: call.Tenant.Name,
+	// A robots.txt the policy refuses is not a decision of its own: the
+	// fetch that follows is refused with the policy's reason.
+	sub := *call
+	sub.Batch = false
+	cd := *d.callDoer
+	cd.call = &sub
+	rd := &countingDoer{callDoer: &cd}
+	err := crawl.CheckRobots(call.Ctx, rd, e.robots, crawl.RobotsCheck{Target: req.URL, Partition: call.Tenant.Name,
 		TLSProfile: req.TLSProfile, Proxy: d.proxy, Narrow: req.Narrow})
+	d.in.Add(rd.in.Load())
+	return err
 }
