@@ -48,10 +48,8 @@ func tenantInitiators(name string, tc TenantConfig) (map[string]gate.Initiator, 
 			return nil, configErr("tenants.%s.identities.%s: want the initiator %s or %s", name, k, airlock.InitiatorModel, airlock.InitiatorPerson)
 		}
 	}
-	defs := gate.DefaultInitiators()
-	out := map[string]gate.Initiator{}
-	for _, a := range allowed {
-		ini := defs[a]
+	all := gate.DefaultInitiators()
+	for a, ini := range all {
 		ic := tc.Identities[a]
 		id, err := gate.ParseIdentity(ic.Identity, ini.Identity)
 		if err != nil {
@@ -67,7 +65,11 @@ func tenantInitiators(name string, tc TenantConfig) (map[string]gate.Initiator, 
 		default:
 			return nil, configErr("tenants.%s.identities.%s.robots %q: want %s or %s", name, a, ic.Robots, RobotsObey, RobotsIgnore)
 		}
-		out[a] = ini
+		all[a] = ini
+	}
+	out := map[string]gate.Initiator{}
+	for _, a := range allowed {
+		out[a] = all[a]
 	}
 	return out, nil
 }
