@@ -53,7 +53,10 @@ func (e *Engine) checkURL(call *gate.Call, n *egress.Checker, raw string) error 
 }
 
 // Fetch fetches one page through the resolved provider (capability
-// browse).
+// browse) as req.Initiator ("": model), which the tenant must be allowed
+// to claim (denied, reason initiator) and which decides the identity sent
+// and whether the site's robots.txt is honoured first (a disallowed page
+// is denied, reason robots); the audit record says the initiator.
 func (e *Engine) Fetch(ctx context.Context, p airlock.Principal, req airlock.FetchRequest) (*airlock.Page, error) {
 	call, err := e.begin(ctx, p, airlock.CapabilityBrowse, "fetch", req.URL)
 	if err != nil {

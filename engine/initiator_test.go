@@ -203,3 +203,28 @@ func TestInitiatorIdentitiesConfigured(t *testing.T) {
 		}
 	}
 }
+
+// TestInitiatorRobotsRemoteProvider: robots.txt is the engine's decision
+// whichever provider fetches, so a model cannot lift it by naming a
+// remote provider; the engine reads robots.txt itself, through egress.
+func TestInitiatorRobotsRemoteProvider(t *testing.T) {
+	const key = "fc-robots-key"
+	s := newRobotsSite(t)
+	fc := fakeFirecrawl(t, key, func(a string) string { return a })
+	defer fc.Close()
+	e := newEngine(t, engine.Config{
+		Egress: engine.EgressConfig{Exceptions: []string{"127.0.0.1"}},
+		Browse: engine.BrowseConfig{Provider: "firecrawl", FirecrawlURL: fc.URL},
+	}, envMap(map[string]string{"FIRECRAWL_API_KEY": key}))
+	ctx := testCtx(t)
+	if _, err := e.Fetch(ctx, e.Principal(), airlock.FetchRequest{URL: s.URL + "/private"}); airlock.ReasonOf(err) != "robots" {
+		t.Errorf("model fetch through firecrawl of a disallowed page: %v, want denied (robots)", err)
+	}
+	page, err := e.Fetch(ctx, e.Principal(), airlock.FetchRequest{URL: s.URL + "/private", Initiator: airlock.InitiatorPerson})
+	if err != nil || page.Provider != "firecrawl" {
+		t.Errorf("person fetch through firecrawl: %v %+v", err, page)
+	}
+	if n, _ := s.counts("/private"); n != 1 {
+		t.Errorf("robots.txt requested %d times, want 1", n)
+	}
+}
