@@ -104,11 +104,22 @@ const (
 	ExtractNone = "none" // links and metadata only, for discovery
 )
 
+// Initiators: who asked for a fetch or a crawl. The tenant's
+// configuration maps each to an identity (the User-Agent and headers sent)
+// and to whether a single fetch honours robots.txt; a tenant claims
+// InitiatorPerson only when its configuration allows it.
+const (
+	InitiatorModel  = "model"  // an agent or program decided to fetch (MCP tools; the API's default)
+	InitiatorPerson = "person" // a person asked for this URL (the CLI)
+)
+
 // FetchRequest asks for one page.
 type FetchRequest struct {
-	URL        string     `json:"url"`
+	URL string `json:"url"`
+	// Initiator is InitiatorModel or InitiatorPerson; "": model.
+	Initiator  string     `json:"initiator,omitempty"`
 	Provider   string     `json:"provider,omitempty"`    // "": the configured resolution
-	TLSProfile string     `json:"tls_profile,omitempty"` // "": chrome for fetch
+	TLSProfile string     `json:"tls_profile,omitempty"` // "": the initiator's identity (chrome or go)
 	Proxy      string     `json:"proxy,omitempty"`       // an operator-configured upstream proxy name
 	Cache      bool       `json:"cache,omitempty"`
 	Narrow     *Narrowing `json:"narrow,omitempty"`
@@ -117,6 +128,9 @@ type FetchRequest struct {
 // CrawlRequest asks for many pages: URLs fetched concurrently, or Seed
 // walked breadth-first on its host.
 type CrawlRequest struct {
+	// Initiator is InitiatorModel or InitiatorPerson; "": model. A crawl
+	// honours robots.txt whoever asks (see IgnoreRobots).
+	Initiator          string   `json:"initiator,omitempty"`
 	URLs               []string `json:"urls,omitempty"`
 	Seed               string   `json:"seed,omitempty"`
 	Depth              int      `json:"depth,omitempty"`                // 0: 2

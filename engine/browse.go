@@ -53,16 +53,23 @@ func (e *Engine) checkURL(call *gate.Call, n *egress.Checker, raw string) error 
 }
 
 // Fetch fetches one page through the resolved provider (capability
-// browse).
+// browse) as req.Initiator ("": model), which the tenant must be allowed
+// to claim (denied, reason initiator) and which decides the identity sent
+// and whether the site's robots.txt is honoured first (a disallowed page
+// is denied, reason robots); the audit record says the initiator.
 func (e *Engine) Fetch(ctx context.Context, p airlock.Principal, req airlock.FetchRequest) (*airlock.Page, error) {
 	call, err := e.begin(ctx, p, airlock.CapabilityBrowse, "fetch", req.URL)
 	if err != nil {
 		return nil, err
 	}
+	ini, err := e.initiator(call, req.Initiator)
+	if err != nil {
+		return nil, call.End(err, 0, 0)
+	}
 	if err := call.Tenant.Limits.Check(req, ""); err != nil {
 		return nil, call.End(err, 0, 0)
 	}
-	page, in, err := e.fetchIn(call, req)
+	page, in, err := e.fetchIn(call, ini, req)
 	if err = call.End(err, in, 0); err != nil {
 		return nil, err
 	}
@@ -70,7 +77,9 @@ func (e *Engine) Fetch(ctx context.Context, p airlock.Principal, req airlock.Fet
 	return page, nil
 }
 
-func (e *Engine) fetchIn(call *gate.Call, req airlock.FetchRequest) (*airlock.Page, int64, error) {
+// fetchIn fetches one page in call as ini, the request's initiator: with
+// its identity, after robots.txt when it honours it.
+func (e *Engine) fetchIn(call *gate.Call, ini gate.Initiator, req airlock.FetchRequest) (*airlock.Page, int64, error) {
 	name, prov, err := e.browse.Resolve(airlock.VerbFetch, req.Provider)
 	if err != nil {
 		return nil, 0, err
@@ -81,6 +90,10 @@ func (e *Engine) fetchIn(call *gate.Call, req airlock.FetchRequest) (*airlock.Pa
 	}
 	d := e.newDoer(call, n, req.Proxy, egress.ProfileChrome, req.Cache)
 	req.Proxy = d.proxy
+	identify(ini, d, &req)
+	if err := e.checkRobots(call, ini, d, req); err != nil {
+		return nil, d.in.Load(), err
+	}
 	if name == browse.NativeName {
 		page, err := prov.(airlock.Fetcher).Fetch(call.Ctx, d, req)
 		return page, d.in.Load(), err
@@ -146,6 +159,10 @@ func (e *Engine) FetchMany(ctx context.Context, p airlock.Principal, urls []stri
 	if err := call.Tenant.Limits.Check(opts, ""); err != nil {
 		return nil, "", call.End(err, 0, 0)
 	}
+	ini, err := e.initiator(call, opts.Initiator)
+	if err != nil {
+		return nil, "", call.End(err, 0, 0)
+	}
 	bc := e.cfg.Browse
 	conc, to := orInt(bc.BatchConcurrency, airlock.DefaultBatchConcurrency), bc.BatchTimeout
 	if to <= 0 {
@@ -177,7 +194,7 @@ func (e *Engine) FetchMany(ctx context.Context, p airlock.Principal, urls []stri
 			sub.Ctx = ctx
 			r := opts
 			r.URL = u
-			page, n, err := e.fetchIn(&sub, r)
+			page, n, err := e.fetchIn(&sub, ini, r)
 			in.Add(n)
 			if err != nil {
 				out[i] = airlock.FetchResult{URL: u, Error: pub(err, call.ID)}
@@ -214,6 +231,9 @@ func (e *Engine) Crawl(ctx context.Context, p airlock.Principal, req airlock.Cra
 	call, err := e.beginCrawl(ctx, p, jobs.Target(req))
 	if err != nil {
 		return nil, err
+	}
+	if _, err := e.initiator(call, req.Initiator); err != nil {
+		return nil, call.End(err, 0, 0)
 	}
 	if err := call.Tenant.CheckCrawl(req); err != nil {
 		return nil, call.End(err, 0, 0)

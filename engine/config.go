@@ -139,6 +139,13 @@ type TenantConfig struct {
 	// (audited). False: such a crawl is refused (denied, reason
 	// ignore_robots).
 	AllowIgnoreRobots bool `koanf:"allow_ignore_robots" json:"allow_ignore_robots"`
+	// Initiators are the initiators (model, person) this tenant's requests
+	// may claim; empty: [model, person] for "local" (the CLI and the
+	// development tenant), [model] otherwise (initiator.go).
+	Initiators []string `koanf:"initiators" json:"initiators"`
+	// Identities say how each initiator's requests are made: identity
+	// and robots.txt (initiator.go); absent: the defaults.
+	Identities map[string]IdentityConfig `koanf:"identities" json:"identities"`
 }
 
 // SecretRef says where a secret's value comes from: exactly one of Env and

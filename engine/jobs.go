@@ -69,6 +69,9 @@ func (e *Engine) beginCrawl(ctx context.Context, p airlock.Principal, target str
 // before anything runs, a request that the crawl would refuse at its
 // start, and one larger than a job may be.
 func (e *Engine) prepareCrawlJob(call *gate.Call, req airlock.CrawlRequest) (airlock.CrawlRequest, error) {
+	if _, err := e.initiator(call, req.Initiator); err != nil {
+		return req, err
+	}
 	if err := call.Tenant.CheckCrawl(req); err != nil {
 		return req, err
 	}

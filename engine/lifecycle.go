@@ -18,6 +18,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/browse"
+	"github.com/airlockhq/airlock/internal/crawl"
 	"github.com/airlockhq/airlock/internal/fleet"
 	"github.com/airlockhq/airlock/internal/gate"
 	"github.com/airlockhq/airlock/internal/jobs"
@@ -67,10 +68,11 @@ type Engine struct {
 	browse   *browse.Dispatcher
 	tokens   map[string]string // config token hash → tenant
 	logger   *slog.Logger
-	budgets  *gate.Budgets    // resource budgets (budgets.go)
-	jobs     *jobs.Runner     // crawl jobs (jobs.go)
-	pages    *pagecache.Cache // rendered pages read in parts (pages.go)
-	browser  *browserManager  // browser sessions (browser.go)
+	budgets  *gate.Budgets      // resource budgets (budgets.go)
+	jobs     *jobs.Runner       // crawl jobs (jobs.go)
+	pages    *pagecache.Cache   // rendered pages read in parts (pages.go)
+	robots   *crawl.RobotsCache // robots.txt verdicts of single fetches, per tenant (initiator.go)
+	browser  *browserManager    // browser sessions (browser.go)
 
 	fleet       *fleet.Fleet // shared state on Redis, or nil (fleet.go)
 	fleetRevs   *fleet.ReplicaRevocations
@@ -164,6 +166,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 	e.replica = replicaName(cfg.State)
 	e.budgets = gate.NewBudgets(p.budgets)
 	e.pages = pagecache.New(pagecache.Config{MaxBytes: cfg.Browse.PageCacheBytes, TTL: cfg.Browse.PageCacheTTL})
+	e.robots = crawl.NewRobotsCache(0)
 	tenants := e.tenants(p)
 	e.closers.push("idle connections", func(context.Context) error {
 		for _, t := range tenants {
@@ -299,6 +302,7 @@ func (e *Engine) tenants(p *plan) map[string]*gate.Tenant {
 			Client: &egress.Client{Dialer: d, Timeout: eg.FetchTimeout, MaxRedirects: eg.MaxRedirects,
 				MaxBodyBytes: eg.MaxBodyBytes, MaxDecodedBytes: eg.MaxDecodedBytes, Profile: p.tls},
 			Limit: tp.limit, Limits: tp.limits, Secrets: tp.secrets, Routes: tp.routes, AllowIgnoreRobots: tp.allowIgnoreRobots,
+			Initiators: tp.initiators,
 		}
 		// Every connection the tenant opens holds a slot of its share and
 		// of the process's until it closes; a full share first closes the

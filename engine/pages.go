@@ -48,10 +48,14 @@ func (e *Engine) FetchRendered(ctx context.Context, p airlock.Principal, req air
 	if err != nil {
 		return nil, err
 	}
+	ini, err := e.initiator(call, req.Initiator)
+	if err != nil {
+		return nil, call.End(err, 0, 0)
+	}
 	if err := call.Tenant.Limits.Check(req, ""); err != nil {
 		return nil, call.End(err, 0, 0)
 	}
-	rp, in, err := e.fetchRendered(call, req, opts)
+	rp, in, err := e.fetchRendered(call, ini, req, opts)
 	if err = call.End(err, in, 0); err != nil {
 		return nil, err
 	}
@@ -59,7 +63,7 @@ func (e *Engine) FetchRendered(ctx context.Context, p airlock.Principal, req air
 	return rp, nil
 }
 
-func (e *Engine) fetchRendered(call *gate.Call, req airlock.FetchRequest, opts RenderOptions) (*RenderedPage, int64, error) {
+func (e *Engine) fetchRendered(call *gate.Call, ini gate.Initiator, req airlock.FetchRequest, opts RenderOptions) (*RenderedPage, int64, error) {
 	n, err := narrowChecker(req.Narrow)
 	if err != nil {
 		return nil, 0, err
@@ -79,7 +83,11 @@ func (e *Engine) fetchRendered(call *gate.Call, req airlock.FetchRequest, opts R
 	var in int64
 	if opts.Raw {
 		d := e.newDoer(call, n, req.Proxy, egress.ProfileChrome, req.Cache)
-		resp, err := d.Do(call.Ctx, &airlock.HTTPRequest{URL: req.URL, Proxy: d.proxy, Cache: req.Cache, Narrow: req.Narrow})
+		identify(ini, d, &req)
+		if err := e.checkRobots(call, ini, d, req); err != nil {
+			return nil, d.in.Load(), err
+		}
+		resp, err := d.Do(call.Ctx, &airlock.HTTPRequest{URL: req.URL, TLSProfile: req.TLSProfile, Proxy: d.proxy, Cache: req.Cache, Narrow: req.Narrow})
 		in = d.in.Load()
 		if err != nil {
 			return nil, in, err
@@ -93,7 +101,7 @@ func (e *Engine) fetchRendered(call *gate.Call, req airlock.FetchRequest, opts R
 		}
 		ent = pagecache.Entry{URL: resp.URL, ContentType: http.Header(resp.Header).Get("Content-Type"), Content: body}
 	} else {
-		page, pin, err := e.fetchIn(call, req)
+		page, pin, err := e.fetchIn(call, ini, req)
 		in = pin
 		if err != nil {
 			return nil, in, err

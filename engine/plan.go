@@ -45,6 +45,7 @@ type tenantPlan struct {
 	secrets           map[string][]byte
 	routes            map[string]bool
 	allowIgnoreRobots bool
+	initiators        map[string]gate.Initiator
 }
 
 func configErr(format string, args ...any) error {
@@ -198,6 +199,9 @@ func compileTenant(cfg Config, profiles map[string]gate.Profile, name string, tc
 		return nil, configErr("tenant %q: %v", name, err)
 	}
 	if t.limits, err = tenantLimits(cfg, name, tc); err != nil {
+		return nil, err
+	}
+	if t.initiators, err = tenantInitiators(name, tc); err != nil {
 		return nil, err
 	}
 	for sname, ref := range tc.Secrets {

@@ -61,7 +61,9 @@ func TestFirecrawlProviderGoesThroughThePolicy(t *testing.T) {
 	ctx := testCtx(t)
 	p := e.Principal()
 
-	page, err := e.Fetch(ctx, p, airlock.FetchRequest{URL: "https://public.example/a"})
+	// As a person: a model's fetch would first ask public.example for its
+	// robots.txt, off loopback (TestInitiatorRobotsRemoteProvider).
+	page, err := e.Fetch(ctx, p, airlock.FetchRequest{Initiator: airlock.InitiatorPerson, URL: "https://public.example/a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func TestFirecrawlProviderGoesThroughThePolicy(t *testing.T) {
 	}
 	// The final URL the provider reports is decided too.
 	final = func(string) string { return "http://169.254.169.254/latest/meta-data/" }
-	if _, err := e.Fetch(ctx, p, airlock.FetchRequest{URL: "https://public.example/b"}); airlock.ReasonOf(err) != "metadata" {
+	if _, err := e.Fetch(ctx, p, airlock.FetchRequest{Initiator: airlock.InitiatorPerson, URL: "https://public.example/b"}); airlock.ReasonOf(err) != "metadata" {
 		t.Errorf("provider-reported final URL on metadata: %v", err)
 	}
 	// native stays available by name.
@@ -87,7 +89,7 @@ func TestFirecrawlProviderGoesThroughThePolicy(t *testing.T) {
 		Egress: engine.EgressConfig{Exceptions: []string{"127.0.0.1"}, Resolve: map[string][]string{"public.example": {"93.184.215.14"}}},
 		Browse: engine.BrowseConfig{Provider: "firecrawl", FirecrawlURL: srv.URL},
 	}, envMap(map[string]string{"FIRECRAWL_API_KEY": "fc-WRONG-CANARY"}), firecrawlAt(srv.URL))
-	_, err = e2.Fetch(ctx, e2.Principal(), airlock.FetchRequest{URL: "https://public.example/a"})
+	_, err = e2.Fetch(ctx, e2.Principal(), airlock.FetchRequest{Initiator: airlock.InitiatorPerson, URL: "https://public.example/a"})
 	if err == nil || strings.Contains(err.Error(), "fc-WRONG-CANARY") {
 		t.Errorf("wrong key: %v", err)
 	}

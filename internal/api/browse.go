@@ -54,6 +54,7 @@ type browseRequest struct {
 // fetchOptions are the options of a fetch: airlock.FetchRequest without
 // its URL.
 type fetchOptions struct {
+	Initiator  string             `json:"initiator,omitempty"` // "": model; the engine decides what it may claim
 	Provider   string             `json:"provider,omitempty"`
 	TLSProfile string             `json:"tls_profile,omitempty"`
 	Proxy      string             `json:"proxy,omitempty"`
@@ -62,12 +63,13 @@ type fetchOptions struct {
 }
 
 func (o fetchOptions) request(url string) airlock.FetchRequest {
-	return airlock.FetchRequest{URL: url, Provider: o.Provider, TLSProfile: o.TLSProfile, Proxy: o.Proxy, Cache: o.Cache, Narrow: o.Narrow}
+	return airlock.FetchRequest{URL: url, Initiator: o.Initiator, Provider: o.Provider, TLSProfile: o.TLSProfile, Proxy: o.Proxy, Cache: o.Cache, Narrow: o.Narrow}
 }
 
 // crawlOptions are the options of a crawl: airlock.CrawlRequest without
 // its seed and URLs.
 type crawlOptions struct {
+	Initiator          string             `json:"initiator,omitempty"` // "": model
 	Depth              int                `json:"depth,omitempty"`
 	MaxPages           int                `json:"max_pages,omitempty"`
 	Concurrency        int                `json:"concurrency,omitempty"`
@@ -86,7 +88,7 @@ type crawlOptions struct {
 }
 
 func (o crawlOptions) request(seed string, urls []string) airlock.CrawlRequest {
-	return airlock.CrawlRequest{URLs: urls, Seed: seed, Depth: o.Depth, MaxPages: o.MaxPages, Concurrency: o.Concurrency,
+	return airlock.CrawlRequest{Initiator: o.Initiator, URLs: urls, Seed: seed, Depth: o.Depth, MaxPages: o.MaxPages, Concurrency: o.Concurrency,
 		PerHostConcurrency: o.PerHostConcurrency, Timeout: time.Duration(o.Timeout), Delay: time.Duration(o.Delay), Extract: o.Extract, Subdomains: o.Subdomains,
 		IgnoreRobots: o.IgnoreRobots, Sitemap: o.Sitemap, TLSProfile: o.TLSProfile, Provider: o.Provider, Proxy: o.Proxy,
 		Cache: o.Cache, Narrow: o.Narrow}

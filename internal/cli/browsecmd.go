@@ -26,7 +26,7 @@ func (e *env) outFormat(def string) string {
 }
 
 func newFetchCmd(e *env) *cobra.Command {
-	var pf policyFlags
+	pf := policyFlags{person: true}
 	var provider, profile, proxy string
 	var cache bool
 	cmd := &cobra.Command{
@@ -42,7 +42,7 @@ error (exit 4, reason http_status); a bot wall is an error (reason bot_wall), ne
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return e.withEngine(&pf, func(en *engine.Engine, p airlock.Principal) error {
-				page, err := en.Fetch(cmd.Context(), p, airlock.FetchRequest{URL: args[0], Provider: provider, TLSProfile: profile, Proxy: proxy, Cache: cache})
+				page, err := en.Fetch(cmd.Context(), p, airlock.FetchRequest{URL: args[0], Initiator: airlock.InitiatorPerson, Provider: provider, TLSProfile: profile, Proxy: proxy, Cache: cache})
 				if err != nil {
 					return err
 				}
@@ -69,8 +69,8 @@ func isTerminal(w io.Writer) bool {
 }
 
 func newCrawlCmd(e *env) *cobra.Command {
-	var pf policyFlags
-	var req airlock.CrawlRequest
+	pf := policyFlags{person: true}
+	req := airlock.CrawlRequest{Initiator: airlock.InitiatorPerson}
 	var urlsFile string
 	cmd := &cobra.Command{
 		Use:   "crawl SEED | --urls FILE",

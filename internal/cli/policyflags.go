@@ -23,6 +23,10 @@ type policyFlags struct {
 	// browser, when set, are the browser origin flags of the command
 	// (mcp, serve, browser run).
 	browser *browserFlags
+	// person marks a command a person runs at their terminal (fetch,
+	// crawl): its default tenant may claim the person initiator unless
+	// the configuration lists the tenant's initiators.
+	person bool
 }
 
 func (p *policyFlags) register(cmd *cobra.Command) {
@@ -110,6 +114,16 @@ func (p *policyFlags) applyTo(cfg *engine.Config) error {
 	}
 	if p.unwrap {
 		cfg.Egress.UnwrapEmbeddedIPv4 = true
+	}
+	if p.person && len(cfg.Tenants) > 0 {
+		tenant, tc, err := defaultTenant(cfg)
+		if err != nil {
+			return err
+		}
+		if len(tc.Initiators) == 0 {
+			tc.Initiators = []string{airlock.InitiatorModel, airlock.InitiatorPerson}
+			cfg.Tenants[tenant] = tc
+		}
 	}
 	if len(p.allow)+len(p.deny)+len(p.except) == 0 {
 		return nil

@@ -1069,17 +1069,11 @@ func (r *run) loadRobots(origin string) (rules *robots, fatal error) {
 			return nil, err
 		case code == airlock.CodeRevoked:
 			return nil, err
-		case code == airlock.CodeDenied:
-			// The origin is refused to this caller: its pages will be
-			// refused too, with the policy's reason. Not cached: the verdict
-			// is the caller's, not the origin's.
-			rules = &robots{verdict: robotsAllowAll, expires: now.Add(DefaultRobotsTTL)}
-		case airlock.ReasonOf(err) == errReasonRedirects:
-			// RFC 9309 §2.3.1.2: past five redirects, robots.txt is unavailable.
-			rules = &robots{verdict: robotsAllowAll, expires: now.Add(DefaultRobotsTTL), cache: true}
 		default:
-			rules = &robots{verdict: robotsDisallowAll, expires: now.Add(RobotsRetryTTL), cache: true,
-				detail: truncate("robots.txt unreachable: "+airlock.Public(err, "").Message, maxDetail)}
+			// Denied: the origin is refused to this caller, its pages will
+			// be too (not cached: the verdict is the caller's). Past five
+			// redirects: unavailable. Otherwise unreachable.
+			rules = robotsFromError(err, now)
 		}
 	} else {
 		rules = robotsFromStatus(resp.Status, resp.Body, now)

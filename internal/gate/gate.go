@@ -53,6 +53,9 @@ type Tenant struct {
 	Limits *Limits
 	// AllowIgnoreRobots lets the tenant's crawls ignore robots.txt.
 	AllowIgnoreRobots bool
+	// Initiators are the initiators the tenant may claim and how each is
+	// fetched (initiator.go); empty: model only, with its defaults.
+	Initiators map[string]Initiator
 
 	limitKey string // the rate limiter key, set by New
 }
@@ -155,7 +158,10 @@ type Call struct {
 	// fetches): each request refused by policy is recorded as a decision
 	// of its own (RefusedRequest), so that the audit log and the deny
 	// ring show what was tried, not only the call.
-	Batch  bool
+	Batch bool
+	// Note is added to the call's audit record (its detail): the
+	// initiator of a fetch or a crawl.
+	Note   string
 	start  time.Time
 	cancel context.CancelCauseFunc
 	g      *Gate
@@ -258,11 +264,15 @@ func (c *Call) End(err error, bytesIn, bytesOut int64) error {
 		DurationMS: time.Since(c.start).Milliseconds(), BytesIn: bytesIn, BytesOut: bytesOut}
 	if err == nil {
 		rec.Reason = "ok"
+		rec.Detail = c.Note
 		c.g.audit.Record(rec)
 		return nil
 	}
 	code := airlock.CodeOf(err)
 	rec.Code, rec.Reason, rec.Detail = string(code), airlock.ReasonOf(err), err.Error()
+	if c.Note != "" {
+		rec.Detail += " (" + c.Note + ")"
+	}
 	rec.Outcome = OutcomeError
 	switch code {
 	case airlock.CodeDenied, airlock.CodeRevoked, airlock.CodeRateLimited:

@@ -208,6 +208,11 @@ var hints = map[airlock.Code]string{
 	airlock.CodeTimeout:     "No answer in time: retrying later may work.",
 }
 
+// reasonHints replace the hint of a code for a reason that says more.
+var reasonHints = map[string]string{
+	"robots": "The site's robots.txt does not allow automated fetching of this page: tell the user, who can open it themselves; retrying will fail again.",
+}
+
 // sdkLogger passes on the SDK's warnings and errors only: its info records
 // (a line per session) are noise in an operator's log.
 func sdkLogger(l *slog.Logger) *slog.Logger {
@@ -247,7 +252,9 @@ func toolError(logger *slog.Logger, err error) *sdkmcp.CallToolResult {
 	if d := airlock.RetryAfter(err); d > 0 {
 		fmt.Fprintf(&b, "; retry after %s", d.Round(100*time.Millisecond))
 	}
-	if h := hints[pub.Code]; h != "" {
+	if h := reasonHints[pub.Reason]; h != "" && pub.Code == airlock.CodeDenied {
+		b.WriteString("\n" + h)
+	} else if h := hints[pub.Code]; h != "" {
 		b.WriteString("\n" + h)
 	}
 	if pub.DecisionID != "" {

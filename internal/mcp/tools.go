@@ -212,7 +212,7 @@ func webFetch(ctx context.Context, en *engine.Engine, p airlock.Principal, in Fe
 	if in.Raw {
 		variant = "raw"
 	}
-	page, err := en.FetchRendered(ctx, p, airlock.FetchRequest{URL: in.URL}, engine.RenderOptions{
+	page, err := en.FetchRendered(ctx, p, airlock.FetchRequest{URL: in.URL, Initiator: airlock.InitiatorModel}, engine.RenderOptions{
 		Raw: in.Raw, Variant: variant,
 		Render: func(pg *airlock.Page) (string, error) {
 			var doc bytes.Buffer
@@ -343,7 +343,7 @@ func webCrawl(ctx context.Context, en *engine.Engine, p airlock.Principal, in Cr
 	if in.Depth < 0 {
 		return nil, invalid("depth", "depth %d: want 0 or more", in.Depth)
 	}
-	req := airlock.CrawlRequest{Seed: seed, URLs: in.URLs, MaxPages: maxPages, Depth: in.Depth, Extract: airlock.ExtractFull}
+	req := airlock.CrawlRequest{Initiator: airlock.InitiatorModel, Seed: seed, URLs: in.URLs, MaxPages: maxPages, Depth: in.Depth, Extract: airlock.ExtractFull}
 	var mu sync.Mutex
 	var pages []*airlock.Page
 	sum, err := en.Crawl(ctx, p, req, func(pg *airlock.Page) error {
