@@ -40,6 +40,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/browse"
+	"github.com/airlockhq/airlock/internal/browser/sessions"
 	"github.com/airlockhq/airlock/internal/extract"
 	"github.com/airlockhq/airlock/internal/fleet"
 	"github.com/airlockhq/airlock/internal/gate"
@@ -88,7 +89,6 @@ type Engine struct {
 	budgets        *gate.Budgets    // resource budgets (budgets.go)
 	jobs           *jobs.Runner     // crawl jobs (jobs.go)
 	pages          *pagecache.Cache // rendered pages read in parts (pages.go)
-	browser        *browserManager  // browser sessions (browser.go)
 	fleet          *fleet.Fleet     // shared state on Redis, or nil (fleet.go)
 	fleetRevs      *fleet.ReplicaRevocations
 	stopWatch      context.CancelFunc
@@ -99,6 +99,8 @@ type Engine struct {
 	// state.fallback_local: fallbacks so far, and when one was last audited
 	fallbacks         atomic.Int64
 	lastFallbackAudit atomic.Int64
+
+	browser *sessions.Manager // browser sessions and the render pool (browser.go)
 }
 
 type route struct {
@@ -279,10 +281,6 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		}
 		tenants[name] = t
 	}
-	chromium := &chromiumProvider{}
-	if e.browse, err = buildDispatcher(cfg.Browse, o.getenv, chromium); err != nil {
-		return nil, err
-	}
 	e.routes = map[string]*route{}
 	for name, rc := range cfg.Routes {
 		r, err := buildRoute(name, rc, o.getenv)
@@ -344,8 +342,16 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		Connect: gate.Limit{Rate: float64(cfg.Limits.ConnectAttempts) / cfg.Limits.ConnectWindow.Seconds(), Burst: cfg.Limits.ConnectAttempts}})
 	gp.Store(g)
 	e.gate = g
-	e.browser = newBrowserManager(e, cfg.Browser)
-	chromium.m = e.browser
+	e.browser = newBrowserSessions(context.Background(), cfg, g, e.audit, e.revs, e.budgets, browserOwners(fl, e.replica, o.logger), o.logger)
+	// validate built the dispatcher from the same inputs: this cannot fail.
+	if e.browse, err = buildDispatcher(cfg.Browse, o.getenv, e.browser); err != nil {
+		e.browser.Close(context.Background())
+		e.revs.Close()
+		e.audit.Close(context.Background())
+		e.st.Close()
+		e.closeFleet()
+		return nil, err
+	}
 
 	bi := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "airlock_build_info", Help: "Build information; always 1."}, []string{"version", "goversion"})
 	bi.WithLabelValues(Version, runtime.Version()).Set(1)
@@ -1195,7 +1201,7 @@ func (e *Engine) Close(ctx context.Context) error {
 		e.waitIdle(waitCtx)
 		cancel()
 	}
-	e.browser.close(ctx)
+	e.browser.Close(ctx)
 	close(e.stopBg)
 	<-e.bgDone
 	e.revs.Close()

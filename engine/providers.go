@@ -8,6 +8,7 @@ import (
 	"github.com/airlockhq/airlock/internal/browse"
 	"github.com/airlockhq/airlock/internal/extract"
 	"github.com/airlockhq/airlock/internal/provider/brave"
+	"github.com/airlockhq/airlock/internal/provider/chromium"
 	"github.com/airlockhq/airlock/internal/provider/dataforseo"
 	"github.com/airlockhq/airlock/internal/provider/firecrawl"
 	"github.com/airlockhq/airlock/internal/provider/native"
@@ -81,13 +82,10 @@ func pageExtractor(ctx context.Context, html []byte, pageURL, mode string) (*air
 // buildDispatcher registers native and every API provider whose key is in
 // the environment, and checks the configured choices.
 //
-// The chromium provider is always registered; cp is the engine's (whose
-// browser manager New sets after building the dispatcher), nil when only
-// validating.
-func buildDispatcher(bc BrowseConfig, getenv func(string) string, cp *chromiumProvider) (*browse.Dispatcher, error) {
-	if cp == nil {
-		cp = &chromiumProvider{}
-	}
+// The chromium provider is always registered; it renders with r, the
+// engine's browser sessions (nil when only validating).
+func buildDispatcher(bc BrowseConfig, getenv func(string) string, r chromium.Renderer) (*browse.Dispatcher, error) {
+	cp := chromium.New(chromium.Options{Renderer: r, UserAgent: crawlerUserAgent(), Concurrency: DefaultRenderPool})
 	d := browse.New(browse.Config{Provider: bc.Provider, SearchProvider: bc.SearchProvider, Proxy: bc.Proxy})
 	cascade := &searchCascade{keyless: &native.Search{DDGURL: bc.DuckDuckGoURL, BraveURL: bc.BraveURL, BingURL: bc.BingURL}}
 	type reg struct {

@@ -109,6 +109,17 @@ func importRules() []importRule {
 			},
 		},
 		{
+			// The browser sessions manager gets a per-tenant dialer, a
+			// revocation check and an audit func from its owner, never
+			// the owner itself.
+			name:       "the browser sessions manager never imports the engine facade, a surface or the CLI",
+			applies:    func(rel string) bool { return under(rel, "internal/browser") },
+			transitive: true,
+			forbidden: func(dep pkg) bool {
+				return underAny(dep.Rel, append([]string{"internal/cli", "engine"}, surfaces...)...)
+			},
+		},
+		{
 			name:       "commands link no test support (package testing, *test and *bench helpers)",
 			applies:    func(rel string) bool { return under(rel, "cmd") },
 			transitive: true,
@@ -247,7 +258,7 @@ func TestForbiddenImports(t *testing.T) {
 		}
 	}
 	// Guard against a vacuous pass: the packages that exist today must be seen.
-	for _, want := range append([]string{".", "egress", "internal/cli", "cmd/airlock", "internal/render", "internal/fleet"}, surfaces...) {
+	for _, want := range append([]string{".", "egress", "internal/cli", "cmd/airlock", "internal/render", "internal/fleet", "internal/browser/sessions", "internal/provider/chromium"}, surfaces...) {
 		if !slices.Contains(ours, want) {
 			t.Fatalf("go list did not report %q among the module's packages %q", want, ours)
 		}
@@ -381,6 +392,22 @@ func TestImportRulesCatch(t *testing.T) {
 			name: "provider imports a surface",
 			pkgs: []pkg{ours("internal/provider/native", m("internal/api")), ours("internal/api")},
 			want: []string{"providers never import a surface, the CLI or the engine facade"},
+		},
+		{
+			name: "the browser sessions manager imports the engine",
+			pkgs: []pkg{ours("internal/browser/sessions", m("engine")), ours("engine")},
+			want: []string{"the browser sessions manager never imports the engine facade, a surface or the CLI"},
+		},
+		{
+			name: "the browser sessions manager imports a surface transitively",
+			pkgs: []pkg{
+				{ImportPath: m("internal/browser/sessions"), Rel: "internal/browser/sessions", Imports: []string{m("internal/browser")}, Deps: []string{m("internal/browser"), m("internal/mcp")}},
+				ours("internal/browser", m("internal/mcp")), ours("internal/mcp"),
+			},
+			want: []string{
+				"internal/browser/sessions imports " + m("internal/mcp") + ": the browser sessions manager never imports",
+				"internal/browser imports " + m("internal/mcp") + ": the browser sessions manager never imports",
+			},
 		},
 		{
 			name: "the jobs runner imports the engine",
