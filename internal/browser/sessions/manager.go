@@ -68,7 +68,8 @@ type Deps struct {
 	// request, an approval); the owner gives it its id.
 	Audit func(gate.Record)
 	// AcquireSession takes one slot of the tenant's browser-sessions
-	// budget, waiting for it when wait is set, else failing at once.
+	// budget, waiting for it when wait is set, else failing at once. Its
+	// release may be called more than once (gate.Budgets' is).
 	AcquireSession func(ctx context.Context, tenant string, wait bool) (release func(), err error)
 	// OnConnectionsFull registers f to run when the tenant's ("" the
 	// process's) connections budget is full.
