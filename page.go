@@ -167,7 +167,9 @@ type Duration = time.Duration
 
 // Doer makes HTTP requests on a provider's behalf. The dispatcher hands each
 // provider one bound to the caller's principal and policy: a provider
-// cannot choose an unguarded client.
+// cannot choose an unguarded client. The context a provider's method gets
+// carries that principal too (PrincipalFromContext), for a provider that
+// keeps per-caller state (the chromium provider's browser sessions).
 type Doer interface {
 	Do(ctx context.Context, req *HTTPRequest) (*HTTPResponse, error)
 }

@@ -1,6 +1,7 @@
 package airlock
 
 import (
+	"context"
 	"strings"
 )
 
@@ -51,4 +52,19 @@ func validName(s string) bool {
 		}
 	}
 	return true
+}
+
+type principalKey struct{}
+
+// ContextWithPrincipal returns a context that carries p: the gate puts the
+// caller's principal on every call's context, so that a provider (which
+// gets that context) knows whom it works for.
+func ContextWithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFromContext returns the principal ctx carries, if any.
+func PrincipalFromContext(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
 }

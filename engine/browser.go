@@ -2,29 +2,28 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/subtle"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/browser"
+	"github.com/airlockhq/airlock/internal/browser/sessions"
 	"github.com/airlockhq/airlock/internal/gate"
+	"github.com/airlockhq/airlock/internal/provider/chromium"
 )
+
+// ChromiumProvider is the name of the Browse provider that renders pages
+// in the engine's headless Chromium before extracting them.
+const ChromiumProvider = chromium.Name
+
+// DefaultRenderPool is how many pooled browser sessions per tenant render
+// pages for the chromium provider.
+const DefaultRenderPool = sessions.DefaultRenderPool
 
 // Defaults of the browser, each also a config value.
 const (
@@ -173,242 +172,43 @@ type BrowserSessionInfo struct {
 	FilesDir string `json:"files_dir,omitempty"`
 }
 
-var profileNameRE = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$`)
-
-// browserManager owns the engine's browser sessions and, per tenant, the
-// forward proxy their Chromium processes are forced through (layer 2).
-type browserManager struct {
-	e   *Engine
-	cfg BrowserConfig
-
-	mu       sync.Mutex
-	closed   bool
-	sessions map[string]*browserSession
-	profiles map[string]string // tenant/profile → session id: one live session per profile
-	proxies  map[string]*tenantProxy
-	tmpRoot  string     // in-memory engines: the root, made on first use
-	pool     renderPool // the chromium provider's sessions (chromium.go)
-	runtime  *browser.Runtime
-
-	approvers atomic.Bool // an approver channel is attached (ServeBrowserApprovals)
-
-	apMu     sync.Mutex
-	apSeq    int
-	channels map[int]namedApprover // AddBrowserApprover's, for every session
-
-	stop chan struct{}
-	done chan struct{}
-}
-
-// tenantProxy is one egress.Proxy on a loopback port, on the tenant's
-// Dialer (its policy, pins, connect limiter and auditor).
-type tenantProxy struct {
-	p   *egress.Proxy
-	srv *http.Server
-	ln  net.Listener
-}
-
-type browserSession struct {
-	id        string
-	principal airlock.Principal
-	profile   string
-	ephemeral bool
-	pooled    bool   // a render session of the chromium provider, not the caller's
-	dir       string // holds profile/ (Chromium's user-data-dir) and files/ (the confined root)
-	pass      string // the proxy password of this session
-	narrow    *egress.Checker
-	created   time.Time
-	lastUsed  atomic.Int64  // unix nanoseconds
-	release   func()        // gives back the session's browser_sessions budget
-	approver  namedApprover // the session's own (BrowserOpenRequest.Approver); nil Approver: none
-
-	s *browser.Session
-
-	subMu sync.Mutex
-	subs  map[chan BrowserEvent]struct{}
-}
-
-func newBrowserManager(e *Engine, cfg BrowserConfig) *browserManager {
-	m := &browserManager{e: e, cfg: cfg.withDefaults(), sessions: map[string]*browserSession{},
-		profiles: map[string]string{}, proxies: map[string]*tenantProxy{},
-		stop: make(chan struct{}), done: make(chan struct{})}
-	m.runtime = browser.NewRuntime(m.runtimeDir())
-	if n, err := m.runtime.Sweep(); err != nil {
-		e.logger.Warn("browser: sweep of leftover Chromium processes", "error", err)
-	} else if n > 0 {
-		e.logger.Warn("browser: killed the Chromium processes a dead airlock left behind", "processes", n)
+// newBrowserSessions builds the browser sessions manager on the engine's
+// parts, each handed over as the narrow dependency the manager declares.
+func newBrowserSessions(ctx context.Context, cfg Config, g *gate.Gate, audit *gate.Auditor, revs *gate.RevocationSet,
+	budgets *gate.Budgets, owners sessions.Owners, logger *slog.Logger) *sessions.Manager {
+	bc := cfg.Browser.withDefaults()
+	sc := sessions.Config{ExecPath: bc.ExecPath, MaxSessions: bc.MaxSessions, IdleTimeout: bc.IdleTimeout,
+		OpTimeout: bc.OpTimeout, AskTimeout: bc.AskTimeout, Policy: bc.Policy, ProxyHeaderTimeout: cfg.Egress.FetchTimeout,
+		// In-memory engines, whose roots are temporary, record their
+		// browsers in one directory per user.
+		RuntimeDir: filepath.Join(os.TempDir(), fmt.Sprintf("airlock-browser-run-%d", os.Geteuid()))}
+	if !cfg.InMemory {
+		sc.Dir = filepath.Join(cfg.DataDir, "browser")
+		sc.RuntimeDir = filepath.Join(sc.Dir, "run")
 	}
-	go m.reaper()
-	return m
-}
-
-// runtimeDir is where the manager records its browsers' user-data-dirs for
-// the next start's sweep: the data directory's browser/run, or for
-// in-memory engines, whose roots are temporary, one directory per user.
-func (m *browserManager) runtimeDir() string {
-	if !m.e.cfg.InMemory {
-		return filepath.Join(m.e.cfg.DataDir, "browser", "run")
-	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("airlock-browser-run-%d", os.Geteuid()))
-}
-
-// root is where profiles and session files live: the data directory's
-// browser/, or for an in-memory engine a temporary directory removed at
-// Close.
-func (m *browserManager) root() (string, error) {
-	if !m.e.cfg.InMemory {
-		return filepath.Join(m.e.cfg.DataDir, "browser"), nil
-	}
-	if m.tmpRoot == "" {
-		d, err := os.MkdirTemp("", "airlock-browser-")
-		if err != nil {
-			return "", airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: temporary directory: %v", err)
-		}
-		m.tmpRoot = d
-	}
-	return m.tmpRoot, nil
-}
-
-// proxy returns the tenant's proxy, starting it on first use.
-func (m *browserManager) proxy(tenant string) (*tenantProxy, error) {
-	if tp := m.proxies[tenant]; tp != nil {
-		return tp, nil
-	}
-	t := m.e.gate.Tenant(tenant)
-	if t == nil || t.Dialer == nil {
-		return nil, airlock.Errorf(airlock.CodeDenied, "unknown_tenant", "browser: unknown tenant %q", tenant)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_proxy", "browser: start the egress proxy: %v", err)
-	}
-	tp := &tenantProxy{ln: ln}
-	tp.p = &egress.Proxy{Dialer: t.Dialer, Logger: m.e.logger, HeaderTimeout: m.e.cfg.Egress.FetchTimeout,
-		Authorize: func(_ *http.Request, user, pass string) (egress.ProxyClient, bool) {
-			return m.authorize(tenant, user, pass)
-		}}
-	tp.srv = &http.Server{Handler: m.reportRefusals(tp.p), ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(m.e.logger.Handler(), slog.LevelDebug)}
-	go tp.srv.Serve(ln)
-	m.e.budgets.OnFull(gate.BudgetConnections, tenant, tp.p.CloseIdleConnections)
-	m.e.budgets.OnFull(gate.BudgetConnections, "", tp.p.CloseIdleConnections)
-	m.proxies[tenant] = tp
-	return tp, nil
-}
-
-// reportRefusals wraps the proxy so that each request it refuses (layer
-// 2: what layer 1 let through or cannot see, such as WebSockets, another
-// name for a denied address, Chromium's own background traffic) is an
-// audited decision and reaches the session's event subscribers, like a
-// layer-1 refusal.
-func (m *browserManager) reportRefusals(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w}
-		h.ServeHTTP(sw, r)
-		code := sw.Header().Get(egress.HeaderAirlockCode)
-		if sw.status != http.StatusForbidden || code != string(airlock.CodeDenied) {
-			return
-		}
-		user, _, ok := r.BasicAuth()
-		if !ok {
-			user, _, ok = proxyBasicAuth(r)
-		}
-		m.mu.Lock()
-		bs := m.sessions[user]
-		var sess *browser.Session
-		if bs != nil {
-			sess = bs.s
-		}
-		m.mu.Unlock()
-		if !ok || bs == nil {
-			return
-		}
-		target := r.URL.String()
-		if r.Method == http.MethodConnect {
-			// A tunnel carries https or a WebSocket (ws and wss alike):
-			// the session knows which its pages opened.
-			scheme := "https"
-			if sess != nil {
-				// A download on this tunnel reports the refusal, typed.
-				sess.RefusedTunnel(r.Host, sw.Header().Get(egress.HeaderAirlockReason))
-				scheme = sess.TunnelScheme(r.Host, tunnelLabelWait)
+	return sessions.New(ctx, sc, sessions.Deps{
+		Dialer: func(tenant string) *egress.Dialer {
+			if t := g.Tenant(tenant); t != nil {
+				return t.Dialer
 			}
-			target = scheme + "://" + r.Host
-		}
-		m.onEvent(bs, browser.Event{Type: browser.EventPolicyDenied, Time: time.Now(), URL: browserTarget(target),
-			ResourceType: "proxy", Reason: sw.Header().Get(egress.HeaderAirlockReason),
-			Message: "refused by the egress proxy (layer 2)"})
+			return nil
+		},
+		Narrow:  narrowChecker,
+		Revoked: revs.Revoked,
+		Audit: func(r gate.Record) {
+			r.ID = g.NewID()
+			audit.Record(r)
+		},
+		AcquireSession: func(ctx context.Context, tenant string, wait bool) (func(), error) {
+			if wait {
+				return budgets.Acquire(ctx, gate.BudgetBrowsers, tenant, 1)
+			}
+			return budgets.TryAcquire(ctx, gate.BudgetBrowsers, tenant, 1)
+		},
+		OnConnectionsFull: func(tenant string, f func()) { budgets.OnFull(gate.BudgetConnections, tenant, f) },
+		Owners:            owners,
+		Logger:            logger,
 	})
-}
-
-// tunnelLabelWait bounds how long a refused tunnel's report waits for the
-// page's WebSocket event that names its scheme (the browser's answer has
-// gone already).
-const tunnelLabelWait = 250 * time.Millisecond
-
-// proxyBasicAuth reads the Proxy-Authorization Basic credentials.
-func proxyBasicAuth(r *http.Request) (user, pass string, ok bool) {
-	rr := &http.Request{Header: http.Header{"Authorization": r.Header.Values("Proxy-Authorization")}}
-	return rr.BasicAuth()
-}
-
-// statusWriter records the status a handler answered with.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach Flush and Hijack.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// authorize maps proxy credentials to a live session of the tenant whose
-// principal is not revoked. Unknown users are compared against a dummy
-// secret so that timing does not tell live session ids.
-func (m *browserManager) authorize(tenant, user, pass string) (egress.ProxyClient, bool) {
-	m.mu.Lock()
-	bs := m.sessions[user]
-	m.mu.Unlock()
-	want := "x"
-	if bs != nil {
-		want = bs.pass
-	}
-	ok := subtle.ConstantTimeCompare([]byte(pass), []byte(want)) == 1
-	if !ok || bs == nil || bs.principal.Tenant != tenant {
-		return egress.ProxyClient{}, false
-	}
-	if m.e.revs.Revoked(bs.principal) {
-		return egress.ProxyClient{}, false
-	}
-	m.mu.Lock()
-	s := bs.s
-	m.mu.Unlock()
-	admit := func(egress.Target, []netip.Addr) error {
-		return &egress.Error{Code: egress.CodeDenied, Reason: "session_starting", Op: "check", Detail: "the browser session is not open yet"}
-	}
-	if s != nil {
-		admit = s.Admit
-	}
-	return egress.ProxyClient{Key: bs.principal.String(), Narrow: bs.narrow, Admit: admit}, true
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // BrowserOpen opens a browser session for the principal (capability
@@ -427,252 +227,26 @@ func (e *Engine) BrowserOpen(ctx context.Context, p airlock.Principal, req Brows
 	if err := call.Tenant.Limits.Check(req, ""); err != nil {
 		return BrowserSessionInfo{}, call.End(err, 0, 0)
 	}
-	bs, err := e.browser.open(call.Ctx, p, req, false)
+	info, err := e.browser.Open(call.Ctx, p, sessions.OpenRequest{Profile: req.Profile, Narrow: req.Narrow, Policy: req.Policy,
+		Approver: req.Approver, ApproverName: req.ApproverName})
 	if err != nil {
 		return BrowserSessionInfo{}, call.End(err, 0, 0)
 	}
-	e.claimBrowser(call.Ctx, bs.id)
-	return bs.info(), call.End(nil, 0, 0)
+	return sessionInfo(info), call.End(nil, 0, 0)
 }
 
-// openPooled opens a render session for the chromium provider.
-func (m *browserManager) openPooled(ctx context.Context, p airlock.Principal) (*browserSession, error) {
-	return m.open(ctx, p, BrowserOpenRequest{Policy: &BrowserPolicy{DefaultAction: browser.ActionAllow}}, true)
-}
-
-func (m *browserManager) open(ctx context.Context, p airlock.Principal, req BrowserOpenRequest, pooled bool) (*browserSession, error) {
-	if req.Profile != "" && !profileNameRE.MatchString(req.Profile) {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "bad_profile",
-			"browser: profile name %q: want 1 to 64 of A-Z a-z 0-9 . _ -, not starting with a dot", req.Profile)
-	}
-	narrow, err := narrowChecker(req.Narrow)
-	if err != nil {
-		return nil, err
-	}
-	pol := m.cfg.Policy
-	if req.Policy != nil {
-		pol = *req.Policy
-	}
-	if err := pol.Validate(); err != nil {
-		return nil, err
-	}
-	bs := &browserSession{id: "bs_" + randomHex(12), principal: p, profile: req.Profile, ephemeral: req.Profile == "", pooled: pooled,
-		pass: randomHex(24), narrow: narrow, created: time.Now(), subs: map[chan BrowserEvent]struct{}{}}
-	bs.lastUsed.Store(bs.created.UnixNano())
-	if req.Approver != nil {
-		bs.approver = namedApprover{name: req.ApproverName, a: req.Approver}
-	}
-	// The sessions budget: a render session of the chromium provider
-	// waits in line like a fetch; a caller's own session is refused at
-	// once when there is no room.
-	take := m.e.budgets.TryAcquire
-	if pooled {
-		take = m.e.budgets.Acquire
-	}
-	release, err := take(ctx, gate.BudgetBrowsers, p.Tenant, 1)
-	if err != nil {
-		return nil, err
-	}
-	bs.release = release
-	opened := false
-	defer func() {
-		if !opened {
-			release()
-		}
-	}()
-
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil, errShuttingDown()
-	}
-	n := 0
-	for _, o := range m.sessions {
-		if o.principal.Tenant == p.Tenant && !o.pooled {
-			n++
-		}
-	}
-	if n >= m.cfg.MaxSessions && !pooled {
-		m.mu.Unlock()
-		return nil, airlock.Errorf(airlock.CodeRateLimited, "browser_sessions",
-			"browser: tenant %s has %d open sessions (browser.max_sessions); close one first", p.Tenant, n)
-	}
-	pkey := p.Tenant + "/" + req.Profile
-	if req.Profile != "" {
-		if id, busy := m.profiles[pkey]; busy {
-			m.mu.Unlock()
-			return nil, airlock.Errorf(airlock.CodeUnavailable, "profile_in_use",
-				"browser: profile %q is open in session %s", req.Profile, id)
-		}
-		m.profiles[pkey] = bs.id
-	}
-	root, err := m.root()
-	var tp *tenantProxy
-	if err == nil {
-		tp, err = m.proxy(p.Tenant)
-	}
-	if err == nil {
-		m.sessions[bs.id] = bs // the proxy must know the session before Chromium's first request
-	}
-	m.mu.Unlock()
-	if err != nil {
-		m.forget(bs)
-		return nil, err
-	}
-
-	if bs.ephemeral {
-		bs.dir = filepath.Join(root, "ephemeral", bs.id)
-	} else {
-		bs.dir = filepath.Join(root, "profiles", p.Tenant, req.Profile)
-	}
-	chk := m.e.gate.Tenant(p.Tenant).Dialer.Policy
-	s, err := browser.Open(ctx, browser.Options{
-		ExecPath:   m.cfg.ExecPath,
-		ProxyAddr:  tp.ln.Addr().String(),
-		ProxyUser:  bs.id,
-		ProxyPass:  bs.pass,
-		ProfileDir: filepath.Join(bs.dir, "profile"),
-		FilesDir:   filepath.Join(bs.dir, "files"),
-		Policy:     pol,
-		AskTimeout: m.cfg.AskTimeout,
-		NoApprover: m.noApprover(),
-		Approvers:  func() []browser.Approver { return m.sessionApprovers(bs) },
-		Decide:     func(raw string) error { return decideURL(chk, narrow, raw) },
-		OnEvent:    func(ev browser.Event) { m.onEvent(bs, ev) },
-		Logger:     m.e.logger.With(slog.String("browser_session", bs.id)),
-		Runtime:    m.runtime,
-	})
-	if err != nil {
-		m.forget(bs)
-		if bs.ephemeral {
-			os.RemoveAll(bs.dir)
-		}
-		return nil, err
-	}
-	m.mu.Lock()
-	bs.s = s
-	closed := m.closed
-	m.mu.Unlock()
-	if closed {
-		m.closeSession(context.WithoutCancel(ctx), bs, bs.ephemeral)
-		return nil, errShuttingDown()
-	}
-	opened = true
-	return bs, nil
-}
-
-// noApprover is the session's Options.NoApprover: "" when someone can
-// answer its asks.
-func (m *browserManager) noApprover() string {
-	if m.approvers.Load() {
-		return ""
-	}
-	return noApproverHint
-}
-
-// decideURL is layer 1's egress check of one request URL: the tenant's
-// policy on the name (the floor for IP literals, allow and deny lists), and
-// the session's narrowing. Names are resolved and pinned by the proxy.
-func decideURL(chk, narrow *egress.Checker, raw string) error {
-	t, err := egress.ParseURL(raw)
-	if err != nil {
-		return err
-	}
-	for _, c := range []*egress.Checker{chk, narrow} {
-		if c == nil {
-			continue
-		}
-		if v := c.CheckName(egress.LaneHTTP, t); !v.Allow {
-			return airlock.Errorf(airlock.CodeDenied, string(v.Reason), "%s refused by policy: %s", t.Host, v.Reason)
-		}
-	}
-	return nil
-}
-
-func (m *browserManager) forget(bs *browserSession) {
-	if bs.release != nil {
-		bs.release()
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.sessions, bs.id)
-	if bs.profile != "" {
-		if m.profiles[bs.principal.Tenant+"/"+bs.profile] == bs.id {
-			delete(m.profiles, bs.principal.Tenant+"/"+bs.profile)
-		}
-	}
-}
-
-func (bs *browserSession) info() BrowserSessionInfo {
-	i := BrowserSessionInfo{ID: bs.id, Tenant: bs.principal.Tenant, Profile: bs.profile, Created: bs.created,
-		LastUsed: time.Unix(0, bs.lastUsed.Load()), Ephemeral: bs.ephemeral, FilesDir: filepath.Join(bs.dir, "files")}
-	if bs.s != nil {
-		i.Crashed = bs.s.Crashed()
-	}
-	return i
-}
-
-// onEvent records a session's event: refused requests go to the audit
-// trail (the ops are audited by their own calls), and every event goes to
-// the session's subscribers.
-func (m *browserManager) onEvent(bs *browserSession, ev browser.Event) {
-	if ev.Type == browser.EventPolicyDenied {
-		detail := fmt.Sprintf("session %s: %s request refused in the browser", bs.id, ev.ResourceType)
-		if ev.InitiatingOp != "" {
-			detail += " during " + ev.InitiatingOp
-		}
-		if ev.Message != "" {
-			detail += ": " + ev.Message
-		}
-		m.e.audit.Record(gate.Record{ID: m.e.gate.NewID(), Time: ev.Time, Tenant: bs.principal.Tenant,
-			Instance: bs.principal.Instance, Broker: "browser_request", Outcome: gate.OutcomeDeny,
-			Code: string(airlock.CodeDenied), Reason: ev.Reason, Target: ev.URL, Detail: detail})
-	}
-	bs.publish(ev)
-}
-
-// publish hands ev to the session's subscribers.
-func (bs *browserSession) publish(ev browser.Event) {
-	bs.subMu.Lock()
-	for ch := range bs.subs {
-		select {
-		case ch <- ev:
-		default: // a slow subscriber loses events rather than stalling the browser
-		}
-	}
-	bs.subMu.Unlock()
-}
-
-// session returns the principal's tenant's session id; another tenant's
-// session does not exist for it.
-func (m *browserManager) session(p airlock.Principal, id string) (*browserSession, error) {
-	m.mu.Lock()
-	bs := m.sessions[id]
-	m.mu.Unlock()
-	if bs == nil || bs.s == nil || bs.pooled || bs.principal.Tenant != p.Tenant {
-		if bs == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			return nil, m.e.browserElsewhere(ctx, id)
-		}
-		return nil, airlock.Errorf(airlock.CodeNotFound, "no_session", "browser: no session %q", id)
-	}
-	return bs, nil
+func sessionInfo(i sessions.Info) BrowserSessionInfo {
+	return BrowserSessionInfo{ID: i.ID, Tenant: i.Tenant, Profile: i.Profile, Created: i.Created, LastUsed: i.LastUsed,
+		Crashed: i.Crashed, Ephemeral: i.Ephemeral, FilesDir: i.FilesDir}
 }
 
 // BrowserSessions lists the open sessions of the principal's tenant,
 // oldest first.
 func (e *Engine) BrowserSessions(p airlock.Principal) []BrowserSessionInfo {
-	m := e.browser
-	m.mu.Lock()
 	var out []BrowserSessionInfo
-	for _, bs := range m.sessions {
-		if bs.principal.Tenant == p.Tenant && bs.s != nil && !bs.pooled {
-			out = append(out, bs.info())
-		}
+	for _, i := range e.browser.List(p) {
+		out = append(out, sessionInfo(i))
 	}
-	m.mu.Unlock()
-	slices.SortFunc(out, func(a, b BrowserSessionInfo) int { return a.Created.Compare(b.Created) })
 	return out
 }
 
@@ -685,7 +259,7 @@ func (e *Engine) BrowserDo(ctx context.Context, p airlock.Principal, id string, 
 	}
 	target := op.Kind
 	if op.URL != "" {
-		target += " " + browserTarget(op.URL)
+		target += " " + sessions.AuditTarget(op.URL)
 	}
 	var res BrowserResult
 	check := func(l *gate.Limits) error { return l.Check(op, "") }
@@ -765,34 +339,7 @@ func (e *Engine) BrowserInteract(ctx context.Context, p airlock.Principal, id st
 // Errors: not_found (no_session; approval when nothing waits on that id),
 // unavailable (session_elsewhere: the session runs on another replica).
 func (e *Engine) BrowserApprove(ctx context.Context, approver, id, approvalID string, approve bool) error {
-	m := e.browser
-	m.mu.Lock()
-	bs := m.sessions[id]
-	var s *browser.Session
-	if bs != nil && !bs.pooled {
-		s = bs.s
-	}
-	m.mu.Unlock()
-	if bs == nil {
-		return e.browserElsewhere(ctx, id)
-	}
-	if s == nil {
-		return airlock.Errorf(airlock.CodeNotFound, "no_session", "browser: no session %q", id)
-	}
-	verb, answer := "denied", s.Deny
-	if approve {
-		verb, answer = "approved", s.Approve
-	}
-	err := answer(approvalID)
-	rec := gate.Record{ID: e.gate.NewID(), Time: time.Now(), Tenant: bs.principal.Tenant, Instance: bs.principal.Instance,
-		Broker: "browser_approval", Outcome: gate.OutcomeAllow, Target: browserTarget(id + " " + approvalID),
-		Detail: verb + " by " + approver}
-	if err != nil {
-		rec.Outcome, rec.Code, rec.Reason = gate.OutcomeError, string(airlock.CodeOf(err)), airlock.ReasonOf(err)
-		rec.Detail = "answer by " + approver + ": " + airlock.PublicMessageOf(err)
-	}
-	e.audit.Record(rec)
-	return err
+	return e.browser.Approve(ctx, approver, id, approvalID, approve)
 }
 
 // ServeBrowserApprovals tells the engine that an approver channel is
@@ -804,20 +351,32 @@ func (e *Engine) BrowserApprove(ctx context.Context, approver, id, approvalID st
 func (e *Engine) ServeBrowserApprovals() bool {
 	ok := len(e.cfg.AdminTokens) > 0 || len(e.cfg.Browser.ApproverTokens) > 0
 	if ok {
-		e.browser.approvers.Store(true)
+		e.browser.EnableAPIApprovals()
 	}
 	return ok
 }
 
-// noApproverHint ends the refusal of an ask no one can answer.
-const noApproverHint = "allow the origin with --allow-origin ORIGIN, the session's policy.allowed_origins or browser.policy.allowed_origins, " +
-	"or let a person answer asks: run at a terminal (a prompt on /dev/tty), from an MCP client that supports elicitation, " +
-	"or serve the API with an admin token or browser.approver_tokens"
+// AddBrowserApprover attaches an approver channel that answers the asks
+// of every browser session (the CLI's terminal prompt) until remove is
+// called; name names it in the audit log ("terminal"). While one is
+// attached, default_action ask waits for an answer instead of denying at
+// once (no_approver). Each answer is one audited decision (broker
+// browser_approval) in the session tenant's log.
+func (e *Engine) AddBrowserApprover(name string, a BrowserApprover) (remove func()) {
+	return e.browser.AddApprover(name, a)
+}
+
+// BrowserApproveViaElicitation is browser.approve_via_elicitation: which
+// MCP clients may answer asks through elicitation (ElicitLocal, ElicitAll
+// or ElicitOff).
+func (e *Engine) BrowserApproveViaElicitation() string {
+	return e.cfg.Browser.withDefaults().ApproveViaElicitation
+}
 
 // browserCall runs fn on a session as one gated, audited call with the
 // op timeout, after check (nil: none) passed the tenant's ceilings.
 func (e *Engine) browserCall(ctx context.Context, p airlock.Principal, id, target string, check func(*gate.Limits) error, fn func(context.Context, *browser.Session) error) error {
-	bs, err := e.browser.session(p, id)
+	bs, err := e.browser.Get(p, id)
 	if err != nil {
 		return err
 	}
@@ -830,31 +389,14 @@ func (e *Engine) browserCall(ctx context.Context, p airlock.Principal, id, targe
 			return call.End(err, 0, 0)
 		}
 	}
-	bs.lastUsed.Store(time.Now().UnixNano())
-	cctx := call.Ctx
-	if _, ok := cctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithTimeout(cctx, e.browser.cfg.OpTimeout)
-		defer cancel()
-	}
-	if bs.s.Crashed() {
-		e.logger.Warn("browser crashed; restarting", slog.String("browser_session", id))
-		e.browser.onEvent(bs, browser.Event{Type: browser.EventCrashed, Time: time.Now(),
-			Summary: "the browser process died; restarted with the session's profile"})
-		if err := bs.s.Restart(cctx); err != nil {
-			return call.End(err, 0, 0)
-		}
-	}
-	err = fn(cctx, bs.s)
-	bs.lastUsed.Store(time.Now().UnixNano())
-	return call.End(err, 0, 0)
+	return call.End(e.browser.Run(call.Ctx, bs, fn), 0, 0)
 }
 
 // BrowserClose closes a session gracefully (its profile's cookies and
 // localStorage are flushed). With wipe, or for an ephemeral session, the
 // profile and the session's files are deleted.
 func (e *Engine) BrowserClose(ctx context.Context, p airlock.Principal, id string, wipe bool) error {
-	bs, err := e.browser.session(p, id)
+	bs, err := e.browser.Get(p, id)
 	if err != nil {
 		return err
 	}
@@ -862,127 +404,17 @@ func (e *Engine) BrowserClose(ctx context.Context, p airlock.Principal, id strin
 	if err != nil {
 		return err
 	}
-	return call.End(e.browser.closeSession(call.Ctx, bs, wipe || bs.ephemeral), 0, 0)
-}
-
-func (m *browserManager) closeSession(ctx context.Context, bs *browserSession, wipe bool) error {
-	m.forget(bs)
-	if !bs.pooled {
-		m.e.releaseBrowser(ctx, bs.id)
-	}
-	err := bs.s.Close(ctx)
-	bs.subMu.Lock()
-	for ch := range bs.subs {
-		close(ch)
-		delete(bs.subs, ch)
-	}
-	bs.subMu.Unlock()
-	if wipe {
-		if rerr := os.RemoveAll(bs.dir); rerr != nil {
-			err = errors.Join(err, airlock.Errorf(airlock.CodeInternal, "browser_wipe", "browser: wipe %s: %v", bs.id, rerr))
-		}
-	}
-	return err
+	return call.End(e.browser.CloseSession(call.Ctx, bs, wipe), 0, 0)
 }
 
 // BrowserEvents subscribes to a session's events until cancel is called
 // or the session closes (the channel is then closed). A subscriber that
 // does not keep up loses events rather than stalling the browser.
 func (e *Engine) BrowserEvents(p airlock.Principal, id string) (<-chan BrowserEvent, func(), error) {
-	bs, err := e.browser.session(p, id)
+	bs, err := e.browser.Get(p, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	ch := make(chan BrowserEvent, 256)
-	bs.subMu.Lock()
-	bs.subs[ch] = struct{}{}
-	bs.subMu.Unlock()
-	var once sync.Once
-	cancel := func() {
-		once.Do(func() {
-			bs.subMu.Lock()
-			if _, ok := bs.subs[ch]; ok {
-				delete(bs.subs, ch)
-				close(ch)
-			}
-			bs.subMu.Unlock()
-		})
-	}
+	ch, cancel := e.browser.Subscribe(bs)
 	return ch, cancel, nil
-}
-
-// reaper closes sessions idle longer than the idle timeout.
-func (m *browserManager) reaper() {
-	defer close(m.done)
-	every := min(m.cfg.IdleTimeout/4, 30*time.Second)
-	t := time.NewTicker(max(every, 10*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-m.stop:
-			return
-		case now := <-t.C:
-			m.mu.Lock()
-			var idle []*browserSession
-			for _, bs := range m.sessions {
-				if bs.s != nil && now.Sub(time.Unix(0, bs.lastUsed.Load())) > m.cfg.IdleTimeout {
-					idle = append(idle, bs)
-				}
-			}
-			m.mu.Unlock()
-			for _, bs := range idle {
-				if bs.pooled && !m.pool.remove(bs) {
-					continue // rendering right now
-				}
-				m.e.logger.Info("closing idle browser session", slog.String("browser_session", bs.id))
-				ctx, cancel := context.WithTimeout(context.Background(), browser.DefaultCloseTimeout)
-				m.closeSession(ctx, bs, bs.ephemeral)
-				cancel()
-			}
-		}
-	}
-}
-
-// close shuts every session down gracefully, then the proxies.
-func (m *browserManager) close(ctx context.Context) {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return
-	}
-	m.closed = true
-	var all []*browserSession
-	for _, bs := range m.sessions {
-		if bs.s != nil {
-			all = append(all, bs)
-		}
-	}
-	m.mu.Unlock()
-	close(m.stop)
-	<-m.done
-	var wg sync.WaitGroup
-	for _, bs := range all {
-		wg.Go(func() { m.closeSession(ctx, bs, bs.ephemeral) })
-	}
-	wg.Wait()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, tp := range m.proxies {
-		tp.srv.Close()
-		tp.p.Close()
-	}
-	if m.tmpRoot != "" {
-		os.RemoveAll(m.tmpRoot)
-	} else if !m.e.cfg.InMemory {
-		os.RemoveAll(filepath.Join(m.e.cfg.DataDir, "browser", "ephemeral"))
-	}
-}
-
-// browserTarget cuts a caller-supplied string for an audit target.
-func browserTarget(s string) string {
-	const n = 200
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
 }

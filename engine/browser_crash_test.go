@@ -36,15 +36,15 @@ func TestBrowserCrashReportedAndRestarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cancel()
-	bs, err := e.browser.session(p, info.ID)
+	bs, err := e.browser.Get(p, info.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bs.s.KillForTest(); err != nil {
+	if err := bs.Browser().KillForTest(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for !bs.s.Crashed() {
+	for !bs.Browser().Crashed() {
 		if time.Now().After(deadline) {
 			t.Fatal("the crash was never noticed")
 		}

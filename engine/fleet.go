@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/browser/sessions"
 	"github.com/airlockhq/airlock/internal/fleet"
 	"github.com/airlockhq/airlock/internal/gate"
 	"github.com/airlockhq/airlock/internal/store"
@@ -95,39 +98,48 @@ func replicaName(c StateConfig) string {
 	if err != nil || h == "" {
 		h = "replica"
 	}
-	return h + "-" + randomHex(3)
+	b := make([]byte, 3)
+	rand.Read(b)
+	return h + "-" + hex.EncodeToString(b)
 }
 
-// claimBrowser records this replica as the owner of a browser session.
-func (e *Engine) claimBrowser(ctx context.Context, id string) {
-	if e.fleet == nil {
-		return
+// fleetOwners records in the fleet which replica runs each browser
+// session (sessions.Owners).
+type fleetOwners struct {
+	fleet   *fleet.Fleet
+	replica string
+	logger  *slog.Logger
+}
+
+// browserOwners is the sessions manager's Owners: nil without a fleet.
+func browserOwners(fl *fleet.Fleet, replica string, logger *slog.Logger) sessions.Owners {
+	if fl == nil {
+		return nil
 	}
-	if err := e.fleet.Owners("browser").Claim(ctx, id, e.replica); err != nil {
-		e.logger.Warn("browser session owner not recorded", slog.String("session", id), slog.String("error", err.Error()))
+	return &fleetOwners{fleet: fl, replica: replica, logger: logger}
+}
+
+// Claim records this replica as the owner of a browser session.
+func (o *fleetOwners) Claim(ctx context.Context, id string) {
+	if err := o.fleet.Owners("browser").Claim(ctx, id, o.replica); err != nil {
+		o.logger.Warn("browser session owner not recorded", slog.String("session", id), slog.String("error", err.Error()))
 	}
 }
 
-// releaseBrowser forgets a closed session's owner.
-func (e *Engine) releaseBrowser(ctx context.Context, id string) {
-	if e.fleet == nil {
-		return
-	}
-	if err := e.fleet.Owners("browser").Release(ctx, id); err != nil {
-		e.logger.Warn("browser session owner not released", slog.String("session", id), slog.String("error", err.Error()))
+// Release forgets a closed session's owner.
+func (o *fleetOwners) Release(ctx context.Context, id string) {
+	if err := o.fleet.Owners("browser").Release(ctx, id); err != nil {
+		o.logger.Warn("browser session owner not released", slog.String("session", id), slog.String("error", err.Error()))
 	}
 }
 
-// browserElsewhere is the error for a session this replica does not have:
-// with a fleet, the replica that owns it is named (unavailable,
-// session_elsewhere: retry on that replica); otherwise, or when no owner
-// is recorded, no_session.
-func (e *Engine) browserElsewhere(ctx context.Context, id string) error {
-	if e.fleet != nil {
-		if owner, err := e.fleet.Owners("browser").Owner(ctx, id); err == nil && owner != "" && owner != e.replica {
-			return airlock.Errorf(airlock.CodeUnavailable, "session_elsewhere",
-				"browser: session %s is on replica %s (its Chromium runs there): send its calls to that replica", id, owner)
-		}
+// Elsewhere is the error for a session this replica does not have: the
+// replica that owns it is named (unavailable, session_elsewhere: retry on
+// that replica); when no owner is recorded, no_session.
+func (o *fleetOwners) Elsewhere(ctx context.Context, id string) error {
+	if owner, err := o.fleet.Owners("browser").Owner(ctx, id); err == nil && owner != "" && owner != o.replica {
+		return airlock.Errorf(airlock.CodeUnavailable, "session_elsewhere",
+			"browser: session %s is on replica %s (its Chromium runs there): send its calls to that replica", id, owner)
 	}
 	return airlock.Errorf(airlock.CodeNotFound, "no_session", "browser: no session %q", id)
 }

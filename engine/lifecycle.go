@@ -18,6 +18,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/browse"
+	"github.com/airlockhq/airlock/internal/browser/sessions"
 	"github.com/airlockhq/airlock/internal/crawl"
 	"github.com/airlockhq/airlock/internal/fleet"
 	"github.com/airlockhq/airlock/internal/gate"
@@ -72,7 +73,7 @@ type Engine struct {
 	jobs     *jobs.Runner       // crawl jobs (jobs.go)
 	pages    *pagecache.Cache   // rendered pages read in parts (pages.go)
 	robots   *crawl.RobotsCache // robots.txt verdicts of single fetches, per tenant (initiator.go)
-	browser  *browserManager    // browser sessions (browser.go)
+	browser  *sessions.Manager  // browser sessions and the render pool (browser.go)
 
 	fleet       *fleet.Fleet // shared state on Redis, or nil (fleet.go)
 	fleetRevs   *fleet.ReplicaRevocations
@@ -210,9 +211,12 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 	g := gate.New(gate.Config{Tenants: tenants, Limiter: limiter, Revocations: e.revs, Auditor: e.audit, Logger: o.logger, Connect: p.connect})
 	gp.Store(g)
 	e.gate = g
-	e.browser = newBrowserManager(e, cfg.Browser)
-	p.chromium.m = e.browser
-	e.closers.push("browser sessions", func(ctx context.Context) error { e.browser.close(ctx); return nil })
+	e.browser = newBrowserSessions(e.ctx, cfg, g, e.audit, e.revs, e.budgets, browserOwners(e.fleet, e.replica, o.logger), o.logger)
+	e.closers.push("browser sessions", func(ctx context.Context) error { e.browser.Close(ctx); return nil })
+	// compile built the same dispatcher to validate it: this cannot fail.
+	if e.browse, err = buildDispatcher(cfg.Browse, o.getenv, o.providers, e.browser); err != nil {
+		return nil, configErr("%v", err)
+	}
 	e.closers.push("calls in flight", func(ctx context.Context) error { e.drain(ctx); return nil })
 
 	e.registerMetrics()

@@ -17,8 +17,9 @@ import (
 // plan is a Config compiled: everything an engine needs that opens
 // nothing (no store, no Redis, no socket, no goroutine). Validate is
 // compile alone; New is compile, then the resources. Once built, a plan
-// is not changed, except that New hands its chromium provider the
-// browser manager.
+// is not changed. Its dispatcher validates the providers; New builds the
+// one it uses from the same inputs, with the chromium provider rendering
+// through the engine's browser sessions.
 type plan struct {
 	cfg      Config // with every default filled in
 	profiles map[string]gate.Profile
@@ -29,7 +30,6 @@ type plan struct {
 	proxies  map[string]*egress.UpstreamProxy
 	tls      egress.TLSProfile
 	browse   *browse.Dispatcher
-	chromium *chromiumProvider
 	connect  gate.Limit         // connect attempts per instance
 	budgets  gate.BudgetsConfig // the process's and each tenant's
 }
@@ -64,14 +64,14 @@ func compile(cfg Config, getenv func(string) string, providers []Provider) (*pla
 		return nil, err
 	}
 	p := &plan{cfg: cfg, tenants: map[string]*tenantPlan{}, tokens: map[string]string{}, routes: map[string]*gate.Route{},
-		proxies: map[string]*egress.UpstreamProxy{}, chromium: &chromiumProvider{},
+		proxies: map[string]*egress.UpstreamProxy{},
 		connect: gate.Limit{Rate: float64(cfg.Limits.ConnectAttempts) / cfg.Limits.ConnectWindow.Seconds(), Burst: cfg.Limits.ConnectAttempts},
 		budgets: budgetLimits(cfg)}
 	var err error
 	if p.tls, err = egress.ParseTLSProfile(cfg.Egress.TLSProfile); err != nil {
 		return nil, configErr("egress.tls_profile: %v", err)
 	}
-	if p.browse, err = buildDispatcher(cfg.Browse, getenv, providers, p.chromium); err != nil {
+	if p.browse, err = buildDispatcher(cfg.Browse, getenv, providers, nil); err != nil {
 		return nil, configErr("%v", err)
 	}
 	if p.profiles, err = compileProfiles(cfg); err != nil {

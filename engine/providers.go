@@ -5,6 +5,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/internal/browse"
+	"github.com/airlockhq/airlock/internal/provider/chromium"
 	"github.com/airlockhq/airlock/internal/provider/native"
 )
 
@@ -39,10 +40,12 @@ func crawlerUserAgent() string {
 	return "airlock/" + Version + " (+https://github.com/airlockhq/airlock)"
 }
 
-// buildDispatcher registers native, chromium (cp: New hands it the browser
-// manager) and every registered provider that getenv makes available, and
-// checks the configured choices.
-func buildDispatcher(bc BrowseConfig, getenv func(string) string, providers []Provider, cp *chromiumProvider) (*browse.Dispatcher, error) {
+// buildDispatcher registers native, chromium (rendering with r, the
+// engine's browser sessions; nil when only validating) and every
+// registered provider that getenv makes available, and checks the
+// configured choices.
+func buildDispatcher(bc BrowseConfig, getenv func(string) string, providers []Provider, r chromium.Renderer) (*browse.Dispatcher, error) {
+	cp := chromium.New(chromium.Options{Renderer: r, UserAgent: crawlerUserAgent(), Concurrency: DefaultRenderPool})
 	d := browse.New(browse.Config{Provider: bc.Provider, SearchProvider: bc.SearchProvider, Proxy: bc.Proxy})
 	search := &native.WithAPIs{Keyless: &native.Search{DDGURL: bc.DuckDuckGoURL, BraveURL: bc.BraveURL, BingURL: bc.BingURL}}
 	type reg struct {

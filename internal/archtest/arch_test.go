@@ -101,11 +101,13 @@ func importRules() []importRule {
 		{
 			// API providers and their environment variables are the
 			// composition root's registry (internal/cli), handed to the
-			// engine with WithProviders; the engine builds only its own.
-			name:    "the engine facade imports no provider but native",
+			// engine with WithProviders; the engine builds only its own
+			// (native, and chromium, which renders through the engine's
+			// browser sessions).
+			name:    "the engine facade imports no provider but native and chromium",
 			applies: func(rel string) bool { return rel == "engine" },
 			forbidden: func(dep pkg) bool {
-				return under(dep.Rel, "internal/provider") && !under(dep.Rel, "internal/provider/native")
+				return under(dep.Rel, "internal/provider") && !underAny(dep.Rel, "internal/provider/native", "internal/provider/chromium")
 			},
 		},
 		{
@@ -113,6 +115,17 @@ func importRules() []importRule {
 			// that imported the facade would hold it by the back door.
 			name:       "the crawl-jobs runner never imports the engine facade, a surface or the CLI",
 			applies:    func(rel string) bool { return under(rel, "internal/jobs") },
+			transitive: true,
+			forbidden: func(dep pkg) bool {
+				return underAny(dep.Rel, append([]string{"internal/cli", "engine"}, surfaces...)...)
+			},
+		},
+		{
+			// The browser sessions manager gets a per-tenant dialer, a
+			// revocation check and an audit func from its owner, never
+			// the owner itself.
+			name:       "the browser sessions manager never imports the engine facade, a surface or the CLI",
+			applies:    func(rel string) bool { return under(rel, "internal/browser") },
 			transitive: true,
 			forbidden: func(dep pkg) bool {
 				return underAny(dep.Rel, append([]string{"internal/cli", "engine"}, surfaces...)...)
@@ -257,7 +270,7 @@ func TestForbiddenImports(t *testing.T) {
 		}
 	}
 	// Guard against a vacuous pass: the packages that exist today must be seen.
-	for _, want := range append([]string{".", "egress", "internal/cli", "cmd/airlock", "internal/render", "internal/fleet"}, surfaces...) {
+	for _, want := range append([]string{".", "egress", "internal/cli", "cmd/airlock", "internal/render", "internal/fleet", "internal/browser/sessions", "internal/provider/chromium"}, surfaces...) {
 		if !slices.Contains(ours, want) {
 			t.Fatalf("go list did not report %q among the module's packages %q", want, ours)
 		}
@@ -395,7 +408,23 @@ func TestImportRulesCatch(t *testing.T) {
 		{
 			name: "the engine builds an API provider",
 			pkgs: []pkg{ours("engine", m("internal/provider/brave")), ours("internal/provider/brave")},
-			want: []string{"the engine facade imports no provider but native"},
+			want: []string{"the engine facade imports no provider but native and chromium"},
+		},
+		{
+			name: "the browser sessions manager imports the engine",
+			pkgs: []pkg{ours("internal/browser/sessions", m("engine")), ours("engine")},
+			want: []string{"the browser sessions manager never imports the engine facade, a surface or the CLI"},
+		},
+		{
+			name: "the browser sessions manager imports a surface transitively",
+			pkgs: []pkg{
+				{ImportPath: m("internal/browser/sessions"), Rel: "internal/browser/sessions", Imports: []string{m("internal/browser")}, Deps: []string{m("internal/browser"), m("internal/mcp")}},
+				ours("internal/browser", m("internal/mcp")), ours("internal/mcp"),
+			},
+			want: []string{
+				"internal/browser/sessions imports " + m("internal/mcp") + ": the browser sessions manager never imports",
+				"internal/browser imports " + m("internal/mcp") + ": the browser sessions manager never imports",
+			},
 		},
 		{
 			name: "the jobs runner imports the engine",

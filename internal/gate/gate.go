@@ -144,7 +144,8 @@ func (g *Gate) Revocations() *RevocationSet { return g.revs }
 // NewID returns a fresh decision id (a ULID).
 func (g *Gate) NewID() string { return g.ids.next(time.Now()) }
 
-// Call is one broker call in progress. Its Ctx is cancelled when the call's
+// Call is one broker call in progress. Its Ctx carries the principal
+// (airlock.PrincipalFromContext) and is cancelled when the call's
 // principal is revoked mid-flight (context.Cause is then a revoked error).
 // End it exactly once.
 type Call struct {
@@ -222,7 +223,9 @@ func (g *Gate) Begin(ctx context.Context, p airlock.Principal, capability airloc
 		return nil, c.refuse(airlock.CodeDenied, ReasonCapability,
 			fmt.Sprintf("capability %s is not granted by profile %s", capability, t.Profile.Name), nil)
 	}
-	c.Ctx, c.cancel = context.WithCancelCause(ctx)
+	// The call's context names its principal for whatever serves the call
+	// (a provider learns its caller from it).
+	c.Ctx, c.cancel = context.WithCancelCause(airlock.ContextWithPrincipal(ctx, p))
 	g.mu.Lock()
 	g.active[c] = struct{}{}
 	g.mu.Unlock()

@@ -553,3 +553,24 @@ func TestEndPublicMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestCallContextCarriesPrincipal: whatever serves a call (a provider)
+// learns the caller from the call's context, and a principal the caller's
+// own context carried does not survive Begin.
+func TestCallContextCarriesPrincipal(t *testing.T) {
+	tg := newTestGate(t, map[string]*Tenant{"acme": builtinTenant("acme", ProfilePosix, Limit{})})
+	p := airlock.Principal{Tenant: "acme", Instance: "agent-1"}
+	ctx := airlock.ContextWithPrincipal(context.Background(), airlock.Principal{Tenant: "other"})
+	c, err := tg.Begin(ctx, p, airlock.CapabilityBrowse, "fetch", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.End(nil, 0, 0)
+	got, ok := airlock.PrincipalFromContext(c.Ctx)
+	if !ok || got != p {
+		t.Fatalf("PrincipalFromContext(call.Ctx) = %v, %v; want %v, true", got, ok, p)
+	}
+	if _, ok := airlock.PrincipalFromContext(context.Background()); ok {
+		t.Fatal("a bare context carries a principal")
+	}
+}
