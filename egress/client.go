@@ -144,7 +144,8 @@ func (c *Client) Get(ctx context.Context, rawURL string) (*Response, error) {
 
 // Do sends the request, following redirects by hand. Errors are *Error: a
 // denial (the hop it happened at in Hop, no socket opened to the target),
-// parse refusals of the URL or a Location, timeouts, caps, upstream
+// parse refusals of the URL (read by ParseRequestURL: a scheme other than
+// http or https is invalid) or of a Location (read by ParseURL: denied), timeouts, caps, upstream
 // failures.
 func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 	if c.Dialer == nil {
@@ -164,7 +165,7 @@ func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 		// Refused before any DNS, decision or pool entry for it.
 		return nil, denied("fetch", r.URL, ReasonProxy, "upstream proxy "+strconv.Quote(p)+" is not configured")
 	}
-	t, err := ParseURL(r.URL)
+	t, err := ParseRequestURL(r.URL)
 	if err != nil {
 		return nil, err
 	}
