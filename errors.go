@@ -69,6 +69,10 @@ const (
 	// is above its operator ceiling (limits.<name>), or negative: code
 	// invalid, never clamped.
 	ReasonLimit = "limit"
+	// ReasonUnsupportedContent (with CodeUpstream): the response is of a
+	// type the extractor cannot read (an image, an archive, an unlabelled
+	// binary); the message names the type and the size.
+	ReasonUnsupportedContent = "unsupported_content"
 )
 
 // PublicMessager is implemented by errors whose Error text carries detail

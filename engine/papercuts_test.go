@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"errors"
+	"io"
+	"strings"
 	"net/http"
 	"testing"
 
@@ -90,5 +92,54 @@ func TestCallerURLClassified(t *testing.T) {
 		} else {
 			t.Errorf("%s redirect to ftp: no decision id in %v", v.name, err)
 		}
+	}
+}
+
+// TestBinaryUnsupported: a body the extractor cannot read (an image, an
+// unlabelled binary) is an unsupported_content error naming its type and
+// size, never an empty page; a crawl skips it with reason type.
+func TestBinaryUnsupported(t *testing.T) {
+	png := "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+	srv := serveOn(t, "127.0.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/i.png":
+			w.Header().Set("Content-Type", "image/png")
+			io.WriteString(w, png)
+		case "/blob":
+			w.Header().Set("Content-Type", "application/octet-stream")
+			io.WriteString(w, "\x00\x01\x02\x03")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	e := newEngine(t, engine.Config{
+		DefaultTenant: "t",
+		Tenants:       map[string]engine.TenantConfig{"t": {Profile: "posix", Exceptions: []string{"127.0.0.1"}}},
+	})
+	p := airlock.Principal{Tenant: "t"}
+	ctx := testCtx(t)
+	for _, tt := range []struct{ path, ctype, size string }{
+		{"/i.png", "image/png", "16 bytes"},
+		{"/blob", "application/octet-stream", "4 bytes"},
+	} {
+		page, err := e.Fetch(ctx, p, airlock.FetchRequest{URL: srv.URL + tt.path})
+		if err == nil {
+			t.Errorf("fetch %s: page %+v, want an error", tt.path, page)
+			continue
+		}
+		ae := wantErr(t, err, airlock.CodeUpstream, airlock.ReasonUnsupportedContent)
+		if !strings.Contains(ae.Message, tt.ctype) || !strings.Contains(ae.Message, tt.size) {
+			t.Errorf("fetch %s: message %q does not name %s and %s", tt.path, ae.Message, tt.ctype, tt.size)
+		}
+	}
+	sum, err := e.Crawl(ctx, p, airlock.CrawlRequest{URLs: []string{srv.URL + "/i.png"}}, func(pg *airlock.Page) error {
+		t.Errorf("crawl emitted %+v", pg)
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Skipped) != 1 || sum.Skipped[0].Reason != "type" || !strings.Contains(sum.Skipped[0].Detail, "image/png") {
+		t.Errorf("crawl skipped %+v, want the image skipped as type", sum.Skipped)
 	}
 }
