@@ -415,14 +415,15 @@ func (c *Client) wrapErr(ctx context.Context, err error, t Target, hop int) erro
 }
 
 // ctxCode classifies a transport error: a timeout when ctx's deadline (or
-// an I/O deadline) passed, canceled when the caller canceled ctx, else an
-// upstream protocol failure.
+// an I/O deadline) passed, canceled when the caller canceled ctx (code
+// timeout, as the root package classifies context.Canceled: the caller
+// stopped waiting), else an upstream protocol failure.
 func ctxCode(ctx context.Context, err error) (Code, Reason) {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err):
 		return CodeTimeout, ReasonTimeout
 	case ctx.Err() != nil:
-		return CodeUnavailable, ReasonCanceled
+		return CodeTimeout, ReasonCanceled
 	}
 	return CodeUpstream, ReasonProtocol
 }

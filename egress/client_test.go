@@ -864,7 +864,7 @@ func TestClientHostileTiming(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(100*time.Millisecond, cancel)
 		_, err := c.Get(ctx, srv.URL+"/")
-		wantError(t, err, CodeUnavailable, ReasonCanceled)
+		wantError(t, err, CodeTimeout, ReasonCanceled)
 	})
 }
 

@@ -1,11 +1,13 @@
 package engine_test
 
 import (
+	"context"
 	"errors"
 	"io"
-	"strings"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
@@ -141,5 +143,65 @@ func TestBinaryUnsupported(t *testing.T) {
 	}
 	if len(sum.Skipped) != 1 || sum.Skipped[0].Reason != "type" || !strings.Contains(sum.Skipped[0].Detail, "image/png") {
 		t.Errorf("crawl skipped %+v, want the image skipped as type", sum.Skipped)
+	}
+}
+
+// TestCancelClassified: a caller that gives up mid-request (Ctrl-C, a
+// closed connection) gets the same answer from every verb: code timeout,
+// reason canceled.
+func TestCancelClassified(t *testing.T) {
+	started := make(chan struct{}, 64)
+	srv := serveOn(t, "127.0.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		started <- struct{}{}
+		select {
+		case <-r.Context().Done():
+		case <-time.After(20 * time.Second): // a hang guard only
+		}
+	}))
+	e := newEngine(t, engine.Config{
+		DefaultTenant: "t",
+		Tenants:       map[string]engine.TenantConfig{"t": {Profile: "posix", Exceptions: []string{"127.0.0.1"}}},
+		Browse:        engine.BrowseConfig{SearchProvider: "searxng", SearXNGURL: srv.URL},
+	})
+	p := airlock.Principal{Tenant: "t"}
+	verbs := []struct {
+		name string
+		call func(ctx context.Context) error
+	}{
+		{"fetch", func(ctx context.Context) error {
+			_, err := e.Fetch(ctx, p, airlock.FetchRequest{URL: srv.URL + "/page"})
+			return err
+		}},
+		{"http", func(ctx context.Context) error {
+			_, err := e.HTTP(ctx, p, airlock.HTTPRequest{URL: srv.URL + "/page"})
+			return err
+		}},
+		{"search", func(ctx context.Context) error {
+			_, _, err := e.Search(ctx, p, airlock.SearchRequest{Query: "x"})
+			return err
+		}},
+		{"crawl", func(ctx context.Context) error {
+			_, err := e.Crawl(ctx, p, airlock.CrawlRequest{Seed: srv.URL + "/page", MaxPages: 1}, func(*airlock.Page) error { return nil }, nil)
+			return err
+		}},
+	}
+	for _, v := range verbs {
+		ctx, cancel := context.WithCancel(testCtx(t))
+		go func() {
+			select {
+			case <-started:
+			case <-time.After(20 * time.Second):
+			}
+			cancel()
+		}()
+		err := v.call(ctx)
+		cancel()
+		if code, reason := airlock.CodeOf(err), airlock.ReasonOf(err); code != airlock.CodeTimeout || reason != airlock.ReasonCanceled {
+			t.Errorf("%s canceled mid-request: %s/%s (%v), want timeout/canceled", v.name, code, reason, err)
+		}
 	}
 }
