@@ -93,13 +93,15 @@ const genericMessage = "internal error"
 // it is never serialised.
 //
 // Its JSON form is {"code","reason","message","decision_id"}; every key is
-// always present. Use it as an error through a pointer (*Error) and inspect
-// it with errors.As.
+// always present, and "hint" (Hint: what the caller can do about it, see
+// HintOf) when there is one. Use it as an error through a pointer (*Error)
+// and inspect it with errors.As.
 type Error struct {
 	Code       Code   `json:"code"`
 	Reason     string `json:"reason"`
 	Message    string `json:"message"`
 	DecisionID string `json:"decision_id"`
+	Hint       string `json:"hint,omitempty"`
 	Err        error  `json:"-"`
 }
 
