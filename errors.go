@@ -73,6 +73,9 @@ const (
 	// type the extractor cannot read (an image, an archive, an unlabelled
 	// binary); the message names the type and the size.
 	ReasonUnsupportedContent = "unsupported_content"
+	// ReasonAuditQuery (with CodeInvalid): an audit query names a value no
+	// record can have (an outcome other than allow, deny or error).
+	ReasonAuditQuery = "audit_query"
 )
 
 // PublicMessager is implemented by errors whose Error text carries detail

@@ -30,8 +30,9 @@ func newFetchCmd(e *env) *cobra.Command {
 	var provider, profile, proxy string
 	var cache bool
 	cmd := &cobra.Command{
-		Use:   "fetch URL",
-		Short: "Fetch one page under the policy and print it as markdown, org, text or JSON",
+		Use:         "fetch URL",
+		Annotations: map[string]string{formatDefault: "md"},
+		Short:       "Fetch one page under the policy and print it as markdown, org, text or JSON",
 		Long: `Fetch one page through the engine (the native provider by default: the chrome TLS
 profile and headers, 20 s, 5 redirects, every hop checked) and print the parsed page.
 --format md (default), org, text, or json (the Page object). A non-2xx answer is an
@@ -73,8 +74,9 @@ func newCrawlCmd(e *env) *cobra.Command {
 	var req airlock.CrawlRequest
 	var urlsFile string
 	cmd := &cobra.Command{
-		Use:   "crawl SEED | --urls FILE",
-		Short: "Crawl a site breadth-first from SEED, or a list of URLs, politely",
+		Use:         "crawl SEED | --urls FILE",
+		Annotations: map[string]string{formatDefault: "jsonl"},
+		Short:       "Crawl a site breadth-first from SEED, or a list of URLs, politely",
 		Long: `Crawl one seed breadth-first on its host (--subdomains to widen), or fetch a list of
 URLs (--urls FILE, one per line, "-" for stdin) concurrently. The crawler identifies
 itself, obeys robots.txt (RFC 9309) and Crawl-delay, limits requests per host, and

@@ -108,6 +108,7 @@ func run(ctx context.Context, e *env, args []string, subcommands []func(*env) *c
 	}
 	var ran bool
 	markRun(root, &ran)
+	suggestCommands(root)
 	root.SetArgs(args)
 
 	_, err := root.ExecuteContextC(ctx)
@@ -141,6 +142,7 @@ SSRF-safe policy, audited. Run 'airlock serve' for the HTTP API and MCP server,
 			return usageErrorf("missing command")
 		},
 	}
+	root.SetHelpFunc(helpWithFormatDefault(root.HelpFunc()))
 	root.SetIn(e.stdin)
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
@@ -148,6 +150,55 @@ SSRF-safe policy, audited. Run 'airlock serve' for the HTTP API and MCP server,
 	root.PersistentFlags().StringVar(&e.configPath, "config", "", "configuration file (default $AIRLOCK_CONFIG, else ./airlock.yaml if present)")
 	root.PersistentFlags().StringVar(&e.dataDir, "data-dir", "", "data directory: audit log, revocations, tokens (default ./airlock-data)")
 	return root
+}
+
+// suggestCommands makes an unknown subcommand's error say which command
+// was probably meant ("did you mean fetch?"), at every level: cobra only
+// suggests from its own argument check, which commands with Args or RunE
+// replace.
+func suggestCommands(c *cobra.Command) {
+	if c.HasSubCommands() {
+		args := c.Args
+		if args == nil {
+			args = cobra.ArbitraryArgs
+		}
+		if c.SuggestionsMinimumDistance <= 0 {
+			c.SuggestionsMinimumDistance = 2
+		}
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			err := args(cmd, a)
+			if err != nil && len(a) > 0 {
+				if s := cmd.SuggestionsFor(a[0]); len(s) > 0 {
+					return fmt.Errorf("%w; did you mean %s?", err, strings.Join(s, " or "))
+				}
+			}
+			return err
+		}
+	}
+	for _, sub := range c.Commands() {
+		suggestCommands(sub)
+	}
+}
+
+// formatDefault is the annotation of a command whose --format default is
+// not text (fetch: md, crawl: jsonl); its help shows that default.
+const formatDefault = "airlock.format_default"
+
+// helpWithFormatDefault shows, in each command's help, the --format
+// default that command really uses.
+func helpWithFormatDefault(help func(*cobra.Command, []string)) func(*cobra.Command, []string) {
+	return func(c *cobra.Command, args []string) {
+		if f := c.Flag("format"); f != nil {
+			def := c.Annotations[formatDefault]
+			if def == "" {
+				def = formatText
+			}
+			old := f.DefValue
+			f.DefValue = def
+			defer func() { f.DefValue = old }()
+		}
+		help(c, args)
+	}
 }
 
 // markRun wraps every command's Run/RunE so that run can tell errors of a
