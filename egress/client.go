@@ -69,6 +69,8 @@ type Request struct {
 	Call    Call        // caller key, narrowing, upstream proxy
 	// MaxRedirects overrides the client's when non-nil (0 = follow none).
 	MaxRedirects *int
+	// Timeout overrides the client's Timeout when positive.
+	Timeout time.Duration
 	// CheckRedirect, when set, is asked about every redirect target after
 	// it parsed and before it is decided or followed; an error refuses the
 	// hop and ends the request. An *Error is returned as it is (its Op and
@@ -187,7 +189,11 @@ func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 		maxRedirects = *r.MaxRedirects
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	timeout := c.timeout()
+	if r.Timeout > 0 {
+		timeout = r.Timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	header := canonicalHeader(r.Header)
 	body := r.Body
 	call := r.Call

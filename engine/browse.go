@@ -80,6 +80,7 @@ func (e *Engine) fetchIn(call *gate.Call, req airlock.FetchRequest) (*airlock.Pa
 		return nil, 0, err
 	}
 	d := e.newDoer(call, n, req.Proxy, egress.ProfileChrome, req.Cache)
+	d.timeout = req.Timeout
 	req.Proxy = d.proxy
 	if name == browse.NativeName {
 		page, err := prov.(airlock.Fetcher).Fetch(call.Ctx, d, req)

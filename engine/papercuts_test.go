@@ -205,3 +205,39 @@ func TestCancelClassified(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchTimeoutAndBodyCap: a fetch's timeout is the caller's, under the
+// limits.fetch_timeout ceiling; a body past the cap names the key that
+// raises it.
+func TestFetchTimeoutAndBodyCap(t *testing.T) {
+	srv := serveOn(t, "127.0.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		if r.URL.Path == "/big" {
+			io.WriteString(w, strings.Repeat("x", 4096))
+			return
+		}
+		select {
+		case <-r.Context().Done():
+		case <-time.After(20 * time.Second): // a hang guard only
+		}
+	}))
+	e := newEngine(t, engine.Config{
+		DefaultTenant: "t",
+		Tenants:       map[string]engine.TenantConfig{"t": {Profile: "posix", Exceptions: []string{"127.0.0.1"}}},
+		Egress:        engine.EgressConfig{MaxBodyBytes: 1024},
+	})
+	p := airlock.Principal{Tenant: "t"}
+	ctx := testCtx(t)
+	_, err := e.Fetch(ctx, p, airlock.FetchRequest{URL: srv.URL + "/slow", Timeout: airlock.Duration(time.Hour)})
+	ae := wantErr(t, err, airlock.CodeInvalid, airlock.ReasonLimit)
+	if !strings.Contains(ae.Message, "fetch_timeout") {
+		t.Errorf("over the ceiling: %q does not name limits.fetch_timeout", ae.Message)
+	}
+	_, err = e.Fetch(ctx, p, airlock.FetchRequest{URL: srv.URL + "/slow", Timeout: airlock.Duration(200 * time.Millisecond)})
+	wantErr(t, err, airlock.CodeTimeout, airlock.ReasonTimeout)
+	_, err = e.Fetch(ctx, p, airlock.FetchRequest{URL: srv.URL + "/big"})
+	ae = wantErr(t, err, airlock.CodeTooLarge, "")
+	if !strings.Contains(ae.Message, "egress.max_body_bytes") {
+		t.Errorf("too large: %q does not name egress.max_body_bytes", ae.Message)
+	}
+}

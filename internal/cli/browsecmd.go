@@ -29,6 +29,7 @@ func newFetchCmd(e *env) *cobra.Command {
 	var pf policyFlags
 	var provider, profile, proxy string
 	var cache bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:         "fetch URL",
 		Annotations: map[string]string{formatDefault: "md"},
@@ -43,7 +44,7 @@ error (exit 4, reason http_status); a bot wall is an error (reason bot_wall), ne
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return e.withEngine(&pf, func(en *engine.Engine, p airlock.Principal) error {
-				page, err := en.Fetch(cmd.Context(), p, airlock.FetchRequest{URL: args[0], Provider: provider, TLSProfile: profile, Proxy: proxy, Cache: cache})
+				page, err := en.Fetch(cmd.Context(), p, airlock.FetchRequest{URL: args[0], Provider: provider, TLSProfile: profile, Proxy: proxy, Cache: cache, Timeout: timeout})
 				if err != nil {
 					return err
 				}
@@ -57,6 +58,7 @@ error (exit 4, reason http_status); a bot wall is an error (reason bot_wall), ne
 	f.StringVar(&profile, "tls-profile", "", "TLS handshake profile: chrome (default) or go")
 	f.StringVar(&proxy, "proxy", "", "upstream proxy name from the configuration's egress.proxies")
 	f.BoolVar(&cache, "cache", false, "use the shared HTTP cache")
+	f.DurationVar(&timeout, "timeout", 0, "time for each request, redirects included (default egress.fetch_timeout, 20s; at most limits.fetch_timeout)")
 	return cmd
 }
 

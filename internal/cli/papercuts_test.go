@@ -63,3 +63,20 @@ func TestFormatHelpDefault(t *testing.T) {
 		t.Errorf("airlock --help: %q", r.stdout)
 	}
 }
+
+// TestExtractMissingFile: a file that is not there is a usage error (exit
+// 2), like any other bad argument.
+func TestExtractMissingFile(t *testing.T) {
+	r := invoke(t, context.Background(), "", []string{"extract", t.TempDir() + "/missing.html"})
+	if r.code != 2 || !strings.Contains(r.stderr, "missing.html") {
+		t.Errorf("extract of a missing file: exit %d, stderr %q; want 2", r.code, r.stderr)
+	}
+}
+
+// TestFetchTimeoutFlag: fetch takes --timeout, refused above its ceiling.
+func TestFetchTimeoutFlag(t *testing.T) {
+	r := invoke(t, context.Background(), "", []string{"--data-dir", t.TempDir(), "fetch", "--timeout", "1h", "http://127.0.0.1:1/"})
+	if r.code != 2 || !strings.Contains(r.stderr, "fetch_timeout") {
+		t.Errorf("fetch --timeout 1h: exit %d, stderr %q; want 2 naming limits.fetch_timeout", r.code, r.stderr)
+	}
+}
