@@ -142,7 +142,7 @@ var Ceilings = []Ceiling{
 		Fields: []string{"FetchRequest.Timeout"},
 		Doc:    "`timeout` of a fetch (`airlock fetch --timeout`): each request, redirects included (0: egress.fetch_timeout)"},
 	{Name: LimitFetchManyURLs, Kind: KindCount, Derived: "browse.batch_max",
-		Doc: "URLs in one batched fetch (`POST /api/fetch` with `urls`, `fetch_many`)"},
+		Doc: "URLs in one batched fetch (`POST /api/browse` fetch with `urls`, `fetch_many`)"},
 	{Name: LimitSearchResults, Kind: KindCount, Default: 100, Max: 100,
 		Fields: []string{"SearchRequest.Limit"},
 		Doc:    "`limit` of a search: results asked for (0: 10)"},
