@@ -28,3 +28,18 @@ func TestErrorHint(t *testing.T) {
 		t.Errorf("an error without a hint has one: %s", r.body)
 	}
 }
+
+// TestFetchTimeoutOption: a fetch's timeout option is held to
+// limits.fetch_timeout, as the CLI's --timeout is.
+func TestFetchTimeoutOption(t *testing.T) {
+	f := newFixture(t)
+	r := f.do("POST", "/api/browse", acmeToken, map[string]any{"verb": "fetch", "url": f.site.URL + "/a", "options": map[string]any{"timeout": "1h"}})
+	e := wantError(t, r, 400, airlock.CodeInvalid, airlock.ReasonLimit)
+	if !strings.Contains(e.Message, "fetch_timeout") {
+		t.Errorf("timeout above the ceiling: %s", r.body)
+	}
+	r = f.do("POST", "/api/browse", acmeToken, map[string]any{"verb": "fetch", "url": f.site.URL + "/a", "options": map[string]any{"timeout": "30s"}})
+	if r.StatusCode != 200 {
+		t.Errorf("timeout 30s: %s", r)
+	}
+}
