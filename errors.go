@@ -69,6 +69,13 @@ const (
 	// is above its operator ceiling (limits.<name>), or negative: code
 	// invalid, never clamped.
 	ReasonLimit = "limit"
+	// ReasonUnsupportedContent (with CodeUpstream): the response is of a
+	// type the extractor cannot read (an image, an archive, an unlabelled
+	// binary); the message names the type and the size.
+	ReasonUnsupportedContent = "unsupported_content"
+	// ReasonAuditQuery (with CodeInvalid): an audit query names a value no
+	// record can have (an outcome other than allow, deny or error).
+	ReasonAuditQuery = "audit_query"
 )
 
 // PublicMessager is implemented by errors whose Error text carries detail
@@ -89,13 +96,15 @@ const genericMessage = "internal error"
 // it is never serialised.
 //
 // Its JSON form is {"code","reason","message","decision_id"}; every key is
-// always present. Use it as an error through a pointer (*Error) and inspect
-// it with errors.As.
+// always present, and "hint" (Hint: what the caller can do about it, see
+// HintOf) when there is one. Use it as an error through a pointer (*Error)
+// and inspect it with errors.As.
 type Error struct {
 	Code       Code   `json:"code"`
 	Reason     string `json:"reason"`
 	Message    string `json:"message"`
 	DecisionID string `json:"decision_id"`
+	Hint       string `json:"hint,omitempty"`
 	Err        error  `json:"-"`
 }
 

@@ -123,6 +123,9 @@ type FetchRequest struct {
 	Proxy      string     `json:"proxy,omitempty"`       // an operator-configured upstream proxy name
 	Cache      bool       `json:"cache,omitempty"`
 	Narrow     *Narrowing `json:"narrow,omitempty"`
+	// Timeout bounds each request of the fetch, redirects included
+	// (0: egress.fetch_timeout, 20 s); at most limits.fetch_timeout.
+	Timeout Duration `json:"timeout,omitempty"`
 }
 
 // CrawlRequest asks for many pages: URLs fetched concurrently, or Seed

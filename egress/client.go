@@ -69,6 +69,8 @@ type Request struct {
 	Call    Call        // caller key, narrowing, upstream proxy
 	// MaxRedirects overrides the client's when non-nil (0 = follow none).
 	MaxRedirects *int
+	// Timeout overrides the client's Timeout when positive.
+	Timeout time.Duration
 	// CheckRedirect, when set, is asked about every redirect target after
 	// it parsed and before it is decided or followed; an error refuses the
 	// hop and ends the request. An *Error is returned as it is (its Op and
@@ -144,7 +146,8 @@ func (c *Client) Get(ctx context.Context, rawURL string) (*Response, error) {
 
 // Do sends the request, following redirects by hand. Errors are *Error: a
 // denial (the hop it happened at in Hop, no socket opened to the target),
-// parse refusals of the URL or a Location, timeouts, caps, upstream
+// parse refusals of the URL (read by ParseRequestURL: a scheme other than
+// http or https is invalid) or of a Location (read by ParseURL: denied), timeouts, caps, upstream
 // failures.
 func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 	if c.Dialer == nil {
@@ -164,7 +167,7 @@ func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 		// Refused before any DNS, decision or pool entry for it.
 		return nil, denied("fetch", r.URL, ReasonProxy, "upstream proxy "+strconv.Quote(p)+" is not configured")
 	}
-	t, err := ParseURL(r.URL)
+	t, err := ParseRequestURL(r.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +189,11 @@ func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 		maxRedirects = *r.MaxRedirects
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	timeout := c.timeout()
+	if r.Timeout > 0 {
+		timeout = r.Timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	header := canonicalHeader(r.Header)
 	body := r.Body
 	call := r.Call
@@ -414,14 +421,15 @@ func (c *Client) wrapErr(ctx context.Context, err error, t Target, hop int) erro
 }
 
 // ctxCode classifies a transport error: a timeout when ctx's deadline (or
-// an I/O deadline) passed, canceled when the caller canceled ctx, else an
-// upstream protocol failure.
+// an I/O deadline) passed, canceled when the caller canceled ctx (code
+// timeout, as the root package classifies context.Canceled: the caller
+// stopped waiting), else an upstream protocol failure.
 func ctxCode(ctx context.Context, err error) (Code, Reason) {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err):
 		return CodeTimeout, ReasonTimeout
 	case ctx.Err() != nil:
-		return CodeUnavailable, ReasonCanceled
+		return CodeTimeout, ReasonCanceled
 	}
 	return CodeUpstream, ReasonProtocol
 }

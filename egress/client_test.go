@@ -864,7 +864,7 @@ func TestClientHostileTiming(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(100*time.Millisecond, cancel)
 		_, err := c.Get(ctx, srv.URL+"/")
-		wantError(t, err, CodeUnavailable, ReasonCanceled)
+		wantError(t, err, CodeTimeout, ReasonCanceled)
 	})
 }
 
@@ -1332,7 +1332,9 @@ func TestClientPolicyRefusals(t *testing.T) {
 		{"no dialer", &Client{}, srv.URL, CodeDenied, ReasonNoPolicy},
 		{"zero policy", &Client{Dialer: &Dialer{}}, srv.URL, CodeDenied, ReasonNoPolicy},
 		{"loopback not excepted", c, fmt.Sprintf("http://127.0.0.2:%d/", port), CodeDenied, ReasonLoopback},
-		{"scheme", c, "ftp://127.0.0.1/", CodeDenied, ReasonScheme},
+		{"scheme", c, "ftp://127.0.0.1/", CodeInvalid, ReasonScheme},
+		{"not a URL", c, "not a url", CodeInvalid, ReasonMalformed},
+		{"ambiguous bytes", c, "http://127.0.0.1\t/", CodeDenied, ReasonParseAmbiguous},
 		{"userinfo", c, "http://a@127.0.0.1/", CodeDenied, ReasonUserinfo},
 		{"numeric", c, fmt.Sprintf("http://2130706433:%d/", port), CodeDenied, ReasonNumericHost},
 		{"port 0", c, "http://127.0.0.1:0/", CodeInvalid, ReasonBadPort},

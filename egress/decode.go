@@ -292,7 +292,7 @@ func (c *capReader) Read(p []byte) (int, error) {
 		n -= int(c.n - c.cap)
 		c.n = c.cap
 		c.err = &Error{Code: CodeTooLarge, Reason: c.reason, Op: "read",
-			Detail: fmt.Sprintf("%s exceeds %d bytes", c.what(), c.cap)}
+			Detail: fmt.Sprintf("%s exceeds %d bytes (%s raises the cap)", c.what(), c.cap, c.key())}
 		return n, c.err
 	}
 	if err != nil && err != io.EOF {
@@ -306,6 +306,15 @@ func (c *capReader) what() string {
 		return "body"
 	}
 	return "decoded body"
+}
+
+// key is the configuration key of the cap (Client.MaxBodyBytes or
+// MaxDecodedBytes), so that the error says what an operator can raise.
+func (c *capReader) key() string {
+	if c.reason == ReasonBodyTooLarge {
+		return "egress.max_body_bytes"
+	}
+	return "egress.max_decoded_bytes"
 }
 
 type eofReader struct{}

@@ -77,7 +77,7 @@ type ExchangeOptions struct {
 //   - the deadline (Timeout or ctx's) passing before the reply is complete,
 //     including a peer that trickles bytes and never goes idle: CodeTimeout,
 //     ReasonTimeout;
-//   - ctx canceled: CodeUnavailable, ReasonCanceled;
+//   - ctx canceled: CodeTimeout, ReasonCanceled;
 //   - a reset or other connection failure: CodeUpstream, ReasonConnect.
 //
 // ExchangeTCP is safe for concurrent use. It never logs.
@@ -91,8 +91,8 @@ func (d *Dialer) ExchangeTCP(ctx context.Context, target string, req []byte, o *
 // certificate's IP SANs), the peer's chain is verified against RootCAs (the
 // system roots by default) for that name, and a verified chain may hold at
 // most 10 certificates. A handshake failure is an *Error with Op "tls" and
-// Code CodeUpstream, ReasonTLS (CodeTimeout or CodeUnavailable when the
-// deadline passed or ctx was canceled during the handshake). HalfClose sends
+// Code CodeUpstream, ReasonTLS (CodeTimeout, reason timeout or canceled, when
+// the deadline passed or ctx was canceled during the handshake). HalfClose sends
 // a close_notify alert.
 func (d *Dialer) ExchangeTLS(ctx context.Context, target string, req []byte, o *ExchangeOptions) ([]byte, error) {
 	return d.exchangeStream(ctx, LaneTLS, target, req, o)
@@ -183,7 +183,7 @@ func (x *exchange) fail(code Code, reason Reason, detail string, err error) *Err
 // ctxErr classifies the end of the exchange's context.
 func (x *exchange) ctxErr(detail string) *Error {
 	if errors.Is(x.ctx.Err(), context.Canceled) {
-		return x.fail(CodeUnavailable, ReasonCanceled, detail, x.ctx.Err())
+		return x.fail(CodeTimeout, ReasonCanceled, detail, x.ctx.Err())
 	}
 	return x.fail(CodeTimeout, ReasonTimeout, detail, x.ctx.Err())
 }
@@ -256,7 +256,7 @@ func (x *exchange) readStream(conn net.Conn, maxReply int64, idle time.Duration,
 //   - no reply before the deadline (Timeout or ctx's): CodeTimeout,
 //     ReasonTimeout, or CodeUpstream, ReasonReplySource when only datagrams
 //     from other sources arrived;
-//   - ctx canceled: CodeUnavailable, ReasonCanceled;
+//   - ctx canceled: CodeTimeout, ReasonCanceled;
 //   - the peer's host or port unreachable (ICMP): CodeUpstream, ReasonConnect.
 //
 // ExchangeUDP is safe for concurrent use. It never logs.

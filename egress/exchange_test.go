@@ -305,7 +305,7 @@ func TestExchangeTCP(t *testing.T) {
 				t.Cleanup(cancel)
 				return ctx
 			},
-			wantCode: CodeUnavailable, wantReason: ReasonCanceled},
+			wantCode: CodeTimeout, wantReason: ReasonCanceled},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -730,7 +730,7 @@ func TestExchangeUDP(t *testing.T) {
 				t.Cleanup(cancel)
 				return ctx
 			},
-			wantCode: CodeUnavailable, wantReason: ReasonCanceled, wantOp: "exchange"},
+			wantCode: CodeTimeout, wantReason: ReasonCanceled, wantOp: "exchange"},
 		{name: "port unreachable", addr: closedAddr, req: "ping", opts: ExchangeOptions{Timeout: 2 * time.Second},
 			wantCode: CodeUpstream, wantReason: ReasonConnect, wantOp: "exchange"},
 	}

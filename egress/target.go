@@ -175,6 +175,38 @@ func ParseURL(raw string) (Target, error) {
 	return t, nil
 }
 
+// ParseRequestURL is ParseURL for the URL a caller asks for: a string that
+// is not an absolute URL at all ("not a url", "example.com:80") is
+// malformed (CodeInvalid, ReasonMalformed), and so is a scheme other than
+// http or https (CodeInvalid, ReasonScheme): the caller made a mistake, the
+// policy refused nothing. Everything else is ParseURL's reading, so
+// ambiguous hosts and bytes stay CodeDenied. Redirect locations and URLs a
+// page asks for go through ParseURL, which denies other schemes.
+func ParseRequestURL(raw string) (Target, error) {
+	const op = "parse"
+	if raw == "" || len(raw) > MaxURLLength {
+		return ParseURL(raw)
+	}
+	// Read the scheme as a browser would (tabs and newlines removed,
+	// leading and trailing spaces and controls trimmed), so that input a
+	// browser reads as http is still ParseURL's to refuse as ambiguous.
+	s := strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return -1
+		}
+		return r
+	}, raw)
+	s = strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
+	colon := strings.IndexByte(s, ':')
+	if colon <= 0 || !validScheme(strings.ToLower(s[:colon])) {
+		return Target{}, invalid(op, raw, ReasonMalformed, "not an absolute URL (want http:// or https:// and a host)")
+	}
+	if scheme := strings.ToLower(s[:colon]); scheme != "http" && scheme != "https" {
+		return Target{}, invalid(op, raw, ReasonScheme, "scheme "+strconv.Quote(scheme)+" is not http or https")
+	}
+	return ParseURL(raw)
+}
+
 // ParseHostPort parses host:port (IPv6 literals bracketed) for the raw
 // exchange lanes, with the same host rules as ParseURL. The port is required.
 func ParseHostPort(s string) (Target, error) {

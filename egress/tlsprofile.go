@@ -86,7 +86,7 @@ func ParseTLSProfile(s string) (TLSProfile, error) {
 // It returns the TLS connection and the negotiated ALPN protocol ("" when
 // none). On failure conn is closed and the error is an *Error with Op "tls":
 // Code CodeTimeout when ctx's deadline or a conn deadline passed,
-// CodeUnavailable with Reason ReasonCanceled when ctx was canceled, and
+// CodeTimeout with Reason ReasonCanceled when ctx was canceled, and
 // otherwise Code CodeUpstream with Reason ReasonTLS.
 func tlsHandshake(ctx context.Context, conn net.Conn, serverName string, profile TLSProfile, nextProtos []string, roots *x509.CertPool) (net.Conn, string, error) {
 	if serverName == "" {
@@ -154,7 +154,7 @@ func handshakeError(ctx context.Context, serverName string, err error) *Error {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded):
 		e.Code, e.Reason = CodeTimeout, ReasonTimeout
 	case errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled):
-		e.Code, e.Reason = CodeUnavailable, ReasonCanceled
+		e.Code, e.Reason = CodeTimeout, ReasonCanceled
 	}
 	return e
 }

@@ -705,8 +705,8 @@ func TestTLSHandshakeErrors(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(100*time.Millisecond, cancel)
 			_, _, err := tlsHandshake(ctx, dialTest(t, addr), "example.com", p, nil, nil)
-			if CodeOf(err) != CodeUnavailable || ReasonOf(err) != ReasonCanceled {
-				t.Errorf("error = %v, want code unavailable, reason canceled", err)
+			if CodeOf(err) != CodeTimeout || ReasonOf(err) != ReasonCanceled {
+				t.Errorf("error = %v, want code timeout, reason canceled", err)
 			}
 		})
 		t.Run(string(p)+" conn deadline", func(t *testing.T) {

@@ -150,7 +150,8 @@ func toPublic(r store.AuditRecord) airlock.AuditRecord {
 		Code: r.Code, Reason: r.Reason, Target: r.Target, Detail: r.Detail, DurationMS: r.DurationMS, BytesIn: r.BytesIn, BytesOut: r.BytesOut}
 }
 
-// AuditQuery reads the persistent audit log, newest first.
+// AuditQuery reads the persistent audit log, newest first. An outcome
+// other than allow, deny or error is invalid (reason audit_query).
 func (e *Engine) AuditQuery(ctx context.Context, q airlock.AuditQuery) ([]airlock.AuditRecord, error) {
 	tenant := e.cfg.DefaultTenant
 	if p, err := airlock.ParsePrincipal(q.Principal); err == nil && q.Principal != "" {
@@ -162,6 +163,13 @@ func (e *Engine) AuditQuery(ctx context.Context, q airlock.AuditQuery) ([]airloc
 	}
 	if err := l.Check(q, ""); err != nil {
 		return nil, err
+	}
+	switch q.Outcome {
+	case "", gate.OutcomeAllow, gate.OutcomeDeny, gate.OutcomeError:
+	default:
+		// A filter nothing can match would answer "no records", silently.
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonAuditQuery,
+			"audit: outcome %q is not one of %s, %s or %s", q.Outcome, gate.OutcomeAllow, gate.OutcomeDeny, gate.OutcomeError)
 	}
 	sq := store.AuditQuery{Since: q.Since, Until: q.Until, Outcome: q.Outcome, Broker: q.Broker, Reason: q.Reason, Limit: q.Limit, BeforeID: q.BeforeID}
 	if q.Principal != "" {

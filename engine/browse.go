@@ -44,7 +44,7 @@ func (e *Engine) newDoer(call *gate.Call, n *egress.Checker, proxy string, profi
 // checkURL runs the policy on a URL without fetching it: what a remote
 // provider is asked for, and every final URL it reports.
 func (e *Engine) checkURL(call *gate.Call, n *egress.Checker, raw string) error {
-	t, err := egress.ParseURL(raw)
+	t, err := egress.ParseRequestURL(raw)
 	if err != nil {
 		return err
 	}
@@ -89,6 +89,7 @@ func (e *Engine) fetchIn(call *gate.Call, ini gate.Initiator, req airlock.FetchR
 		return nil, 0, err
 	}
 	d := e.newDoer(call, n, req.Proxy, egress.ProfileChrome, req.Cache)
+	d.timeout = req.Timeout
 	req.Proxy = d.proxy
 	identify(ini, d, &req)
 	if err := e.checkRobots(call, ini, d, req); err != nil {

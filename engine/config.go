@@ -218,6 +218,7 @@ type CeilingsConfig struct {
 	CrawlDepth           int           `koanf:"crawl_depth" json:"crawl_depth,omitempty"`
 	CrawlTimeout         time.Duration `koanf:"crawl_timeout" json:"crawl_timeout,omitempty"`
 	CrawlDelay           time.Duration `koanf:"crawl_delay" json:"crawl_delay,omitempty"`
+	FetchTimeout         time.Duration `koanf:"fetch_timeout" json:"fetch_timeout,omitempty"`
 	FetchManyURLs        int           `koanf:"fetch_many_urls" json:"fetch_many_urls,omitempty"`
 	SearchResults        int           `koanf:"search_results" json:"search_results,omitempty"`
 	AuditRecords         int           `koanf:"audit_records" json:"audit_records,omitempty"`

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
@@ -20,6 +21,7 @@ type callDoer struct {
 	profile egress.TLSProfile // default when a request names none
 	header  http.Header       // default headers (the crawler's User-Agent)
 	cache   bool
+	timeout time.Duration // of each request, when positive (FetchRequest.Timeout)
 }
 
 var _ airlock.Doer = (*callDoer)(nil)
@@ -59,7 +61,7 @@ func (d *callDoer) Do(ctx context.Context, req *airlock.HTTPRequest) (*airlock.H
 		}
 	}
 	er := &egress.Request{Method: req.Method, URL: req.URL, Header: h, Body: req.Body, Profile: profile, MaxRedirects: req.MaxRedirects,
-		Call: egress.Call{Key: d.call.Key(), Narrow: narrow, Proxy: proxy}}
+		Timeout: d.timeout, Call: egress.Call{Key: d.call.Key(), Narrow: narrow, Proxy: proxy}}
 	sub := *d.call
 	sub.Ctx = ctx
 	var resp *airlock.HTTPResponse

@@ -804,7 +804,7 @@ func TestOneDecisionPerCall(t *testing.T) {
 			_, err := e.HTTP(ctx, t1, airlock.HTTPRequest{URL: "http://10.0.0.1/"})
 			return "", err
 		}},
-		{"http refused scheme", "http", "deny", "scheme", func(ctx context.Context) (string, error) {
+		{"http refused scheme", "http", "error", "scheme", func(ctx context.Context) (string, error) {
 			_, err := e.HTTP(ctx, t1, airlock.HTTPRequest{URL: "ftp://x/"})
 			return "", err
 		}},

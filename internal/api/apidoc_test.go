@@ -572,7 +572,7 @@ func (d *apiDoc) renderErrors(b *strings.Builder, errorsGo string) error {
 	b.WriteString("Every error is a JSON [ErrorBody](#errorbody): `{\"error\": {\"code\", \"reason\", \"message\", \"decision_id\"}}`. " +
 		"`code` is one of the ten below and sets the HTTP status; `reason` is finer (`private`, `loopback`, `metadata`, `capability`, " +
 		"`token`, `body`, ...); `decision_id` names the audited decision (also in the `X-Airlock-Decision` header) and is empty when " +
-		"the call was refused before any broker call.\n\n")
+		"the call was refused before any broker call; `hint`, present when there is advice, is the sentence the CLI prints after `hint:`.\n\n")
 	b.WriteString("| Code | HTTP status | Meaning |\n|---|---|---|\n")
 	for _, c := range airlock.Codes() {
 		m, ok := meaning[c]

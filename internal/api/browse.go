@@ -60,10 +60,12 @@ type fetchOptions struct {
 	Proxy      string             `json:"proxy,omitempty"`
 	Cache      bool               `json:"cache,omitempty"`
 	Narrow     *airlock.Narrowing `json:"narrow,omitempty"`
+	Timeout    duration           `json:"timeout,omitempty"`
 }
 
 func (o fetchOptions) request(url string) airlock.FetchRequest {
-	return airlock.FetchRequest{URL: url, Initiator: o.Initiator, Provider: o.Provider, TLSProfile: o.TLSProfile, Proxy: o.Proxy, Cache: o.Cache, Narrow: o.Narrow}
+	return airlock.FetchRequest{URL: url, Initiator: o.Initiator, Provider: o.Provider, TLSProfile: o.TLSProfile, Proxy: o.Proxy, Cache: o.Cache, Narrow: o.Narrow,
+		Timeout: time.Duration(o.Timeout)}
 }
 
 // crawlOptions are the options of a crawl: airlock.CrawlRequest without

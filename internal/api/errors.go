@@ -35,12 +35,14 @@ func statusFor(code airlock.Code) int {
 	return http.StatusInternalServerError
 }
 
-// writeError writes err in the public shape {"error": {...}} with the
+// writeError writes err in the public shape {"error": {...}}, with the
+// hint the CLI prints for it (airlock.HintOf) when there is one, the
 // status of its code, the decision id header when it has one, Retry-After
 // for rate limits and WWW-Authenticate for refused credentials. Internal
 // errors show a generic message (airlock.Public); the caller logs them.
 func writeError(w http.ResponseWriter, err error) {
 	pub := airlock.Public(err, "")
+	pub.Hint = airlock.HintOf(err)
 	status := statusFor(pub.Code)
 	h := w.Header()
 	var ae *authError

@@ -291,7 +291,7 @@ func (a *auditFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.DurationVar(&a.since, "since", 0, "only records newer than this (e.g. 1h, 30m)")
 	f.StringVar(&a.principal, "principal", "", "tenant or tenant/instance")
-	f.StringVar(&a.outcome, "outcome", "", "allow, deny or error")
+	f.StringVar(&a.outcome, "outcome", "", "allow, deny or error (anything else is refused)")
 	f.StringVar(&a.broker, "broker", "", "http, tcp, udp, tls, sign, route, admin, ...")
 	f.StringVar(&a.reason, "reason", "", "a reason such as loopback or capability")
 }

@@ -29,9 +29,11 @@ func newFetchCmd(e *env) *cobra.Command {
 	pf := policyFlags{person: true}
 	var provider, profile, proxy string
 	var cache bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "fetch URL",
-		Short: "Fetch one page under the policy and print it as markdown, org, text or JSON",
+		Use:         "fetch URL",
+		Annotations: map[string]string{formatDefault: "md"},
+		Short:       "Fetch one page under the policy and print it as markdown, org, text or JSON",
 		Long: `Fetch one page through the engine (the native provider by default: the chrome TLS
 profile and headers, 20 s, 5 redirects, every hop checked) and print the parsed page.
 --format md (default), org, text, or json (the Page object). A non-2xx answer is an
@@ -42,7 +44,7 @@ error (exit 4, reason http_status); a bot wall is an error (reason bot_wall), ne
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return e.withEngine(&pf, func(en *engine.Engine, p airlock.Principal) error {
-				page, err := en.Fetch(cmd.Context(), p, airlock.FetchRequest{URL: args[0], Initiator: airlock.InitiatorPerson, Provider: provider, TLSProfile: profile, Proxy: proxy, Cache: cache})
+				page, err := en.Fetch(cmd.Context(), p, airlock.FetchRequest{URL: args[0], Initiator: airlock.InitiatorPerson, Provider: provider, TLSProfile: profile, Proxy: proxy, Cache: cache, Timeout: timeout})
 				if err != nil {
 					return err
 				}
@@ -56,6 +58,7 @@ error (exit 4, reason http_status); a bot wall is an error (reason bot_wall), ne
 	f.StringVar(&profile, "tls-profile", "", "TLS handshake profile: chrome (default) or go")
 	f.StringVar(&proxy, "proxy", "", "upstream proxy name from the configuration's egress.proxies")
 	f.BoolVar(&cache, "cache", false, "use the shared HTTP cache")
+	f.DurationVar(&timeout, "timeout", 0, "time for each request, redirects included (default egress.fetch_timeout, 20s; at most limits.fetch_timeout)")
 	return cmd
 }
 
@@ -73,8 +76,9 @@ func newCrawlCmd(e *env) *cobra.Command {
 	req := airlock.CrawlRequest{Initiator: airlock.InitiatorPerson}
 	var urlsFile string
 	cmd := &cobra.Command{
-		Use:   "crawl SEED | --urls FILE",
-		Short: "Crawl a site breadth-first from SEED, or a list of URLs, politely",
+		Use:         "crawl SEED | --urls FILE",
+		Annotations: map[string]string{formatDefault: "jsonl"},
+		Short:       "Crawl a site breadth-first from SEED, or a list of URLs, politely",
 		Long: `Crawl one seed breadth-first on its host (--subdomains to widen), or fetch a list of
 URLs (--urls FILE, one per line, "-" for stdin) concurrently. The crawler identifies
 itself, obeys robots.txt (RFC 9309) and Crawl-delay, limits requests per host, and

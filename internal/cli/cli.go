@@ -113,6 +113,7 @@ func run(ctx context.Context, e *env, args []string, subcommands []func(*env) *c
 	}
 	var ran bool
 	markRun(root, &ran)
+	suggestCommands(root)
 	root.SetArgs(args)
 
 	_, err := root.ExecuteContextC(ctx)
@@ -146,6 +147,7 @@ SSRF-safe policy, audited. Run 'airlock serve' for the HTTP API and MCP server,
 			return usageErrorf("missing command")
 		},
 	}
+	root.SetHelpFunc(helpWithFormatDefault(root.HelpFunc()))
 	root.SetIn(e.stdin)
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
@@ -153,6 +155,55 @@ SSRF-safe policy, audited. Run 'airlock serve' for the HTTP API and MCP server,
 	root.PersistentFlags().StringVar(&e.configPath, "config", "", "configuration file (default $AIRLOCK_CONFIG, else ./airlock.yaml if present)")
 	root.PersistentFlags().StringVar(&e.dataDir, "data-dir", "", "data directory: audit log, revocations, tokens (default ./airlock-data)")
 	return root
+}
+
+// suggestCommands makes an unknown subcommand's error say which command
+// was probably meant ("did you mean fetch?"), at every level: cobra only
+// suggests from its own argument check, which commands with Args or RunE
+// replace.
+func suggestCommands(c *cobra.Command) {
+	if c.HasSubCommands() {
+		args := c.Args
+		if args == nil {
+			args = cobra.ArbitraryArgs
+		}
+		if c.SuggestionsMinimumDistance <= 0 {
+			c.SuggestionsMinimumDistance = 2
+		}
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			err := args(cmd, a)
+			if err != nil && len(a) > 0 {
+				if s := cmd.SuggestionsFor(a[0]); len(s) > 0 {
+					return fmt.Errorf("%w; did you mean %s?", err, strings.Join(s, " or "))
+				}
+			}
+			return err
+		}
+	}
+	for _, sub := range c.Commands() {
+		suggestCommands(sub)
+	}
+}
+
+// formatDefault is the annotation of a command whose --format default is
+// not text (fetch: md, crawl: jsonl); its help shows that default.
+const formatDefault = "airlock.format_default"
+
+// helpWithFormatDefault shows, in each command's help, the --format
+// default that command really uses.
+func helpWithFormatDefault(help func(*cobra.Command, []string)) func(*cobra.Command, []string) {
+	return func(c *cobra.Command, args []string) {
+		if f := c.Flag("format"); f != nil {
+			def := c.Annotations[formatDefault]
+			if def == "" {
+				def = formatText
+			}
+			old := f.DefValue
+			f.DefValue = def
+			defer func() { f.DefValue = old }()
+		}
+		help(c, args)
+	}
 }
 
 // markRun wraps every command's Run/RunE so that run can tell errors of a
@@ -198,42 +249,16 @@ func (e *env) reportError(args []string, err error) {
 	}
 }
 
-// floorHint is the way out of a floor denial for a person testing against
-// their own services.
-const floorHint = "the address is below the egress floor; to reach your own service there, lift the floor for it with --except ADDR (or tenants.NAME.exceptions in the config)"
-
-// hints say what to do next after the refusals people meet most, by
-// reason. JSON errors carry none: programs read the code and reason.
-var hints = map[string]string{
-	"loopback":       floorHint,
-	"private":        floorHint,
-	"link_local":     floorHint,
-	"cgnat":          floorHint,
-	"metadata":       "cloud metadata addresses are never reachable, whatever the configuration",
-	"not_allowed":    "an allow-list is in force and the target is not on it: add it with --allow PATTERN (or tenants.NAME.allow)",
-	"deny_list":      "the target matches a deny pattern (--deny, tenants.NAME.deny or egress.deny)",
-	"dns_not_found":  "the name does not resolve; --resolve HOST=IP answers it without DNS",
-	"capability":     "the tenant's profile does not grant this capability; 'airlock config check' shows the tenant's profile",
-	"revoked":        "lift the revocation with: airlock admin unrevoke SUBJECT ('airlock admin revocations' lists them)",
-	"tenant_rate":    "the tenant's rate limit (limits.tenant_rate) was reached; wait and retry",
-	"unknown_tenant": "configure the tenant under tenants in airlock.yaml, or use default_tenant",
-	"token":          "create a token with: airlock token create --tenant NAME",
-	"bot_wall":       "the site answered with a bot wall (captcha, challenge); try later or another provider with --provider",
-}
-
+// hintFor is airlock.HintOf for the person at the terminal, who is the
+// operator: the hint of a refused resolved address may name its class and
+// the address, which a workload is never told.
 func hintFor(err error) string {
-	if airlock.CodeOf(err) == airlock.CodeInternal {
-		return ""
-	}
-	reason := airlock.ReasonOf(err)
+	h := airlock.HintOf(err)
 	var ee *egress.Error
-	if reason == airlock.ReasonInternalAddress && errors.As(err, &ee) && ee.Class != "" {
-		// The person at the terminal is the operator: the hint may name
-		// the class and the address that a workload is never told.
-		reason = string(ee.Class)
+	if airlock.ReasonOf(err) == airlock.ReasonInternalAddress && errors.As(err, &ee) && ee.Class != "" && h == "" {
+		h = airlock.HintFor(string(ee.Class))
 	}
-	h := hints[reason]
-	if h == floorHint && errors.As(err, &ee) && ee.Addr.IsValid() {
+	if h == airlock.FloorHint && errors.As(err, &ee) && ee.Addr.IsValid() {
 		h = strings.Replace(h, "--except ADDR", "--except "+ee.Addr.Addr().String(), 1)
 	}
 	return h

@@ -57,7 +57,7 @@ func TestExtractCommand(t *testing.T) {
 		t.Errorf("bad format: exit %d, want 2", r.code)
 	}
 	r = invoke(t, context.Background(), "", []string{"extract", filepath.Join(dir, "missing.html")})
-	if r.code != 4 {
-		t.Errorf("missing file: exit %d, want 4 (not found)", r.code)
+	if r.code != 2 {
+		t.Errorf("missing file: exit %d, want 2 (a bad argument)", r.code)
 	}
 }

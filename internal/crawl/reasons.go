@@ -72,7 +72,7 @@ func skipReason(err error) (reason, detail string, fatal bool) {
 		reason = ReasonTooLarge
 	case why == errReasonHTTPStatus:
 		reason = ReasonHTTPStatus
-	case why == errReasonType:
+	case why == errReasonType, why == airlock.ReasonUnsupportedContent:
 		reason = ReasonType
 	default:
 		reason = ReasonError

@@ -54,6 +54,7 @@ func TestSkipReason(t *testing.T) {
 		{airlock.Errorf(airlock.CodeUpstream, "bot_wall", "captcha"), ReasonBotWall, false},
 		{airlock.Errorf(airlock.CodeUpstream, "http_status", "404"), ReasonHTTPStatus, false},
 		{airlock.Errorf(airlock.CodeUpstream, "type", "image/png"), ReasonType, false},
+		{airlock.Errorf(airlock.CodeUpstream, airlock.ReasonUnsupportedContent, "image/png"), ReasonType, false},
 		{airlock.Errorf(airlock.CodeRateLimited, "rate_limited", "later"), ReasonRateLimited, false},
 		{airlock.Errorf(airlock.CodeTooLarge, "body_too_large", "big"), ReasonTooLarge, false},
 		{airlock.Errorf(airlock.CodeUpstream, "connect", "refused"), ReasonError, false},

@@ -90,8 +90,10 @@ func WithBudget(ctx context.Context, b Budget) context.Context {
 // empty or application/octet-stream): HTML (and XHTML) is extracted
 // fully; text/plain, JSON and XML pass through as text (an XML document's
 // first <title> is the title); PDF text is read in a child process (see
-// PDFCommand); any other type gives a Page with metadata only. In
-// airlock.ExtractNone mode no text, Markdown or tables are produced.
+// PDFCommand); any other type (images, archives, unlabelled binaries) is an
+// error, reason unsupported_content, except in airlock.ExtractNone mode,
+// which produces no text, Markdown or tables for any type and gives such a
+// body a Page with metadata only.
 //
 // At most GOMAXPROCS extractions run at once; Extract waits for a turn
 // until ctx is done, and returns ctx's error then. When ctx carries a
@@ -99,6 +101,8 @@ func WithBudget(ctx context.Context, b Budget) context.Context {
 // Errors:
 //   - *airlock.Error with code too_large when the body is over the cap;
 //   - the Budget's error when it refuses;
+//   - *airlock.Error with code upstream, reason unsupported_content, naming
+//     the type and size, for a non-empty body of a type it cannot read;
 //   - *BotWallError (code upstream, reason bot_wall) when the page is a
 //     captcha, a bot challenge or a bot-filter denial instead of content;
 //   - *airlock.Error with code upstream, reason pdf, when a PDF cannot be
@@ -177,7 +181,16 @@ func Extract(ctx context.Context, in Input, o Options) (*airlock.Page, error) {
 		p.Markdown = text
 		return p, nil
 	}
-	return p, nil
+	if o.Mode == airlock.ExtractNone || len(in.Body) == 0 {
+		return p, nil // metadata only is what was asked, or all there is
+	}
+	// An empty page would pass for a page without text: say what it was.
+	mt := mediaType
+	if mt == "" {
+		mt = "unknown type"
+	}
+	return nil, airlock.Errorf(airlock.CodeUpstream, airlock.ReasonUnsupportedContent,
+		"extract: %s content (%d bytes) cannot be extracted; only HTML, text, JSON, XML and PDF can", mt, len(in.Body))
 }
 
 // Content kinds.

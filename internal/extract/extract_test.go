@@ -438,7 +438,7 @@ func TestPassThrough(t *testing.T) {
 	}
 }
 
-func TestOtherTypesMetadataOnly(t *testing.T) {
+func TestOtherTypesUnsupported(t *testing.T) {
 	t.Parallel()
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
 	for _, in := range []Input{
@@ -447,8 +447,14 @@ func TestOtherTypesMetadataOnly(t *testing.T) {
 		{URL: "https://example.com/f.zip", Body: []byte("PK\x03\x04"), ContentType: "application/zip"},
 	} {
 		p, err := Extract(context.Background(), in, Options{})
+		if airlock.CodeOf(err) != airlock.CodeUpstream || airlock.ReasonOf(err) != airlock.ReasonUnsupportedContent {
+			t.Errorf("%q: page %+v, err %v; want upstream/unsupported_content", in.ContentType, p, err)
+		} else if size := fmt.Sprintf("(%d bytes)", len(in.Body)); !strings.Contains(err.Error(), size) || !strings.Contains(err.Error(), "/") {
+			t.Errorf("%q: %q does not name the type and %s", in.ContentType, err, size)
+		}
+		p, err = Extract(context.Background(), in, Options{Mode: airlock.ExtractNone})
 		if err != nil {
-			t.Fatalf("%s: %v", in.ContentType, err)
+			t.Fatalf("%s, mode none: %v", in.ContentType, err)
 		}
 		if p.Text != "" || p.Markdown != "" || p.URL != in.URL || p.ContentType == "" {
 			t.Errorf("%q: page = %+v, want metadata only", in.ContentType, p)

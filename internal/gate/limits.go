@@ -46,6 +46,7 @@ const (
 	LimitCrawlDepth       = "crawl_depth"
 	LimitCrawlTimeout     = "crawl_timeout"
 	LimitCrawlDelay       = "crawl_delay"
+	LimitFetchTimeout     = "fetch_timeout"
 	LimitFetchManyURLs    = "fetch_many_urls"
 	LimitSearchResults    = "search_results"
 	LimitAuditRecords     = "audit_records"
@@ -137,8 +138,11 @@ var Ceilings = []Ceiling{
 	{Name: LimitCrawlDelay, Kind: KindDuration, Default: int64(time.Minute),
 		Fields: []string{"CrawlRequest.Delay"},
 		Doc:    "`delay` of a crawl: the least time between two requests to one origin; it lengthens robots.txt's Crawl-delay, never shortens it"},
+	{Name: LimitFetchTimeout, Kind: KindDuration, Default: int64(2 * time.Minute),
+		Fields: []string{"FetchRequest.Timeout"},
+		Doc:    "`timeout` of a fetch (`airlock fetch --timeout`): each request, redirects included (0: egress.fetch_timeout)"},
 	{Name: LimitFetchManyURLs, Kind: KindCount, Derived: "browse.batch_max",
-		Doc: "URLs in one batched fetch (`POST /api/fetch` with `urls`, `fetch_many`)"},
+		Doc: "URLs in one batched fetch (`POST /api/browse` fetch with `urls`, `fetch_many`)"},
 	{Name: LimitSearchResults, Kind: KindCount, Default: 100, Max: 100,
 		Fields: []string{"SearchRequest.Limit"},
 		Doc:    "`limit` of a search: results asked for (0: 10)"},

@@ -102,7 +102,9 @@ func checkImport(mod, name string, p engine.GuestProfile) error {
 			return airlock.Errorf(airlock.CodeInvalid, "unknown_import", "%s.%s is not a function of the Airlock ABI", mod, cut(name, 64))
 		}
 		if c != "" && !p.Has(c) {
-			return airlock.Errorf(airlock.CodeDenied, airlock.ReasonCapability, "%s.%s is not granted by profile %s", mod, name, p.Name)
+			err := airlock.Errorf(airlock.CodeDenied, airlock.ReasonCapability, "%s.%s is not granted by profile %s", mod, name, p.Name)
+			err.Hint = fmt.Sprintf("run the guest with a profile that grants %s: --profile NAME (network grants http and browse, posix also parallel and browser), or set the tenant's profile in the config", c)
+			return err
 		}
 		return nil
 	}

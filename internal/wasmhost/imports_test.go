@@ -56,6 +56,11 @@ func TestImportCheck(t *testing.T) {
 	if airlock.ReasonOf(err) != "capability" || !strings.Contains(err.Error(), "airlock.browse_fetch is not granted by profile compute") {
 		t.Fatalf("broken module with an ungranted import: %v", err)
 	}
+	// The way out is another profile: the hint (shown by the CLI and the
+	// API) says how to pick one.
+	if h := airlock.HintOf(err); !strings.Contains(h, "--profile") || !strings.Contains(h, "browse") {
+		t.Errorf("hint of an ungranted import = %q, want one naming --profile and the capability", h)
+	}
 	// ... and once granted, the compiler finds the garbage.
 	if _, err := h.Load(context.Background(), airlock.Principal{Tenant: "posix"}, "m.wasm", broken); airlock.ReasonOf(err) != "module" {
 		t.Fatalf("broken module: %v", err)
