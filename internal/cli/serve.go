@@ -45,7 +45,10 @@ func newServeCmd(e *env) *cobra.Command {
 
 With no tenant configured, serve starts in development mode: loopback only,
 tenant "local" with profile posix, and a fresh API token and admin token
-printed once. The policy flags (--except, --allow, --deny, --resolve,
+printed once. Only token hashes are stored, so each start makes a new API
+token and revokes the development tokens of earlier starts (the banner says
+how many; airlock token list and airlock token revoke manage stored tokens).
+The listen port is bound before any token is made. The policy flags (--except, --allow, --deny, --resolve,
 --dns-server) apply to the default tenant, so a local page can be served to
 an agent without writing a config file; --allow-origin, --deny-origin and
 --browser-default shape its browser's origin policy (development mode only:

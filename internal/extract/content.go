@@ -83,7 +83,9 @@ type content struct {
 //     share bars, comments, promotions and the like go;
 //  5. a leading heading repeating the page title goes (it is metadata);
 //  6. under airlock.MinMainContent characters, readability's result if
-//     longer, else the readable body text if longer.
+//     longer, else the readable body text (of the page's <main> when it
+//     has one) if longer; either gets steps 3 and 5 too, so that a short
+//     page has one title and its lead once.
 //
 // title is the page's title.
 func mainContent(doc *html.Node, base *url.URL, title string) content {
@@ -273,7 +275,8 @@ func trafilaturaContent(doc *html.Node, base *url.URL, rNode *html.Node) (node *
 }
 
 // dedupeBlocks removes top-level blocks whose text is part of the text of
-// one of the blocks just before them: go-trafilatura sometimes emits a
+// one of the blocks just before them, and a lead (not a heading) that the
+// next block opens with again: go-trafilatura sometimes emits a
 // <div>'s text both whole and line by line, and pull quotes repeat a
 // sentence of the paragraph before. Equal blocks are kept when doc (the
 // page) repeats the paragraph too, and dropped when it has it fewer times
