@@ -213,7 +213,7 @@ func newTokenCmd(e *env) *cobra.Command {
 		Short: "Manage API tokens",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return usageErrorf("missing subcommand: create, hash or generate")
+			return usageErrorf("missing subcommand: create, list, revoke, hash or generate")
 		},
 	}
 	var tenant, label string
@@ -276,7 +276,67 @@ func newTokenCmd(e *env) *cobra.Command {
 			return err
 		},
 	}
-	cmd.AddCommand(create, hash, generate)
+	var listTenant string
+	list := &cobra.Command{
+		Use:   "list [--tenant T]",
+		Short: "List the API tokens made by token create or serve's development mode (hashes, never the tokens)",
+		Long: `List the API tokens kept in the data directory: the id to revoke each
+with (the first hex digits of its hash), the tenant, when it was made and its
+label. Tokens listed in the configuration (tenants.*.tokens) are not stored
+and not listed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.withEngine(nil, func(en *engine.Engine, _ airlock.Principal) error {
+				ts, err := en.ListTokens(cmd.Context(), listTenant)
+				if err != nil {
+					return err
+				}
+				if e.format == formatJSON {
+					for _, t := range ts {
+						if err := writeJSON(e.stdout, t); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+				if len(ts) == 0 {
+					fmt.Fprintln(e.stderr, "no stored API tokens")
+					return nil
+				}
+				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintf(tw, "ID\tTENANT\tCREATED\tLABEL\n")
+				for _, t := range ts {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID(), t.Tenant, t.Created.Local().Format("2006-01-02 15:04:05"), t.Label)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	list.Flags().StringVar(&listTenant, "tenant", "", "only this tenant's tokens")
+	revoke := &cobra.Command{
+		Use:   "revoke ID...",
+		Short: "Revoke stored API tokens by id (from token list), hash, or the token itself",
+		Long: `Revoke stored API tokens: each is deleted from the data directory, and
+its next call is denied by every airlock process sharing it (a running serve
+included). Name a token by the id token list shows, by its full hash, or by
+the token itself.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.withEngine(nil, func(en *engine.Engine, _ airlock.Principal) error {
+				for _, id := range args {
+					t, err := en.RevokeToken(cmd.Context(), id)
+					if err != nil {
+						return err
+					}
+					if err := e.say(t, "revoked %s (tenant %s, %s)\n", t.ID(), t.Tenant, t.Label); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(create, list, revoke, hash, generate)
 	return cmd
 }
 

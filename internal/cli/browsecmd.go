@@ -63,6 +63,9 @@ error (exit 4, reason http_status); a bot wall is an error (reason bot_wall), ne
 }
 
 func isTerminal(w io.Writer) bool {
+	if t, ok := w.(interface{ IsTerminal() bool }); ok {
+		return t.IsTerminal()
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -128,6 +131,10 @@ separated by rules. --extract none returns links and metadata only (discovery).`
 					*v = 0
 				}
 			}
+			budget := req.MaxPages
+			if n := len(req.URLs); n > 0 && (budget <= 0 || n < budget) {
+				budget = n
+			}
 			if !cmd.Flags().Changed("max-pages") && req.Seed != "" {
 				req.MaxPages = 0
 			}
@@ -146,20 +153,23 @@ separated by rules. --extract none returns links and metadata only (discovery).`
 				if err != nil {
 					return err
 				}
+				// On a terminal, a bar toward the page budget on stderr;
+				// page output on the same terminal clears it first.
 				var progress func(airlock.CrawlProgress)
+				emit := cw.Page
+				var bar *crawlBar
 				if isTerminal(e.stderr) {
-					last := time.Now()
-					progress = func(pr airlock.CrawlProgress) {
-						if time.Since(last) < 250*time.Millisecond {
-							return
+					bar = newCrawlBar(e.stderr, budget, nil)
+					progress = bar.Update
+					if isTerminal(e.stdout) {
+						emit = func(pg *airlock.Page) error {
+							return bar.Around(func() error { return cw.Page(pg) })
 						}
-						last = time.Now()
-						fmt.Fprintf(e.stderr, "\r%d done, %d queued, %d failed, %.1f pages/s ", pr.Done, pr.Queued, pr.Failed, pr.PagesPerS)
 					}
 				}
-				sum, err := en.Crawl(cmd.Context(), p, req, cw.Page, progress)
-				if progress != nil {
-					fmt.Fprintln(e.stderr)
+				sum, err := en.Crawl(cmd.Context(), p, req, emit, progress)
+				if bar != nil {
+					bar.Clear()
 				}
 				if sum != nil {
 					if werr := cw.End(sum); werr != nil && err == nil {

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -44,7 +45,10 @@ func newServeCmd(e *env) *cobra.Command {
 
 With no tenant configured, serve starts in development mode: loopback only,
 tenant "local" with profile posix, and a fresh API token and admin token
-printed once. The policy flags (--except, --allow, --deny, --resolve,
+printed once. Only token hashes are stored, so each start makes a new API
+token and revokes the development tokens of earlier starts (the banner says
+how many; airlock token list and airlock token revoke manage stored tokens).
+The listen port is bound before any token is made. The policy flags (--except, --allow, --deny, --resolve,
 --dns-server) apply to the default tenant, so a local page can be served to
 an agent without writing a config file; --allow-origin, --deny-origin and
 --browser-default shape its browser's origin policy (development mode only:
@@ -111,6 +115,11 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 		return airlock.Errorf(airlock.CodeInvalid, "dev_mode_loopback",
 			"development mode (no tenants configured) listens on loopback only; %s is not loopback: configure a tenant with a token first (airlock token generate, then tenants.NAME.tokens in airlock.yaml)", listen)
 	}
+	// Bind the port first: a port in use must not cost a token.
+	ln, err := net.Listen("tcp", ap.String())
+	if err != nil {
+		return airlock.Errorf(airlock.CodeUnavailable, "listen", "listen on %s: %v", ap, errors.Unwrap(err))
+	}
 	var adminToken string
 	if dev {
 		adminToken = engine.NewToken()
@@ -120,6 +129,7 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	en, err := engine.New(ctx, cfg.Config, e.engineOptions(cfg.Config, engine.WithLogger(logger))...)
 	if err != nil {
+		ln.Close()
 		return err
 	}
 	// From here on the engine is closed on every path: that flushes the
@@ -134,17 +144,13 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 		return en.Close(cctx)
 	}
 
-	var token string
+	var dt devTokens
 	if dev {
-		token, err = en.CreateToken(ctx, en.Principal().Tenant, "airlock serve development token "+time.Now().UTC().Format(time.RFC3339))
+		dt, err = mintDevToken(ctx, en)
 		if err != nil {
+			ln.Close()
 			return errors.Join(err, closeEngine())
 		}
-	}
-
-	ln, err := net.Listen("tcp", ap.String())
-	if err != nil {
-		return errors.Join(airlock.Errorf(airlock.CodeUnavailable, "listen", "listen on %s: %v", ap, errors.Unwrap(err)), closeEngine())
 	}
 
 	version := releaseVersion()
@@ -179,7 +185,8 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 	}
 
 	base := "http://" + ln.Addr().String()
-	e.printBanner(base, dev, token, adminToken, en)
+	try, offline := tryURL(pf.except)
+	e.printBanner(base, dev, dt, adminToken, try, offline, en)
 	logger.Info("serving", "addr", ln.Addr().String(), "version", version, "development", dev, "public_metrics", loopback || cfg.Serve.PublicMetrics)
 
 	sigctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -216,9 +223,62 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 	return cerr
 }
 
+// devTokenLabel starts the label of every development token, so that a
+// restart finds the earlier ones.
+const devTokenLabel = "airlock serve development token"
+
+// devTokens is the development token of this run and what became of the
+// earlier ones.
+type devTokens struct {
+	token   string // the new token, shown once
+	revoked int    // earlier development tokens revoked
+	others  int    // other stored tokens of the tenant, left alone
+}
+
+// mintDevToken makes this run's development token and revokes the ones
+// earlier runs made: only hashes are stored, so an earlier token cannot be
+// shown again, and a restart must not leave valid tokens behind that
+// nobody knows about. Tokens made with `airlock token create` are kept.
+func mintDevToken(ctx context.Context, en *engine.Engine) (devTokens, error) {
+	tenant := en.Principal().Tenant
+	earlier, err := en.ListTokens(ctx, tenant)
+	if err != nil {
+		return devTokens{}, err
+	}
+	var dt devTokens
+	dt.token, err = en.CreateToken(ctx, tenant, devTokenLabel+" "+time.Now().UTC().Format(time.RFC3339))
+	if err != nil {
+		return devTokens{}, err
+	}
+	for _, t := range earlier {
+		if !strings.HasPrefix(t.Label, devTokenLabel) {
+			dt.others++
+			continue
+		}
+		if _, err := en.RevokeToken(ctx, t.Hash); err != nil && airlock.CodeOf(err) != airlock.CodeNotFound {
+			return devTokens{}, err
+		}
+		dt.revoked++
+	}
+	return dt, nil
+}
+
+// tryURL is the page the banner's example fetches: a loopback IP:PORT the
+// floor exceptions (--except) let through, which works offline, else
+// example.com, which needs the internet (the floor refuses every local
+// address, airlock's own included).
+func tryURL(except []string) (url string, offline bool) {
+	for _, x := range except {
+		if ap, err := netip.ParseAddrPort(x); err == nil && ap.Addr().Unmap().IsLoopback() {
+			return "http://" + ap.String() + "/", true
+		}
+	}
+	return "https://example.com/", false
+}
+
 // printBanner tells a person where the server is and, in development mode,
 // the tokens (shown only here) and a request to try.
-func (e *env) printBanner(base string, dev bool, token, adminToken string, en *engine.Engine) {
+func (e *env) printBanner(base string, dev bool, dt devTokens, adminToken string, try string, offline bool, en *engine.Engine) {
 	w := e.stdout
 	if !dev {
 		fmt.Fprintf(w, "airlock serve: listening on %s (API %s/api, MCP %s/mcp, metrics %s/metrics)\n", base, base, base, base)
@@ -226,9 +286,29 @@ func (e *env) printBanner(base string, dev bool, token, adminToken string, en *e
 	}
 	p := en.Principal()
 	fmt.Fprintf(w, "airlock serve: development mode on %s (loopback only; tenant %q, profile %s)\n\n", base, p.Tenant, en.Profile(p.Tenant))
-	fmt.Fprintf(w, "  API token (shown once):   %s\n", token)
-	fmt.Fprintf(w, "  admin token (shown once): %s\n\n", adminToken)
-	fmt.Fprintf(w, "  try:\n    curl -s -H 'Authorization: Bearer %s' \\\n      -d '{\"verb\":\"fetch\",\"url\":\"https://example.com/\",\"as\":\"md\"}' %s/api/browse\n\n", token, base)
+	fmt.Fprintf(w, "  API token (shown once):   %s\n", dt.token)
+	fmt.Fprintf(w, "  admin token (shown once): %s\n", adminToken)
+	switch dt.revoked {
+	case 0:
+	case 1:
+		fmt.Fprintf(w, "  revoked 1 earlier development token: a restart makes a new one.\n")
+	default:
+		fmt.Fprintf(w, "  revoked %d earlier development tokens: a restart makes a new one.\n", dt.revoked)
+	}
+	if dt.revoked > 0 || dt.others > 0 {
+		fmt.Fprintf(w, "  stored API tokens of tenant %q: 1 development token", p.Tenant)
+		if dt.others > 0 {
+			fmt.Fprintf(w, " and %d made with token create", dt.others)
+		}
+		fmt.Fprintf(w, " (airlock token list, airlock token revoke ID)\n")
+	}
+	fmt.Fprintln(w)
+	if offline {
+		fmt.Fprintf(w, "  try (the page you serve on %s, excepted from the floor by --except):\n", strings.TrimSuffix(strings.TrimPrefix(try, "http://"), "/"))
+	} else {
+		fmt.Fprintf(w, "  try (needs the internet; offline, serve a page on 127.0.0.1:8000 and restart with --except 127.0.0.1:8000):\n")
+	}
+	fmt.Fprintf(w, "    curl -s -H 'Authorization: Bearer %s' \\\n      -d '{\"verb\":\"fetch\",\"url\":\"%s\",\"as\":\"md\"}' %s/api/browse\n\n", dt.token, try, base)
 	fmt.Fprintf(w, "  MCP (streamable HTTP): %s/mcp with the header Authorization: Bearer <API token>\n", base)
 	fmt.Fprintf(w, "  API reference: %s/api/openapi.json   metrics: %s/metrics\n", base, base)
 	fmt.Fprintf(w, "  Configure tenants in airlock.yaml (see airlock.example.yaml) to leave development mode.\n")

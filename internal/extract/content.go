@@ -83,7 +83,9 @@ type content struct {
 //     share bars, comments, promotions and the like go;
 //  5. a leading heading repeating the page title goes (it is metadata);
 //  6. under airlock.MinMainContent characters, readability's result if
-//     longer, else the readable body text if longer.
+//     longer, else the readable body text (of the page's <main> when it
+//     has one) if longer; either gets steps 3 and 5 too, so that a short
+//     page has one title and its lead once.
 //
 // title is the page's title.
 func mainContent(doc *html.Node, base *url.URL, title string) content {
@@ -138,7 +140,40 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 			}
 		}
 	}
+	if c.node != nil && c.source != "trafilatura" {
+		// The fallbacks (short pages mostly) get the clean-up trafilatura's
+		// blocks got, on their innermost block list.
+		blocks := blockList(c.node)
+		dedupeBlocks(blocks, doc)
+		dropTitleHeading(blocks, title)
+		c.text = nodeText(c.node)
+	}
 	return c
+}
+
+// blockList is the element whose children are n's blocks: n, or the
+// innermost container n is only a wrapper of (body > main > article).
+func blockList(n *html.Node) *html.Node {
+	for {
+		var only *html.Node
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			switch {
+			case c.Type == html.ElementNode && only == nil:
+				only = c
+			case c.Type == html.ElementNode, c.Type == html.TextNode && strings.TrimSpace(c.Data) != "":
+				return n
+			}
+		}
+		if only == nil || !wrapperTags[tagAtom(only)] {
+			return n
+		}
+		n = only
+	}
+}
+
+// wrapperTags are the containers blockList looks through.
+var wrapperTags = map[atom.Atom]bool{
+	atom.Body: true, atom.Main: true, atom.Article: true, atom.Section: true, atom.Div: true,
 }
 
 // dropWholeDocumentBlock removes the block trafilatura's last-resort
@@ -240,7 +275,8 @@ func trafilaturaContent(doc *html.Node, base *url.URL, rNode *html.Node) (node *
 }
 
 // dedupeBlocks removes top-level blocks whose text is part of the text of
-// one of the blocks just before them: go-trafilatura sometimes emits a
+// one of the blocks just before them, and a lead (not a heading) that the
+// next block opens with again: go-trafilatura sometimes emits a
 // <div>'s text both whole and line by line, and pull quotes repeat a
 // sentence of the paragraph before. Equal blocks are kept when doc (the
 // page) repeats the paragraph too, and dropped when it has it fewer times
@@ -257,7 +293,19 @@ func dedupeBlocks(root, doc *html.Node) {
 		}
 		key := collapse(textOf(c))
 		dup := false
-		if len(key) >= dedupeMinLen {
+		if len(key) >= dedupeMinLen && !isHeading(c) {
+			// A lead (standfirst) the next block opens with again.
+			n := c.NextSibling
+			for n != nil && n.Type != html.ElementNode {
+				n = n.NextSibling
+			}
+			if n != nil {
+				if nk := collapse(textOf(n)); len(nk) > len(key) && strings.HasPrefix(nk, key) {
+					dup = true
+				}
+			}
+		}
+		if len(key) >= dedupeMinLen && !dup {
 			for _, r := range recent {
 				if len(r) > len(key) && strings.Contains(r, key) {
 					dup = true
@@ -416,12 +464,42 @@ func readableBody(doc *html.Node) *html.Node {
 	if body == nil {
 		return nil
 	}
+	if m := mainElement(body); m != nil {
+		// Navigation and sidebars outside <main> are not the page's
+		// content, whatever their tags.
+		if out := cloneFiltered(m, 0); out != nil && strings.TrimSpace(nodeText(out)) != "" {
+			return out
+		}
+	}
 	out := cloneFiltered(body, 0)
 	if out == nil || out.FirstChild == nil {
 		// Everything was boilerplate: the page is its boilerplate.
 		out = cloneFiltered(body, -1)
 	}
 	return out
+}
+
+// mainElement is the page's one visible <main> (or role="main" element),
+// nil when it has none or several.
+func mainElement(body *html.Node) *html.Node {
+	var found *html.Node
+	n := 0
+	walkElements(body, func(e *html.Node) bool {
+		if hidden(e) {
+			return false
+		}
+		if role, _ := attr(e, "role"); tagAtom(e) == atom.Main || role == "main" {
+			if n++; n == 1 {
+				found = e
+			}
+			return false
+		}
+		return n < 2
+	})
+	if n != 1 {
+		return nil
+	}
+	return found
 }
 
 // cloneFiltered deep-copies n without skipTags elements, hidden elements
@@ -477,7 +555,7 @@ func dropTitleHeading(root *html.Node, title string) {
 				in++
 			}
 		}
-		if len(ws) > 0 && float64(in) >= 0.8*float64(len(ws)) {
+		if len(ws) > 0 && float64(in) >= 0.8*float64(len(ws)) && strings.TrimSpace(nodeText(root)) != strings.TrimSpace(nodeText(c)) {
 			root.RemoveChild(c)
 		}
 		return

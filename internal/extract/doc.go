@@ -8,8 +8,8 @@
 // OpenGraph, Twitter cards, JSON-LD, <html lang>) and main-content
 // extraction: go-trafilatura with readability as its fallback candidate,
 // trimmed of trailing blocks the two do not agree on, and the readable
-// body text when the main content is under airlock.MinMainContent
-// characters. Plain text, JSON and XML pass through; PDF text is read in
+// body text (of <main> when the page has one) when the main content is
+// under airlock.MinMainContent characters. Plain text, JSON and XML pass through; PDF text is read in
 // a child process killed at its deadline; other types give metadata only.
 //
 // Usage:

@@ -346,6 +346,11 @@ func TestDedupeBlocks(t *testing.T) {
 			want: "Lorem ipsum dolor sit amet, consectetur adipisicing elit, sed do eiusmod tempor.\nSame paragraph repeated on purpose here.\nSame paragraph repeated on purpose here.",
 		},
 		{
+			name: "a lead the next paragraph opens with, and a heading that does",
+			page: `<body><p>The winter timetable starts on Monday.</p><p>The winter timetable starts on Monday. Late ferries are fewer.</p><h2>Installation on Linux systems</h2><p>Installation on Linux systems takes a minute.</p></body>`,
+			want: "The winter timetable starts on Monday. Late ferries are fewer.\nInstallation on Linux systems\nInstallation on Linux systems takes a minute.",
+		},
+		{
 			name: "a paragraph the page has once, emitted twice",
 			page: `<body><p>This paragraph is in the page only once.</p><p>Next one.</p></body>`,
 			want: "This paragraph is in the page only once.\nNext one.",

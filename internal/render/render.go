@@ -637,7 +637,7 @@ func writeOrgPage(b *bytes.Buffer, p *airlock.Page) {
 		b.WriteString(":HOST: " + h + "\n")
 	}
 	b.WriteString(":END:\n")
-	if d := orgParagraph(p.Description); d != "" {
+	if d := orgParagraph(p.Description); d != "" && !opensWith(p.Text, p.Description) {
 		b.WriteString(d + "\n")
 	}
 	writeOrgOutline(b, p.Headings)
@@ -649,6 +649,19 @@ func writeOrgPage(b *bytes.Buffer, p *airlock.Page) {
 			b.WriteString(orgLine(orgInline(line)) + "\n")
 		}
 	}
+}
+
+// opensWith reports that text begins with the description d (white space
+// aside, and a cut description's "…" too): a page without a written
+// description has the opening of its text as one, and the lead then
+// would be printed twice.
+func opensWith(text, d string) bool {
+	d = strings.Join(strings.Fields(strings.TrimSuffix(strings.TrimSpace(d), "…")), " ")
+	if d == "" {
+		return false
+	}
+	t := strings.Join(strings.Fields(text[:min(len(text), 4*len(d)+64)]), " ")
+	return strings.HasPrefix(t, d)
 }
 
 func writeOrgOutline(b *bytes.Buffer, headings []airlock.Heading) {

@@ -1105,7 +1105,7 @@ func ExampleRender() {
 	p := &airlock.Page{
 		URL:         "https://hexdocs.pm/elixir",
 		Title:       "Elixir v1.16 — Documentation",
-		Description: "Elixir is a dynamic, functional language…",
+		Description: "The reference of the Elixir language and its standard library.",
 		Headings:    []airlock.Heading{{Level: 2, Text: "Getting started"}, {Level: 2, Text: "Modules and functions"}},
 		Links:       []airlock.Link{{URL: "https://hexdocs.pm/elixir/Kernel.html", Text: "Kernel"}},
 		Text:        "Elixir is a dynamic, functional language for building scalable applications.\n* Not a headline",
@@ -1120,7 +1120,7 @@ func ExampleRender() {
 	// :URL: https://hexdocs.pm/elixir
 	// :HOST: hexdocs.pm
 	// :END:
-	// Elixir is a dynamic, functional language…
+	// The reference of the Elixir language and its standard library.
 	// ** outline
 	// - Getting started
 	// - Modules and functions
@@ -1129,4 +1129,33 @@ func ExampleRender() {
 	// ** text
 	// Elixir is a dynamic, functional language for building scalable applications.
 	// ,* Not a headline
+}
+
+// TestRenderOrgLeadOnce: a description that is the opening of the text
+// (what a page without a written description gets) is not printed above
+// the text again; a written one that says something else is.
+func TestRenderOrgLeadOnce(t *testing.T) {
+	lead := "This domain is for use in documentation examples without needing permission."
+	for _, tt := range []struct {
+		name, desc string
+		want       int
+	}{
+		{"derived from the text", lead, 1},
+		{"derived and cut", "This domain is for use in documentation …", 1},
+		{"written", "Example pages for documentation.", 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			p := &airlock.Page{URL: "https://example.com/", Title: "Example Domain", Description: tt.desc, Text: lead + "\nLearn more"}
+			if err := Render(&b, "org", p); err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(b.String(), lead); n != tt.want {
+				t.Errorf("lead %d times, want %d:\n%s", n, tt.want, b.String())
+			}
+			if tt.name == "written" && !strings.Contains(b.String(), tt.desc) {
+				t.Errorf("the written description is gone:\n%s", b.String())
+			}
+		})
+	}
 }
