@@ -533,7 +533,7 @@ func decideURL(chk, narrow *egress.Checker, raw string) error {
 			continue
 		}
 		if v := c.CheckName(egress.LaneHTTP, t); !v.Allow {
-			return airlock.Errorf(airlock.CodeDenied, string(v.Reason), "%s refused by policy: %s", t.Host, v.Reason)
+			return airlock.Errorf(airlock.CodeDenied, airlock.Reason(v.Reason), "%s refused by policy: %s", t.Host, v.Reason)
 		}
 	}
 	return nil
@@ -681,7 +681,7 @@ func (e *Engine) BrowserInteract(ctx context.Context, p airlock.Principal, id st
 		}
 		for i, a := range actions {
 			if err := l.Check(a, ""); err != nil {
-				return airlock.Errorf(airlock.CodeInvalid, gate.ReasonLimit, "actions[%d]: %w", i, err)
+				return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonLimit, "actions[%d]: %w", i, err)
 			}
 		}
 		return nil
@@ -738,7 +738,7 @@ func (e *Engine) BrowserApprove(ctx context.Context, approver, id, approvalID st
 		Broker: "browser_approval", Outcome: gate.OutcomeAllow, Target: browserTarget(id + " " + approvalID),
 		Detail: verb + " by " + approver}
 	if err != nil {
-		rec.Outcome, rec.Code, rec.Reason = gate.OutcomeError, string(airlock.CodeOf(err)), airlock.ReasonOf(err)
+		rec.Outcome, rec.Code, rec.Reason = gate.OutcomeError, string(airlock.CodeOf(err)), string(airlock.ReasonOf(err))
 		rec.Detail = "answer by " + approver + ": " + airlock.PublicMessageOf(err)
 	}
 	e.audit.Record(rec)

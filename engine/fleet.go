@@ -281,7 +281,7 @@ func (e *Engine) Ready(ctx context.Context) error {
 		return err
 	}
 	if e.revs.Stale() {
-		return airlock.Errorf(airlock.CodeUnavailable, gate.ReasonRevocationsStale, "the revocation set cannot be refreshed from Redis")
+		return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonRevocationsStale, "the revocation set cannot be refreshed from Redis")
 	}
 	return nil
 }

@@ -299,7 +299,7 @@ func wantError(t *testing.T, r result, status int, code airlock.Code, reason str
 	}
 	var eb airlock.ErrorBody
 	r.decode(t, &eb)
-	if eb.Error.Code != code || (reason != "" && eb.Error.Reason != reason) {
+	if eb.Error.Code != code || (reason != "" && eb.Error.Reason != airlock.Reason(reason)) {
 		t.Errorf("error = %s/%s (%s), want %s/%s", eb.Error.Code, eb.Error.Reason, eb.Error.Message, code, reason)
 	}
 	if eb.Error.Message == "" {
@@ -398,7 +398,7 @@ func TestBrowseFetchMany(t *testing.T) {
 		many[i] = f.site.URL + "/x"
 	}
 	r = f.do("POST", "/api/browse", acmeToken, map[string]any{"verb": "fetch", "urls": many})
-	wantError(t, r, 400, airlock.CodeInvalid, airlock.ReasonLimit)
+	wantError(t, r, 400, airlock.CodeInvalid, string(airlock.ReasonLimit))
 }
 
 func TestBrowseCrawl(t *testing.T) {
@@ -476,7 +476,7 @@ func TestBrowseBadRequests(t *testing.T) {
 		body   any
 		status int
 		code   airlock.Code
-		reason string
+		reason airlock.Reason
 	}{
 		{"empty body", "", 400, airlock.CodeInvalid, ReasonBody},
 		{"not JSON", "verb=fetch", 400, airlock.CodeInvalid, ReasonBody},
@@ -500,7 +500,7 @@ func TestBrowseBadRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			wantError(t, f.do("POST", "/api/browse", acmeToken, tt.body), tt.status, tt.code, tt.reason)
+			wantError(t, f.do("POST", "/api/browse", acmeToken, tt.body), tt.status, tt.code, string(tt.reason))
 		})
 	}
 }
@@ -612,7 +612,7 @@ func TestAuth(t *testing.T) {
 		header []string
 		status int
 		code   airlock.Code
-		reason string
+		reason airlock.Reason
 	}{
 		{"no header", nil, 401, airlock.CodeDenied, ReasonToken},
 		{"unknown token", []string{"Authorization", "Bearer alk_nope"}, 401, airlock.CodeDenied, ReasonToken},
@@ -632,7 +632,7 @@ func TestAuth(t *testing.T) {
 				}
 				return
 			}
-			wantError(t, r, tt.status, tt.code, tt.reason)
+			wantError(t, r, tt.status, tt.code, string(tt.reason))
 			if tt.status == 401 && !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") {
 				t.Errorf("WWW-Authenticate = %q", r.Header.Get("WWW-Authenticate"))
 			}

@@ -240,7 +240,7 @@ func TestCrawlJobBadRequests(t *testing.T) {
 		body   any
 		status int
 		code   airlock.Code
-		reason string
+		reason airlock.Reason
 	}{
 		{"no seed", map[string]any{"max_pages": 3}, 400, airlock.CodeInvalid, ReasonRequest},
 		{"seed and urls", map[string]any{"seed": f.site.URL, "urls": []string{f.site.URL}}, 400, airlock.CodeInvalid, ReasonRequest},
@@ -253,7 +253,7 @@ func TestCrawlJobBadRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			wantError(t, f.do("POST", "/api/crawls", acmeToken, tt.body), tt.status, tt.code, tt.reason)
+			wantError(t, f.do("POST", "/api/crawls", acmeToken, tt.body), tt.status, tt.code, string(tt.reason))
 		})
 	}
 	// The options may also come under "options", as in /api/browse.

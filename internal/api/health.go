@@ -27,7 +27,7 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request, _ caller) error 
 			pub := airlock.Public(err, "")
 			cause := pub.Message
 			if pub.Reason != "" {
-				cause = pub.Reason + ": " + cause
+				cause = string(pub.Reason) + ": " + cause
 			}
 			return airlock.Errorf(airlock.CodeUnavailable, ReasonNotReady, "not ready: %s", cause)
 		}

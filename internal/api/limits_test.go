@@ -101,11 +101,11 @@ func TestExchangeCeilings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.body["target"], tt.body["data"] = addr, []byte("GET")
-			e := wantError(t, f.do("POST", "/api/exchange/tcp", acmeToken, tt.body), 400, airlock.CodeInvalid, airlock.ReasonLimit)
+			e := wantError(t, f.do("POST", "/api/exchange/tcp", acmeToken, tt.body), 400, airlock.CodeInvalid, string(airlock.ReasonLimit))
 			if e.Message != tt.msg {
 				t.Errorf("message = %q, want %q", e.Message, tt.msg)
 			}
-			f.wantAudited(e.DecisionID, airlock.ReasonLimit)
+			f.wantAudited(e.DecisionID, string(airlock.ReasonLimit))
 		})
 	}
 	if n := accepted.Load(); n != 0 {
@@ -137,11 +137,11 @@ func TestRedirectCeiling(t *testing.T) {
 		return f.do("POST", "/api/http", acmeToken, airlock.HTTPRequest{URL: loop.URL + "/loop", MaxRedirects: n})
 	}
 	big := 1_000_000_000
-	e := wantError(t, ask(&big), 400, airlock.CodeInvalid, airlock.ReasonLimit)
+	e := wantError(t, ask(&big), 400, airlock.CodeInvalid, string(airlock.ReasonLimit))
 	if want := "max_redirects 1000000000 is above the ceiling 3 (limits.max_redirects)"; e.Message != want {
 		t.Errorf("message = %q, want %q", e.Message, want)
 	}
-	f.wantAudited(e.DecisionID, airlock.ReasonLimit)
+	f.wantAudited(e.DecisionID, string(airlock.ReasonLimit))
 	if n := hits.Swap(0); n != 0 {
 		t.Fatalf("upstream saw %d requests for a refused call", n)
 	}
@@ -179,11 +179,11 @@ func TestCrawlCeilings(t *testing.T) {
 			"per_host_concurrency 9 is above the ceiling 8 (limits.crawl_per_host_concurrency)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := wantError(t, f.do("POST", tt.path, acmeToken, tt.body), 400, airlock.CodeInvalid, airlock.ReasonLimit)
+			e := wantError(t, f.do("POST", tt.path, acmeToken, tt.body), 400, airlock.CodeInvalid, string(airlock.ReasonLimit))
 			if e.Message != tt.msg {
 				t.Errorf("message = %q, want %q", e.Message, tt.msg)
 			}
-			f.wantAudited(e.DecisionID, airlock.ReasonLimit)
+			f.wantAudited(e.DecisionID, string(airlock.ReasonLimit))
 		})
 	}
 	// ignore_robots needs the tenant's permission.

@@ -322,7 +322,7 @@ func (s *Session) runAction(ctx context.Context, i int, a Action) ActionResult {
 		r.OK = true
 	}
 	s.emit(Event{Type: EventOp, Op: "interact." + a.Action, URL: a.URL, Summary: a.Action + " " + cut(a.Selector, 200),
-		Code: string(airlock.CodeOf(err)), Reason: airlock.ReasonOf(err)})
+		Code: string(airlock.CodeOf(err)), Reason: string(airlock.ReasonOf(err))})
 	return r
 }
 

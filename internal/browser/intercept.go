@@ -288,7 +288,7 @@ func denyErr(raw string, err error) error {
 	if errors.As(err, &ae) && ae.Code == airlock.CodeDenied {
 		return err
 	}
-	return airlock.Errorf(airlock.CodeDenied, reasonOf(err), "browser: %.200s refused: %w", raw, err)
+	return airlock.Errorf(airlock.CodeDenied, airlock.Reason(reasonOf(err)), "browser: %.200s refused: %w", raw, err)
 }
 
 // onAuth answers the proxy's challenge with the session's credentials,

@@ -417,7 +417,7 @@ func (s *Session) emitOp(ctx context.Context, op Op, r Result, err error) {
 	}
 	ev := Event{Type: EventOp, Op: op.Kind, Summary: summarize(op, r)}
 	if err != nil {
-		ev.Code, ev.Reason, ev.Message = string(airlock.CodeOf(err)), airlock.ReasonOf(err), airlock.PublicMessageOf(err)
+		ev.Code, ev.Reason, ev.Message = string(airlock.CodeOf(err)), string(airlock.ReasonOf(err)), airlock.PublicMessageOf(err)
 	}
 	if st, serr := s.GetState(ctx); serr == nil {
 		ev.URL = st.URL

@@ -323,7 +323,7 @@ func (s *Session) Admit(t egress.Target, addrs []netip.Addr) error {
 // in the vocabulary.
 func (c *compiledPolicy) refusal(raw, reason string) error {
 	if reason == "no_approver" {
-		return airlock.Errorf(airlock.CodeDenied, reason, "browser: %s refused: default_action is ask and no approver can answer; %s", raw, c.noApprover)
+		return airlock.Errorf(airlock.CodeDenied, airlock.Reason(reason), "browser: %s refused: default_action is ask and no approver can answer; %s", raw, c.noApprover)
 	}
 	return originDenied(raw, reason)
 }
@@ -337,5 +337,5 @@ func originDenied(raw, reason string) error {
 		"not_approved":  "it was not approved",
 		"ask_timeout":   "no approval came before the ask timeout",
 	}[reason]
-	return airlock.Errorf(airlock.CodeDenied, reason, "browser: %s refused: %s", raw, msg)
+	return airlock.Errorf(airlock.CodeDenied, airlock.Reason(reason), "browser: %s refused: %s", raw, msg)
 }

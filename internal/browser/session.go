@@ -474,7 +474,7 @@ func (s *Session) checkURL(raw string) error {
 
 func reasonOf(err error) string {
 	if r := airlock.ReasonOf(err); r != "" {
-		return r
+		return string(r)
 	}
 	return "policy"
 }
@@ -563,7 +563,7 @@ func proxyRefusal(raw string, resp *network.Response) error {
 	if !c.Valid() {
 		c = airlock.CodeInternal
 	}
-	return airlock.Errorf(c, reason, "browser: navigate %s: refused by the egress proxy (%s %s)", raw, code, reason)
+	return airlock.Errorf(c, airlock.Reason(reason), "browser: navigate %s: refused by the egress proxy (%s %s)", raw, code, reason)
 }
 
 // State is the page's URL and title.

@@ -193,29 +193,9 @@ func (e *env) reportError(args []string, err error) {
 	}
 }
 
-// floorHint is the way out of a floor denial for a person testing against
-// their own services.
-const floorHint = "the address is below the egress floor; to reach your own service there, lift the floor for it with --except ADDR (or tenants.NAME.exceptions in the config)"
-
-// hints say what to do next after the refusals people meet most, by
-// reason. JSON errors carry none: programs read the code and reason.
-var hints = map[string]string{
-	"loopback":       floorHint,
-	"private":        floorHint,
-	"link_local":     floorHint,
-	"cgnat":          floorHint,
-	"metadata":       "cloud metadata addresses are never reachable, whatever the configuration",
-	"not_allowed":    "an allow-list is in force and the target is not on it: add it with --allow PATTERN (or tenants.NAME.allow)",
-	"deny_list":      "the target matches a deny pattern (--deny, tenants.NAME.deny or egress.deny)",
-	"dns_not_found":  "the name does not resolve; --resolve HOST=IP answers it without DNS",
-	"capability":     "the tenant's profile does not grant this capability; 'airlock config check' shows the tenant's profile",
-	"revoked":        "lift the revocation with: airlock admin unrevoke SUBJECT ('airlock admin revocations' lists them)",
-	"tenant_rate":    "the tenant's rate limit (limits.tenant_rate) was reached; wait and retry",
-	"unknown_tenant": "configure the tenant under tenants in airlock.yaml, or use default_tenant",
-	"token":          "create a token with: airlock token create --tenant NAME",
-	"bot_wall":       "the site answered with a bot wall (captcha, challenge); try later or another provider with --provider",
-}
-
+// hintFor is what to do next after err, from the reason catalogue
+// (airlock.Reason.Hint). JSON errors carry none: programs read the code and
+// reason.
 func hintFor(err error) string {
 	if airlock.CodeOf(err) == airlock.CodeInternal {
 		return ""
@@ -225,10 +205,10 @@ func hintFor(err error) string {
 	if reason == airlock.ReasonInternalAddress && errors.As(err, &ee) && ee.Class != "" {
 		// The person at the terminal is the operator: the hint may name
 		// the class and the address that a workload is never told.
-		reason = string(ee.Class)
+		reason = airlock.Reason(ee.Class)
 	}
-	h := hints[reason]
-	if h == floorHint && errors.As(err, &ee) && ee.Addr.IsValid() {
+	h := reason.Hint()
+	if strings.Contains(h, "--except ADDR") && errors.As(err, &ee) && ee.Addr.IsValid() {
 		h = strings.Replace(h, "--except ADDR", "--except "+ee.Addr.Addr().String(), 1)
 	}
 	return h

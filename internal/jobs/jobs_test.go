@@ -78,7 +78,7 @@ func newRunner(t *testing.T, st store.Jobs, f *fakeCrawl) *Runner {
 		Store: st, Crawler: f.crawler(), NewID: f.gate.NewID,
 		CheckReader: func(p airlock.Principal) error {
 			if f.gate.Tenant(p.Tenant) == nil {
-				return airlock.Errorf(airlock.CodeDenied, gate.ReasonUnknownTenant, "unknown tenant %q", p.Tenant)
+				return airlock.Errorf(airlock.CodeDenied, airlock.ReasonUnknownTenant, "unknown tenant %q", p.Tenant)
 			}
 			return nil
 		},

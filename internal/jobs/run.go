@@ -202,7 +202,7 @@ func (r *Runner) runJob(call *gate.Call, run *jobRun, sj store.Job, req airlock.
 	if sum != nil {
 		sum.DecisionID = call.ID
 		if call.Ctx.Err() != nil && sum.Stopped == "" {
-			sum.Stopped = airlock.ReasonOf(context.Cause(call.Ctx))
+			sum.Stopped = string(airlock.ReasonOf(context.Cause(call.Ctx)))
 		}
 	}
 	err = call.End(err, in, 0)

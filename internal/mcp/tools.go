@@ -133,7 +133,7 @@ func ptr[T any](v T) *T { return &v }
 
 func jsonRaw(s string) []byte { return []byte(s) }
 
-func invalid(reason, format string, args ...any) error {
+func invalid(reason airlock.Reason, format string, args ...any) error {
 	return airlock.Errorf(airlock.CodeInvalid, reason, format, args...)
 }
 

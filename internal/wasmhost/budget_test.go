@@ -46,7 +46,7 @@ func TestBudgetAcquire(t *testing.T) {
 			releases = append(releases, rel)
 			return
 		}
-		if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != reason || airlock.RetryAfter(err) <= 0 {
+		if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != airlock.Reason(reason) || airlock.RetryAfter(err) <= 0 {
 			t.Fatalf("%s: %v, want unavailable %s with a retry-after", p, err, reason)
 		}
 	}

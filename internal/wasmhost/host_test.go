@@ -127,7 +127,7 @@ func TestSSRFFromGuestDeniedAndAudited(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		args   []string
-		reason string
+		reason airlock.Reason
 		target string // what the audit record must name
 	}{
 		{"fetch metadata", []string{"fetch", "http://169.254.169.254/latest/meta-data/"}, "metadata", "169.254.169.254"},
@@ -237,7 +237,7 @@ func TestCallerCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	_, err = g.Run(ctx, wasmhost.RunOptions{Args: []string{"spin"}})
-	wantCode(t, err, airlock.CodeTimeout, airlock.ReasonCanceled)
+	wantCode(t, err, airlock.CodeTimeout, string(airlock.ReasonCanceled))
 }
 
 func TestMemoryCap(t *testing.T) {

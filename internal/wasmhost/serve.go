@@ -143,7 +143,7 @@ func clientKey(ip netip.Addr) netip.Prefix {
 // admitClient checks the client's rate and its instances at once, and
 // takes one of its instance slots; release gives it back. On refusal it
 // returns the reason and when to retry.
-func (h *Handler) admitClient(key netip.Prefix) (release func(), reason string, retry time.Duration) {
+func (h *Handler) admitClient(key netip.Prefix) (release func(), reason airlock.Reason, retry time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := h.clients[key]

@@ -40,13 +40,6 @@ const (
 	SearchTLSProfile = "chrome"
 )
 
-// Reasons of search errors.
-const (
-	ReasonBotWall     = "bot_wall"     // a captcha, challenge or access-denied page instead of results
-	ReasonRateLimited = "rate_limited" // the engine said too many requests
-	ReasonHTTPStatus  = "http_status"  // an unexpected HTTP status
-)
-
 // Kinds of bot walls (SearchError.Kind).
 const (
 	WallCaptcha      = "captcha"
@@ -248,18 +241,18 @@ func rank(in []airlock.SearchResult, limit int) []airlock.SearchResult {
 // challenge or access-denied page), a rate limit, or an unexpected HTTP
 // status. Its code is upstream, or rate_limited for a rate limit.
 type SearchError struct {
-	Engine string // ddg, brave or bing
-	Reason string // ReasonBotWall, ReasonRateLimited or ReasonHTTPStatus
-	Kind   string // for a bot wall: WallCaptcha, WallChallenge or WallAccessDenied
-	Status int    // the HTTP status of the engine's answer
+	Engine string         // ddg, brave or bing
+	Reason airlock.Reason // airlock.ReasonBotWall, airlock.ReasonRateLimited or airlock.ReasonHTTPStatus
+	Kind   string         // for a bot wall: WallCaptcha, WallChallenge or WallAccessDenied
+	Status int            // the HTTP status of the engine's answer
 	Wait   time.Duration
 }
 
 func (e *SearchError) Error() string {
 	switch e.Reason {
-	case ReasonBotWall:
+	case airlock.ReasonBotWall:
 		return fmt.Sprintf("search %s: bot wall (%s) instead of results, HTTP %d", e.Engine, e.Kind, e.Status)
-	case ReasonRateLimited:
+	case airlock.ReasonRateLimited:
 		return fmt.Sprintf("search %s: rate limited, HTTP %d", e.Engine, e.Status)
 	default:
 		return fmt.Sprintf("search %s: HTTP %d %s", e.Engine, e.Status, http.StatusText(e.Status))
@@ -268,14 +261,14 @@ func (e *SearchError) Error() string {
 
 // ErrorCode returns rate_limited for a rate limit and upstream otherwise.
 func (e *SearchError) ErrorCode() string {
-	if e.Reason == ReasonRateLimited {
+	if e.Reason == airlock.ReasonRateLimited {
 		return string(airlock.CodeRateLimited)
 	}
 	return string(airlock.CodeUpstream)
 }
 
 // ErrorReason returns e.Reason.
-func (e *SearchError) ErrorReason() string { return e.Reason }
+func (e *SearchError) ErrorReason() string { return string(e.Reason) }
 
 // RetryAfter returns how long the engine asked to wait, or 0.
 func (e *SearchError) RetryAfter() time.Duration { return e.Wait }
@@ -310,7 +303,7 @@ func (e *CascadeError) ErrorReason() string {
 	if len(e.Errs) == 0 {
 		return ""
 	}
-	return airlock.ReasonOf(e.Errs[0])
+	return string(airlock.ReasonOf(e.Errs[0]))
 }
 
 var (
