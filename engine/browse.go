@@ -310,7 +310,7 @@ func (e *Engine) Search(ctx context.Context, p airlock.Principal, req airlock.Se
 		return nil, "", err
 	}
 	if strings.TrimSpace(req.Query) == "" {
-		return nil, "", call.End(airlock.Errorf(airlock.CodeInvalid, "query", "empty query"), 0, 0)
+		return nil, "", call.End(airlock.Errorf(airlock.CodeInvalid, airlock.ReasonQuery, "empty query"), 0, 0)
 	}
 	if err := call.Tenant.Limits.Check(req, ""); err != nil {
 		return nil, "", call.End(err, 0, 0)

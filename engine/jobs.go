@@ -83,7 +83,7 @@ func (e *Engine) prepareCrawlJob(call *gate.Call, req airlock.CrawlRequest) (air
 		return req, err
 	}
 	if req.MaxPages > MaxJobPages || len(req.URLs) > MaxJobPages {
-		return req, airlock.Errorf(airlock.CodeTooLarge, "crawl_job_pages", "a crawl job stores at most %d pages", MaxJobPages)
+		return req, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonCrawlJobPages, "a crawl job stores at most %d pages", MaxJobPages)
 	}
 	if _, err := egress.ParseTLSProfile(req.TLSProfile); err != nil {
 		return req, err

@@ -50,7 +50,7 @@ func (c *searchCascade) Search(ctx context.Context, d airlock.Doer, req airlock.
 			}
 		}
 		if !slices.Contains(native.DefaultEngines, req.Engine) {
-			return nil, airlock.Errorf(airlock.CodeInvalid, "engine", "search engine %q is not available (keyless: ddg, brave, bing; APIs need their key: dataforseo, brave-api, searxng)", req.Engine)
+			return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEngine, "search engine %q is not available (keyless: ddg, brave, bing; APIs need their key: dataforseo, brave-api, searxng)", req.Engine)
 		}
 		return c.keyless.Search(ctx, d, req)
 	}

@@ -121,7 +121,7 @@ type options struct {
 }
 
 func invalid(format string, args ...any) error {
-	return airlock.Errorf(airlock.CodeInvalid, "crawl_request", "crawl: "+format, args...)
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonCrawlRequest, "crawl: "+format, args...)
 }
 
 // ValidateRequest refuses (code invalid, reason crawl_request) a request

@@ -362,7 +362,7 @@ func cases() []hcase {
 			server: func() http.Handler { return static("application/pdf", "", cyclicPDF()) },
 			call:   callFetch, path: "/",
 			pdfTimeout: time.Second, minElapsed: time.Second,
-			code: airlock.CodeTimeout, reason: extract.ReasonCPUDeadline,
+			code: airlock.CodeTimeout, reason: airlock.ReasonCPUDeadline,
 			capBytes: bodyCap, k: 48,
 		},
 		hcase{
@@ -378,7 +378,7 @@ func cases() []hcase {
 			call:   callFetch, path: "/",
 			// 112 MB of content takes the reader about 5 s: past the limit.
 			pdfTimeout: time.Second, minElapsed: time.Second,
-			code: airlock.CodeTimeout, reason: extract.ReasonCPUDeadline,
+			code: airlock.CodeTimeout, reason: airlock.ReasonCPUDeadline,
 			capBytes: extract.MaxPDFTextBytes, k: 8,
 		},
 	)

@@ -216,10 +216,10 @@ func TestRunnerCloseInterrupts(t *testing.T) {
 		}
 	}()
 	r.Close(ctx)
-	if _, err := r.Start(ctx, acme, airlock.CrawlRequest{Seed: "https://example.com/"}); airlock.ReasonOf(err) != reasonShuttingDown {
+	if _, err := r.Start(ctx, acme, airlock.CrawlRequest{Seed: "https://example.com/"}); airlock.ReasonOf(err) != airlock.ReasonShuttingDown {
 		t.Errorf("Start after Close: %v, want shutting_down", err)
 	}
-	if _, err := r.Watch(ctx, acme, job.ID, 0); airlock.ReasonOf(err) != reasonShuttingDown {
+	if _, err := r.Watch(ctx, acme, job.ID, 0); airlock.ReasonOf(err) != airlock.ReasonShuttingDown {
 		t.Errorf("Watch after Close: %v, want shutting_down", err)
 	}
 	sj, err := st.GetJob(ctx, job.ID)

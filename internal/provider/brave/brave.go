@@ -115,7 +115,7 @@ type errorResponse struct {
 func (p *Provider) Search(ctx context.Context, d airlock.Doer, req airlock.SearchRequest) ([]airlock.SearchResult, error) {
 	q := strings.TrimSpace(req.Query)
 	if q == "" {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "empty_query", "brave-api: empty query")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEmptyQuery, "brave-api: empty query")
 	}
 	limit := req.Limit
 	if limit <= 0 {

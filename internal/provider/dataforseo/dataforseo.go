@@ -179,7 +179,7 @@ const statusOK = 20000
 func (p *Provider) Search(ctx context.Context, d airlock.Doer, req airlock.SearchRequest) ([]airlock.SearchResult, error) {
 	q := strings.TrimSpace(req.Query)
 	if q == "" {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "empty_query", "dataforseo: empty query")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEmptyQuery, "dataforseo: empty query")
 	}
 	limit := req.Limit
 	if limit <= 0 {

@@ -362,7 +362,7 @@ func (p *Provider) Crawl(ctx context.Context, d airlock.Doer, req airlock.CrawlR
 	case len(req.URLs) > 0:
 		err = c.list(ctx)
 	default:
-		return nil, airlock.Errorf(airlock.CodeInvalid, "crawl_target", "firecrawl: crawl needs a seed or URLs")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonCrawlTarget, "firecrawl: crawl needs a seed or URLs")
 	}
 	return c.summary(), err
 }
@@ -692,7 +692,7 @@ loop:
 func (p *Provider) Search(ctx context.Context, d airlock.Doer, req airlock.SearchRequest) ([]airlock.SearchResult, error) {
 	q := strings.TrimSpace(req.Query)
 	if q == "" {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "empty_query", "firecrawl: empty query")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEmptyQuery, "firecrawl: empty query")
 	}
 	limit := req.Limit
 	if limit <= 0 {

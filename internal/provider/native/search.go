@@ -81,7 +81,7 @@ func (s *Search) Capabilities() []string { return []string{airlock.VerbSearch} }
 func (s *Search) Search(ctx context.Context, d airlock.Doer, req airlock.SearchRequest) ([]airlock.SearchResult, error) {
 	q := strings.TrimSpace(req.Query)
 	if q == "" {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "empty_query", "search: empty query")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEmptyQuery, "search: empty query")
 	}
 	limit := req.Limit
 	switch {
@@ -96,7 +96,7 @@ func (s *Search) Search(ctx context.Context, d airlock.Doer, req airlock.SearchR
 	}
 	if req.Engine != "" {
 		if !slices.Contains([]string{EngineDDG, EngineBrave, EngineBing}, req.Engine) {
-			return nil, airlock.Errorf(airlock.CodeInvalid, "engine",
+			return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEngine,
 				"search: engine %q is not a keyless engine (ddg, brave, bing)", req.Engine)
 		}
 		res, err := s.engine(ctx, d, req.Engine, q, req.Proxy)
@@ -139,11 +139,11 @@ func (s *Search) engine(ctx context.Context, d airlock.Doer, name, q, proxy stri
 	case EngineBing:
 		configured, def, parse = s.BingURL, DefaultBingURL, parseBing
 	default:
-		return nil, airlock.Errorf(airlock.CodeInvalid, "engine", "search: unknown engine %q", name)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEngine, "search: unknown engine %q", name)
 	}
 	base := endpoint(configured, def)
 	if base == nil {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "engine", "search %s: endpoint is not an absolute http(s) URL", name)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEngine, "search %s: endpoint is not an absolute http(s) URL", name)
 	}
 	var hr *airlock.HTTPRequest
 	switch name {

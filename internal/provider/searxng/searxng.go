@@ -145,7 +145,7 @@ func (r *response) unresponsive() [][]string {
 func (p *Provider) Search(ctx context.Context, d airlock.Doer, req airlock.SearchRequest) ([]airlock.SearchResult, error) {
 	q := strings.TrimSpace(req.Query)
 	if q == "" {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "empty_query", "searxng: empty query")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEmptyQuery, "searxng: empty query")
 	}
 	limit := req.Limit
 	if limit <= 0 {
