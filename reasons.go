@@ -366,7 +366,7 @@ var catalogue = []ReasonInfo{
 	{ReasonDNSTimeout, []Code{CodeTimeout}, "The resolver did not answer in time.", ""},
 	{ReasonDNSError, []Code{CodeUpstream, CodeUnavailable}, "The resolver failed or is not configured.", ""},
 	{ReasonRedirectLimit, []Code{CodeUpstream, CodeDenied}, "Too many redirects.", "the redirect limit is limits.max_redirects (egress.max_redirects)"},
-	{ReasonRedirect, []Code{CodeUpstream, CodeDenied}, "A malformed or missing Location, or a refused redirect.", ""},
+	{ReasonRedirect, []Code{CodeUpstream, CodeDenied}, "A malformed or missing Location, or a refused redirect.", "the redirect was malformed or led somewhere the policy refuses; the audit record says which"},
 	{ReasonBodyTooLarge, []Code{CodeTooLarge}, "The body passed egress.max_body_bytes.", ""},
 	{ReasonDecodedTooLarge, []Code{CodeTooLarge}, "The decoded body passed egress.max_decoded_bytes.", ""},
 	{ReasonHeaderTooLarge, []Code{CodeTooLarge}, "The response headers passed their cap.", ""},
@@ -398,11 +398,11 @@ var catalogue = []ReasonInfo{
 
 	// The HTTP API, tokens and the engine's administration.
 	{ReasonToken, []Code{CodeDenied}, "No bearer token, or an unknown one (HTTP 401).", "create a token with: airlock token create --tenant NAME"},
-	{ReasonAdmin, []Code{CodeDenied}, "The route needs the admin token.", "call it with the admin token (airlock token create --admin)"},
-	{ReasonApprover, []Code{CodeDenied}, "An approval answered with a tenant's token: a workload may not answer its own asks.", "answer approvals with an approver token (browser.approver_tokens)"},
+	{ReasonAdmin, []Code{CodeDenied}, "The route needs the admin token.", "the route needs a token of admin_tokens (make one with: airlock token generate)"},
+	{ReasonApprover, []Code{CodeDenied}, "An approval answered with a tenant's token: a workload may not answer its own asks.", "answer approvals with a token of browser.approver_tokens or admin_tokens"},
 	{ReasonTenant, []Code{CodeDenied, CodeNotFound}, "Another tenant's records or jobs, or no such tenant.", "a tenant's token sees only its own records and jobs"},
-	{ReasonAdminToken, []Code{CodeDenied}, "The admin token is missing or wrong.", "call it with the admin token (airlock token create --admin)"},
-	{ReasonApproverToken, []Code{CodeDenied}, "The approver token is missing or wrong.", "answer approvals with an approver token (browser.approver_tokens)"},
+	{ReasonAdminToken, []Code{CodeDenied}, "The admin token is missing or wrong.", "the route needs a token of admin_tokens (make one with: airlock token generate)"},
+	{ReasonApproverToken, []Code{CodeDenied}, "The approver token is missing or wrong.", "answer approvals with a token of browser.approver_tokens or admin_tokens"},
 	{ReasonBody, []Code{CodeInvalid, CodeTooLarge}, "A body that is not the JSON the route reads, or larger than serve.max_body_bytes.", ""},
 	{ReasonRequest, []Code{CodeInvalid}, "A request whose fields do not fit together.", ""},
 	{ReasonQuery, []Code{CodeInvalid}, "A bad query parameter or search query.", ""},
@@ -555,7 +555,7 @@ var catalogue = []ReasonInfo{
 	{ReasonDeniedOrigin, []Code{CodeDenied}, "The origin is on browser.policy.denied_origins.", "the origin is on browser.policy.denied_origins"},
 	{ReasonDefaultDeny, []Code{CodeDenied}, "The origin is not on allowed_origins and default_action is deny.", "add the origin to browser.policy.allowed_origins"},
 	{ReasonNotApproved, []Code{CodeDenied}, "An approver refused the origin.", "the approver refused the origin; ask again or add it to browser.policy.allowed_origins"},
-	{ReasonAskTimeout, []Code{CodeDenied}, "No approval came before browser.ask_timeout.", "no approver answered in browser.ask_timeout; answer with airlock browser approvals, or raise the timeout"},
+	{ReasonAskTimeout, []Code{CodeDenied}, "No approval came before browser.ask_timeout.", "no approver answered within browser.ask_timeout; answer asks sooner, or raise the timeout"},
 	{ReasonNoApprover, []Code{CodeDenied}, "default_action is ask and no approver can answer.", "configure browser.approver_tokens, or set browser.policy.default_action"},
 }
 
