@@ -218,7 +218,7 @@ func (m *browserManager) root() (string, error) {
 	if m.tmpRoot == "" {
 		d, err := os.MkdirTemp("", "airlock-browser-")
 		if err != nil {
-			return "", airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: temporary directory: %v", err)
+			return "", airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonBrowserLaunch, "browser: temporary directory: %v", err)
 		}
 		m.tmpRoot = d
 	}
@@ -232,11 +232,11 @@ func (m *browserManager) proxy(tenant string) (*tenantProxy, error) {
 	}
 	t := m.e.gate.Tenant(tenant)
 	if t == nil || t.Dialer == nil {
-		return nil, airlock.Errorf(airlock.CodeDenied, "unknown_tenant", "browser: unknown tenant %q", tenant)
+		return nil, airlock.Errorf(airlock.CodeDenied, airlock.ReasonUnknownTenant, "browser: unknown tenant %q", tenant)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_proxy", "browser: start the egress proxy: %v", err)
+		return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonBrowserProxy, "browser: start the egress proxy: %v", err)
 	}
 	tp := &tenantProxy{ln: ln}
 	tp.p = &egress.Proxy{Dialer: t.Dialer, Logger: m.e.logger, HeaderTimeout: m.e.cfg.Egress.FetchTimeout,
@@ -351,7 +351,7 @@ func (m *browserManager) authorize(tenant, user, pass string) (egress.ProxyClien
 	s := bs.s
 	m.mu.Unlock()
 	admit := func(egress.Target, []netip.Addr) error {
-		return &egress.Error{Code: egress.CodeDenied, Reason: "session_starting", Op: "check", Detail: "the browser session is not open yet"}
+		return &egress.Error{Code: egress.CodeDenied, Reason: egress.Reason(airlock.ReasonSessionStarting), Op: "check", Detail: "the browser session is not open yet"}
 	}
 	if s != nil {
 		admit = s.Admit
@@ -396,7 +396,7 @@ func (m *browserManager) openPooled(ctx context.Context, p airlock.Principal) (*
 
 func (m *browserManager) open(ctx context.Context, p airlock.Principal, req BrowserOpenRequest, pooled bool) (*browserSession, error) {
 	if req.Profile != "" && !profileNameRE.MatchString(req.Profile) {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "bad_profile",
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBadProfile,
 			"browser: profile name %q: want 1 to 64 of A-Z a-z 0-9 . _ -, not starting with a dot", req.Profile)
 	}
 	narrow, err := narrowChecker(req.Narrow)
@@ -445,14 +445,14 @@ func (m *browserManager) open(ctx context.Context, p airlock.Principal, req Brow
 	}
 	if n >= m.cfg.MaxSessions && !pooled {
 		m.mu.Unlock()
-		return nil, airlock.Errorf(airlock.CodeRateLimited, "browser_sessions",
+		return nil, airlock.Errorf(airlock.CodeRateLimited, airlock.ReasonBrowserSessions,
 			"browser: tenant %s has %d open sessions (browser.max_sessions); close one first", p.Tenant, n)
 	}
 	pkey := p.Tenant + "/" + req.Profile
 	if req.Profile != "" {
 		if id, busy := m.profiles[pkey]; busy {
 			m.mu.Unlock()
-			return nil, airlock.Errorf(airlock.CodeUnavailable, "profile_in_use",
+			return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonProfileInUse,
 				"browser: profile %q is open in session %s", req.Profile, id)
 		}
 		m.profiles[pkey] = bs.id
@@ -605,7 +605,7 @@ func (m *browserManager) session(p airlock.Principal, id string) (*browserSessio
 			defer cancel()
 			return nil, m.e.browserElsewhere(ctx, id)
 		}
-		return nil, airlock.Errorf(airlock.CodeNotFound, "no_session", "browser: no session %q", id)
+		return nil, airlock.Errorf(airlock.CodeNotFound, airlock.ReasonNoSession, "browser: no session %q", id)
 	}
 	return bs, nil
 }
@@ -672,7 +672,7 @@ func (e *Engine) BrowserInteract(ctx context.Context, p airlock.Principal, id st
 	res := BrowserInteractResult{Results: []browser.ActionResult{}}
 	for i, a := range actions {
 		if err := a.Validate(); err != nil {
-			return res, airlock.Errorf(airlock.CodeInvalid, "browser_action", "actions[%d]: %v", i, err)
+			return res, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBrowserAction, "actions[%d]: %v", i, err)
 		}
 	}
 	check := func(l *gate.Limits) error {
@@ -727,7 +727,7 @@ func (e *Engine) BrowserApprove(ctx context.Context, approver, id, approvalID st
 		return e.browserElsewhere(ctx, id)
 	}
 	if s == nil {
-		return airlock.Errorf(airlock.CodeNotFound, "no_session", "browser: no session %q", id)
+		return airlock.Errorf(airlock.CodeNotFound, airlock.ReasonNoSession, "browser: no session %q", id)
 	}
 	verb, answer := "denied", s.Deny
 	if approve {
@@ -827,7 +827,7 @@ func (m *browserManager) closeSession(ctx context.Context, bs *browserSession, w
 	bs.subMu.Unlock()
 	if wipe {
 		if rerr := os.RemoveAll(bs.dir); rerr != nil {
-			err = errors.Join(err, airlock.Errorf(airlock.CodeInternal, "browser_wipe", "browser: wipe %s: %v", bs.id, rerr))
+			err = errors.Join(err, airlock.Errorf(airlock.CodeInternal, airlock.ReasonBrowserWipe, "browser: wipe %s: %v", bs.id, rerr))
 		}
 	}
 	return err

@@ -71,7 +71,7 @@ func (c *chromiumProvider) Fetch(ctx context.Context, d airlock.Doer, req airloc
 func (c *chromiumProvider) render(ctx context.Context, d airlock.Doer, url string) (browser.Rendered, error) {
 	p, ok := principalOf(d)
 	if !ok || c.m == nil {
-		return browser.Rendered{}, airlock.Errorf(airlock.CodeInternal, "chromium", "chromium provider: not an engine call")
+		return browser.Rendered{}, airlock.Errorf(airlock.CodeInternal, airlock.ReasonChromium, "chromium provider: not an engine call")
 	}
 	bs, release, err := c.m.pool.get(ctx, c.m, p)
 	if err != nil {
@@ -180,7 +180,7 @@ func (rp *renderPool) get(ctx context.Context, m *browserManager, p airlock.Prin
 		select {
 		case <-w:
 		case <-ctx.Done():
-			return nil, nil, airlock.Errorf(airlock.CodeTimeout, "render_pool", "chromium provider: waiting for a browser: %v", ctx.Err())
+			return nil, nil, airlock.Errorf(airlock.CodeTimeout, airlock.ReasonRenderPool, "chromium provider: waiting for a browser: %v", ctx.Err())
 		}
 	}
 }

@@ -156,7 +156,7 @@ func defaults(cfg Config) Config {
 }
 
 func configErr(format string, args ...any) error {
-	return airlock.Errorf(airlock.CodeInvalid, "config", "config: "+format, args...)
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "config: "+format, args...)
 }
 
 // New validates cfg, opens the store and starts the engine.
@@ -295,7 +295,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		e.st, err = store.Open(filepath.Join(cfg.DataDir, "airlock.db"))
 	}
 	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeUnavailable, "store", "open the store in %s: %v", cfg.DataDir, err)
+		return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonStore, "open the store in %s: %v", cfg.DataDir, err)
 	}
 	var sink store.AuditLog = e.st
 	if fl != nil {
@@ -323,7 +323,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		e.audit.Close(context.Background())
 		e.st.Close()
 		e.closeFleet()
-		return nil, airlock.Errorf(airlock.CodeUnavailable, "store", "load revocations: %v", err)
+		return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonStore, "load revocations: %v", err)
 	}
 	if err := e.watchFleet(); err != nil {
 		e.revs.Close()
@@ -610,7 +610,7 @@ func (e *Engine) Grants(p airlock.Principal, c airlock.Capability) bool {
 }
 
 func errShuttingDown() *airlock.Error {
-	return airlock.Errorf(airlock.CodeUnavailable, "shutting_down", "engine is shutting down")
+	return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonShuttingDown, "engine is shutting down")
 }
 
 func (e *Engine) begin(ctx context.Context, p airlock.Principal, c airlock.Capability, broker, target string) (*gate.Call, error) {
@@ -644,7 +644,7 @@ func narrowChecker(n *airlock.Narrowing) (*egress.Checker, error) {
 	pol.Exceptions = []string{"0.0.0.0/0", "::/0"}
 	chk, err := pol.Compile()
 	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "narrow", "request narrowing: %v", err)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNarrow, "request narrowing: %v", err)
 	}
 	return chk, nil
 }
@@ -742,7 +742,7 @@ func (e *Engine) Exchange(ctx context.Context, p airlock.Principal, req airlock.
 		if err != nil {
 			return nil, err
 		}
-		return nil, call.End(airlock.Errorf(airlock.CodeInvalid, "lane", "exchange lane %q: want tcp, udp or tls", req.Lane), 0, 0)
+		return nil, call.End(airlock.Errorf(airlock.CodeInvalid, airlock.ReasonLane, "exchange lane %q: want tcp, udp or tls", req.Lane), 0, 0)
 	}
 	call, err := e.begin(ctx, p, capability, req.Lane, req.Target)
 	if err != nil {
@@ -836,7 +836,7 @@ func (e *Engine) Sign(ctx context.Context, p airlock.Principal, name string, dat
 	}
 	key, ok := call.Tenant.Secrets[name]
 	if !ok {
-		return nil, "", call.End(airlock.Errorf(airlock.CodeNotFound, "secret", "no secret named %q for tenant %s", name, p.Tenant), 0, 0)
+		return nil, "", call.End(airlock.Errorf(airlock.CodeNotFound, airlock.ReasonSecret, "no secret named %q for tenant %s", name, p.Tenant), 0, 0)
 	}
 	m := hmac.New(sha256.New, key)
 	m.Write(data)
@@ -858,14 +858,14 @@ func (e *Engine) Route(ctx context.Context, p airlock.Principal, req airlock.Rou
 	}
 	r, ok := e.routes[req.Name]
 	if !ok || !call.Tenant.Routes[req.Name] && !call.Tenant.Routes[AllRoutes] {
-		return nil, call.End(airlock.Errorf(airlock.CodeNotFound, "route", "no route named %q for tenant %s", req.Name, p.Tenant), 0, 0)
+		return nil, call.End(airlock.Errorf(airlock.CodeNotFound, airlock.ReasonRoute, "no route named %q for tenant %s", req.Name, p.Tenant), 0, 0)
 	}
 	method := strings.ToUpper(req.Method)
 	if method == "" {
 		method = http.MethodGet
 	}
 	if !r.methods[method] {
-		return nil, call.End(airlock.Errorf(airlock.CodeDenied, "route_method", "route %s does not allow %s", r.name, method), 0, 0)
+		return nil, call.End(airlock.Errorf(airlock.CodeDenied, airlock.ReasonRouteMethod, "route %s does not allow %s", r.name, method), 0, 0)
 	}
 	u, err := r.join(req.Path)
 	if err != nil {
@@ -893,7 +893,7 @@ func (e *Engine) Route(ctx context.Context, p airlock.Principal, req airlock.Rou
 
 func (r *route) join(path string) (string, error) {
 	bad := func(why string) error {
-		return airlock.Errorf(airlock.CodeInvalid, "route_path", "route %s: path %q %s", r.name, path, why)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonRoutePath, "route %s: path %q %s", r.name, path, why)
 	}
 	if !strings.HasPrefix(path, "/") || strings.HasPrefix(path, "//") {
 		return "", bad("must start with a single /")
@@ -927,7 +927,7 @@ func (r *route) join(path string) (string, error) {
 // (as hashes) in the configuration, or created with CreateToken.
 func (e *Engine) Authenticate(ctx context.Context, token string) (airlock.Principal, error) {
 	if token == "" {
-		return airlock.Principal{}, airlock.Errorf(airlock.CodeDenied, "token", "missing token")
+		return airlock.Principal{}, airlock.Errorf(airlock.CodeDenied, airlock.ReasonToken, "missing token")
 	}
 	h := store.HashToken(token)
 	if t, ok := e.tokens[h]; ok {
@@ -937,7 +937,7 @@ func (e *Engine) Authenticate(ctx context.Context, token string) (airlock.Princi
 	if err == nil && e.gate.Tenant(tok.Tenant) != nil {
 		return airlock.Principal{Tenant: tok.Tenant}, nil
 	}
-	return airlock.Principal{}, airlock.Errorf(airlock.CodeDenied, "token", "unknown token")
+	return airlock.Principal{}, airlock.Errorf(airlock.CodeDenied, airlock.ReasonToken, "unknown token")
 }
 
 // AuthenticateAdmin accepts token when its hash is one of the configured
@@ -945,7 +945,7 @@ func (e *Engine) Authenticate(ctx context.Context, token string) (airlock.Princi
 // the token itself; the loop compares every hash in constant time.
 func (e *Engine) AuthenticateAdmin(ctx context.Context, token string) error {
 	if token == "" {
-		return airlock.Errorf(airlock.CodeDenied, "token", "missing admin token")
+		return airlock.Errorf(airlock.CodeDenied, airlock.ReasonToken, "missing admin token")
 	}
 	h := []byte(store.HashToken(token))
 	ok := 0
@@ -953,7 +953,7 @@ func (e *Engine) AuthenticateAdmin(ctx context.Context, token string) error {
 		ok |= subtle.ConstantTimeCompare(h, []byte(a))
 	}
 	if ok != 1 {
-		return airlock.Errorf(airlock.CodeDenied, "admin_token", "not an admin token")
+		return airlock.Errorf(airlock.CodeDenied, airlock.ReasonAdminToken, "not an admin token")
 	}
 	return nil
 }
@@ -970,7 +970,7 @@ func (e *Engine) AuthenticateApprover(token string) (string, error) {
 		}
 	}
 	if token == "" || found < 0 {
-		return "", airlock.Errorf(airlock.CodeDenied, "approver_token", "not an approver token")
+		return "", airlock.Errorf(airlock.CodeDenied, airlock.ReasonApproverToken, "not an approver token")
 	}
 	return "approver " + string(h[:min(len(h), len("sha256:")+12)]), nil
 }
@@ -989,7 +989,7 @@ func NewToken() string {
 // returns the token (shown once).
 func (e *Engine) CreateToken(ctx context.Context, tenant, label string) (string, error) {
 	if e.gate.Tenant(tenant) == nil {
-		return "", airlock.Errorf(airlock.CodeNotFound, "tenant", "unknown tenant %q", tenant)
+		return "", airlock.Errorf(airlock.CodeNotFound, airlock.ReasonTenant, "unknown tenant %q", tenant)
 	}
 	tok := NewToken()
 	err := e.st.AddToken(ctx, store.Token{Hash: store.HashToken(tok), Tenant: tenant, Label: label, Created: time.Now()})
@@ -1022,7 +1022,7 @@ func checkSubject(subject string) error {
 		return err
 	}
 	if p.String() != subject {
-		return airlock.Errorf(airlock.CodeInvalid, "principal", "bad revocation subject %q: want tenant or tenant/instance", subject)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonPrincipal, "bad revocation subject %q: want tenant or tenant/instance", subject)
 	}
 	return nil
 }
@@ -1034,7 +1034,7 @@ func (e *Engine) Unrevoke(ctx context.Context, subject string) error {
 	}
 	err := e.revs.Unrevoke(ctx, subject)
 	if errors.Is(err, store.ErrNotFound) {
-		err = airlock.Errorf(airlock.CodeNotFound, "revocation", "%s is not revoked", subject)
+		err = airlock.Errorf(airlock.CodeNotFound, airlock.ReasonRevocation, "%s is not revoked", subject)
 	}
 	e.gate.RecordAdmin("unrevoke", subject, err)
 	return err

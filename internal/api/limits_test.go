@@ -101,7 +101,7 @@ func TestExchangeCeilings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.body["target"], tt.body["data"] = addr, []byte("GET")
-			e := wantError(t, f.do("POST", "/api/exchange/tcp", acmeToken, tt.body), 400, airlock.CodeInvalid, string(airlock.ReasonLimit))
+			e := wantError(t, f.do("POST", "/api/exchange/tcp", acmeToken, tt.body), 400, airlock.CodeInvalid, airlock.ReasonLimit)
 			if e.Message != tt.msg {
 				t.Errorf("message = %q, want %q", e.Message, tt.msg)
 			}
@@ -137,7 +137,7 @@ func TestRedirectCeiling(t *testing.T) {
 		return f.do("POST", "/api/http", acmeToken, airlock.HTTPRequest{URL: loop.URL + "/loop", MaxRedirects: n})
 	}
 	big := 1_000_000_000
-	e := wantError(t, ask(&big), 400, airlock.CodeInvalid, string(airlock.ReasonLimit))
+	e := wantError(t, ask(&big), 400, airlock.CodeInvalid, airlock.ReasonLimit)
 	if want := "max_redirects 1000000000 is above the ceiling 3 (limits.max_redirects)"; e.Message != want {
 		t.Errorf("message = %q, want %q", e.Message, want)
 	}
@@ -179,7 +179,7 @@ func TestCrawlCeilings(t *testing.T) {
 			"per_host_concurrency 9 is above the ceiling 8 (limits.crawl_per_host_concurrency)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := wantError(t, f.do("POST", tt.path, acmeToken, tt.body), 400, airlock.CodeInvalid, string(airlock.ReasonLimit))
+			e := wantError(t, f.do("POST", tt.path, acmeToken, tt.body), 400, airlock.CodeInvalid, airlock.ReasonLimit)
 			if e.Message != tt.msg {
 				t.Errorf("message = %q, want %q", e.Message, tt.msg)
 			}

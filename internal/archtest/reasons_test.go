@@ -397,45 +397,7 @@ func readModule(t *testing.T, root string) (files, egressFiles []srcFile) {
 // reasonDebt lists the files whose reasons are still to be converted to
 // catalogue constants: debt, to shrink to nothing. A listed file with
 // nothing left to convert fails the test, so the list only shrinks.
-var reasonDebt = map[string]bool{
-	// Surfaces and browser code that other changes were editing at the
-	// same time; converted last.
-	"engine/browser.go":              true,
-	"engine/chromium.go":             true,
-	"engine/engine.go":               true,
-	"internal/api/api.go":            true,
-	"internal/api/audit.go":          true,
-	"internal/api/browse.go":         true,
-	"internal/api/browser.go":        true,
-	"internal/api/crawls.go":         true,
-	"internal/api/errors.go":         true,
-	"internal/api/health.go":         true,
-	"internal/browser/actionable.go": true,
-	"internal/browser/actions.go":    true,
-	"internal/browser/files.go":      true,
-	"internal/browser/guard.go":      true,
-	"internal/browser/interact.go":   true,
-	"internal/browser/intercept.go":  true,
-	"internal/browser/ops.go":        true,
-	"internal/browser/policy.go":     true,
-	"internal/browser/query.go":      true,
-	"internal/browser/read.go":       true,
-	"internal/browser/refops.go":     true,
-	"internal/browser/render.go":     true,
-	"internal/browser/session.go":    true,
-	"internal/browser/snapshot.go":   true,
-	"internal/browser/tabs.go":       true,
-	"internal/browser/visible.go":    true,
-	"internal/cli/admin.go":          true,
-	"internal/cli/browsercmd.go":     true,
-	"internal/cli/config.go":         true,
-	"internal/cli/extract.go":        true,
-	"internal/cli/runcmd.go":         true,
-	"internal/cli/serve.go":          true,
-	"internal/mcp/browser.go":        true,
-	"internal/mcp/server.go":         true,
-	"internal/mcp/tools.go":          true,
-}
+var reasonDebt = map[string]bool{}
 
 // testSupport reports whether rel is in a package of test support
 // (storetest, providertest, crawlbench, ...), whose fixtures are not

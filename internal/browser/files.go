@@ -23,7 +23,7 @@ const MaxDownloadBytes = 100 << 20
 const DefaultDownloadTimeout = 2 * time.Minute
 
 func pathErr(format string, args ...any) error {
-	return airlock.Errorf(airlock.CodeDenied, "path_escape", "browser: "+format, args...)
+	return airlock.Errorf(airlock.CodeDenied, airlock.ReasonPathEscape, "browser: "+format, args...)
 }
 
 // confine maps a caller's path to a file under root, refusing before any
@@ -33,7 +33,7 @@ func pathErr(format string, args ...any) error {
 // absolute path.
 func confine(root, p string) (string, error) {
 	if root == "" {
-		return "", airlock.Errorf(airlock.CodeInvalid, "no_files_dir", "browser: the session has no files directory")
+		return "", airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNoFilesDir, "browser: the session has no files directory")
 	}
 	if p == "" || strings.ContainsRune(p, 0) {
 		return "", pathErr("path %q is empty or has a NUL", p)
@@ -48,7 +48,7 @@ func confine(root, p string) (string, error) {
 		return "", pathErr("files directory: %v", err)
 	}
 	if err := os.MkdirAll(absRoot, 0o700); err != nil {
-		return "", airlock.Errorf(airlock.CodeInternal, "files_dir", "browser: files directory: %v", err)
+		return "", airlock.Errorf(airlock.CodeInternal, airlock.ReasonFilesDir, "browser: files directory: %v", err)
 	}
 	realRoot, err := filepath.EvalSymlinks(absRoot)
 	if err != nil {
@@ -101,7 +101,7 @@ func (s *Session) Upload(ctx context.Context, ref, path string) error {
 		return err
 	}
 	if fi, err := os.Stat(full); err != nil || !fi.Mode().IsRegular() {
-		return airlock.Errorf(airlock.CodeInvalid, "no_file", "browser: upload: %q is not a file in the session's files directory", path)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNoFile, "browser: upload: %q is not a file in the session's files directory", path)
 	}
 	b, e, err := s.beginRef(ctx, ref)
 	if err != nil {
@@ -110,7 +110,7 @@ func (s *Session) Upload(ctx context.Context, ref, path string) error {
 	defer s.mu.Unlock()
 	if _, err := cdp.Call(ctx, b.target, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: []string{full}, BackendNodeID: e.backend}); err != nil {
 		if msg := err.Error(); strings.Contains(msg, "Node is not a file input") {
-			return airlock.Errorf(airlock.CodeInvalid, "not_file_input", "browser: upload %s: a %s is not a file input", ref, e.role)
+			return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNotFileInput, "browser: upload %s: a %s is not a file input", ref, e.role)
 		}
 		return nodeErr(ctx, b, ref, "upload", err)
 	}
@@ -148,7 +148,7 @@ func (s *Session) Download(ctx context.Context, rawURL, destPath string) (int64,
 	defer s.mu.Unlock()
 	tmp, err := os.MkdirTemp(s.opts.FilesDir, ".download-")
 	if err != nil {
-		return 0, airlock.Errorf(airlock.CodeInternal, "files_dir", "browser: download: %v", err)
+		return 0, airlock.Errorf(airlock.CodeInternal, airlock.ReasonFilesDir, "browser: download: %v", err)
 	}
 	defer os.RemoveAll(tmp)
 	progress := cdp.Events(ctx, b.browser, cdpbrowser.DownloadProgress)
@@ -168,9 +168,9 @@ func (s *Session) Download(ctx context.Context, rawURL, destPath string) (int64,
 	// was downloaded.
 	if res.ErrorText != "" && !strings.Contains(res.ErrorText, "ERR_ABORTED") {
 		if strings.Contains(res.ErrorText, "ERR_BLOCKED_BY_CLIENT") {
-			return 0, airlock.Errorf(airlock.CodeDenied, "blocked", "browser: download %s: blocked by policy", rawURL)
+			return 0, airlock.Errorf(airlock.CodeDenied, airlock.ReasonBlocked, "browser: download %s: blocked by policy", rawURL)
 		}
-		return 0, airlock.Errorf(airlock.CodeUpstream, "download_failed", "browser: download %s: %s", rawURL, res.ErrorText)
+		return 0, airlock.Errorf(airlock.CodeUpstream, airlock.ReasonDownloadFailed, "browser: download %s: %s", rawURL, res.ErrorText)
 	}
 	var guid string
 	for ev, err := range begin {
@@ -189,19 +189,19 @@ func (s *Session) Download(ctx context.Context, rawURL, destPath string) (int64,
 		}
 		if ev.ReceivedBytes > MaxDownloadBytes || ev.TotalBytes > MaxDownloadBytes {
 			cdp.Call(context.WithoutCancel(ctx), b.browser, cdpbrowser.CancelDownload, cdpbrowser.CancelDownloadParams{GUID: guid})
-			return 0, airlock.Errorf(airlock.CodeTooLarge, "download_size", "browser: download %s: over the %d-byte cap", rawURL, MaxDownloadBytes)
+			return 0, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonDownloadSize, "browser: download %s: over the %d-byte cap", rawURL, MaxDownloadBytes)
 		}
 		switch ev.State {
 		case cdpbrowser.DownloadProgressStateCompleted:
 			if err := os.MkdirAll(filepath.Dir(dest), 0o700); err != nil {
-				return 0, airlock.Errorf(airlock.CodeInternal, "files_dir", "browser: download: %v", err)
+				return 0, airlock.Errorf(airlock.CodeInternal, airlock.ReasonFilesDir, "browser: download: %v", err)
 			}
 			if err := os.Rename(filepath.Join(tmp, guid), dest); err != nil {
-				return 0, airlock.Errorf(airlock.CodeInternal, "files_dir", "browser: download: %v", err)
+				return 0, airlock.Errorf(airlock.CodeInternal, airlock.ReasonFilesDir, "browser: download: %v", err)
 			}
 			return int64(ev.ReceivedBytes), nil
 		case cdpbrowser.DownloadProgressStateCanceled:
-			return 0, airlock.Errorf(airlock.CodeUpstream, "download_failed", "browser: download %s: cancelled (refused, or the connection failed)", rawURL)
+			return 0, airlock.Errorf(airlock.CodeUpstream, airlock.ReasonDownloadFailed, "browser: download %s: cancelled (refused, or the connection failed)", rawURL)
 		}
 	}
 	return 0, downloadWaitErr(ctx, b, rawURL, ctx.Err())
@@ -209,7 +209,7 @@ func (s *Session) Download(ctx context.Context, rawURL, destPath string) (int64,
 
 func downloadWaitErr(ctx context.Context, b *instance, raw string, err error) error {
 	if ctx.Err() != nil && !b.lost() {
-		return airlock.Errorf(airlock.CodeTimeout, "browser_timeout", "browser: download %s: no download started or finished in time", raw)
+		return airlock.Errorf(airlock.CodeTimeout, airlock.ReasonBrowserTimeout, "browser: download %s: no download started or finished in time", raw)
 	}
 	if err == nil {
 		err = errors.New("event stream ended")

@@ -152,7 +152,7 @@ func Kinds() []string {
 }
 
 func opErr(format string, args ...any) error {
-	return airlock.Errorf(airlock.CodeInvalid, "browser_op", "browser: op: "+format, args...)
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBrowserOp, "browser: op: "+format, args...)
 }
 
 // ParseOp decodes one op strictly: a JSON object with a known kind, only

@@ -71,7 +71,7 @@ func readInput(stdin io.Reader, name string, max int64) ([]byte, error) {
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, airlock.Errorf(airlock.CodeNotFound, "file", "extract: %w", err)
+			return nil, airlock.Errorf(airlock.CodeNotFound, airlock.ReasonFile, "extract: %w", err)
 		}
 		defer f.Close()
 		r = f

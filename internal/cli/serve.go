@@ -108,7 +108,7 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 	}
 	loopback := ap.Addr().Unmap().IsLoopback()
 	if dev && !loopback {
-		return airlock.Errorf(airlock.CodeInvalid, "dev_mode_loopback",
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonDevModeLoopback,
 			"development mode (no tenants configured) listens on loopback only; %s is not loopback: configure a tenant with a token first (airlock token generate, then tenants.NAME.tokens in airlock.yaml)", listen)
 	}
 	var adminToken string
@@ -144,7 +144,7 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 
 	ln, err := net.Listen("tcp", ap.String())
 	if err != nil {
-		return errors.Join(airlock.Errorf(airlock.CodeUnavailable, "listen", "listen on %s: %v", ap, errors.Unwrap(err)), closeEngine())
+		return errors.Join(airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonListen, "listen on %s: %v", ap, errors.Unwrap(err)), closeEngine())
 	}
 
 	version := releaseVersion()
@@ -163,7 +163,7 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 		Version:       version,
 		Ready: func(ctx context.Context) error {
 			if stopping.Load() {
-				return airlock.Errorf(airlock.CodeUnavailable, "shutting_down", "shutting down")
+				return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonShuttingDown, "shutting down")
 			}
 			return en.Ready(ctx)
 		},
@@ -211,7 +211,7 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 		logger.Info("stopped; audit log flushed")
 	}
 	if serveErr != nil {
-		return errors.Join(airlock.Errorf(airlock.CodeUnavailable, "serve", "serve: %v", serveErr), cerr)
+		return errors.Join(airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonServe, "serve: %v", serveErr), cerr)
 	}
 	return cerr
 }

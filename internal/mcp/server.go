@@ -147,7 +147,7 @@ func AddTool[In any](s *sdkmcp.Server, t *sdkmcp.Tool, h Handler[In]) {
 		}()
 		p := st.principal(ctx)
 		if !p.Valid() {
-			return toolError(st.logger, airlock.Errorf(airlock.CodeDenied, "principal", "no principal for this connection")), nil, nil
+			return toolError(st.logger, airlock.Errorf(airlock.CodeDenied, airlock.ReasonPrincipal, "no principal for this connection")), nil, nil
 		}
 		res, err := h(ctx, st.en, p, in)
 		if err != nil {
