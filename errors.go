@@ -81,7 +81,8 @@ type ErrorBody struct {
 
 // Errorf returns an *Error with the given code and reason whose Message is
 // formatted as by fmt.Errorf; a %w verb makes the wrapped error reachable
-// through errors.Is and errors.As.
+// through errors.Is and errors.As. reason is a constant of the catalogue
+// (reasons.go); a test holds every call site to that.
 func Errorf(code Code, reason Reason, format string, args ...any) *Error {
 	err := fmt.Errorf(format, args...)
 	return &Error{Code: code, Reason: reason, Message: err.Error(), Err: err}
