@@ -132,7 +132,7 @@ const (
 	ReasonDuplicate Reason = "duplicate" // a listed URL that was already listed (after Normalize)
 	ReasonTooLarge  Reason = "too_large" // the body passed a size cap
 	ReasonInvalid   Reason = "invalid"   // a listed URL that is not an absolute http(s) URL
-	ReasonError     Reason = "error"     // anything else; Detail says what
+	ReasonError     Reason = "error"     // anything else; Detail says what (also airlock policy check)
 	// ReasonTruncated marks the last entry of a skipped list cut at its
 	// maximum: its Detail says how many more URLs were skipped.
 	ReasonTruncated Reason = "truncated"
@@ -443,7 +443,7 @@ var catalogue = []ReasonInfo{
 	{ReasonDuplicate, nil, "Skipped: a URL already listed (after normalisation).", ""},
 	{ReasonTooLarge, nil, "Skipped: the body passed a size cap.", ""},
 	{ReasonInvalid, nil, "Skipped: a listed URL that is not an absolute http(s) URL.", ""},
-	{ReasonError, nil, "Skipped: any other failure; the detail says what.", ""},
+	{ReasonError, nil, "Skipped, or a policy check that could not decide: any other failure; the detail says what.", ""},
 	{ReasonTruncated, nil, "The last entry of a skipped list cut at its maximum; the detail says how many more.", ""},
 
 	// Extraction and search providers.

@@ -47,6 +47,7 @@ type srcFile struct {
 // module's non-test files:
 //   - the reason argument of airlock.Errorf (Errorf in the root package);
 //   - the Reason field of airlock.Error composite literals;
+//   - the value assigned to a Reason field (x.Reason = ...);
 //   - the reason argument of a function of ours that forwards one of its
 //     parameters to either of those (found to a fixpoint), so that a helper
 //     such as usageErrorf(reason string, ...) cannot launder a literal.
@@ -169,6 +170,15 @@ func (c *reasonChecker) reasonArg(pf *parsedFile, n ast.Node) (ast.Expr, string)
 		}
 		if i, ok := c.forwarders[pkg][key]; ok && i < len(n.Args) {
 			return n.Args[i], "forwarder " + name
+		}
+	case *ast.AssignStmt:
+		if len(n.Lhs) != len(n.Rhs) {
+			return nil, ""
+		}
+		for i, l := range n.Lhs {
+			if sel, ok := l.(*ast.SelectorExpr); ok && sel.Sel.Name == "Reason" {
+				return n.Rhs[i], "x.Reason ="
+			}
 		}
 	case *ast.CompositeLit:
 		if freeTextReason[typeName(n.Type)] {
@@ -553,6 +563,7 @@ func f8() error { return fw("laundered") } // want
 func f9() error { return (&T{}).m(1, "through a method") } // want
 func f10() error { const r = "local const"; return airlock.Errorf(airlock.CodeInvalid, r, "x") } // want
 func f11() error { return fw2("twice laundered") } // want
+func f12(e *airlock.Error) { e.Code, e.Reason = airlock.CodeDenied, "assigned" } // want
 
 func fw(reason airlock.Reason) error { return airlock.Errorf(airlock.CodeInvalid, reason, "x") }
 func fw2(r airlock.Reason) error { return fw(r) }
