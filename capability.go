@@ -39,15 +39,6 @@ func (c Capability) Valid() bool {
 // String returns the capability's name.
 func (c Capability) String() string { return string(c) }
 
-// ReasonUnknownCapability is the reason of the error ParseCapability returns.
-const ReasonUnknownCapability = "unknown_capability"
-
-// ReasonCapability is the reason of a call refused (code denied) because
-// the principal's profile does not grant a capability it needs: by the
-// gate, or by the WebAssembly host for an import the guest's profile does
-// not grant.
-const ReasonCapability = "capability"
-
 // ParseCapability returns the capability named s. Names are exact and
 // lower-case; anything else (including surrounding spaces or another case)
 // is an *Error with code invalid and reason "unknown_capability".

@@ -46,38 +46,6 @@ func (c Code) Valid() bool {
 	return false
 }
 
-// Reasons produced by this package when it classifies errors that carry no
-// reason of their own. Packages define their own finer reasons
-// (egress: "loopback", "dns_mixed", ...); a reason is a plain string so that
-// they need not import this package.
-const (
-	ReasonTimeout  = "timeout"  // context.DeadlineExceeded or an I/O deadline
-	ReasonCanceled = "canceled" // context.Canceled: the caller stopped waiting
-	ReasonUsage    = "usage"    // a malformed command line
-	// ReasonRevocationsStale (with CodeUnavailable): the shared revocation
-	// set cannot be trusted (Redis cannot be read, or lost its data), so
-	// every broker call is refused.
-	ReasonRevocationsStale = "revocations_stale"
-	// ReasonInternalAddress: a name the caller gave resolves to an address
-	// the policy refuses (loopback, private, link-local, metadata, a deny
-	// list range, a mix of public and internal answers, ...). One reason
-	// whatever the class, so that refusals cannot map internal DNS; the
-	// audit record keeps the class and the address. A literal address the
-	// caller gave keeps its class ("private", "loopback", ...).
-	ReasonInternalAddress = "internal_address"
-	// ReasonLimit: a caller-supplied size, count, duration or concurrency
-	// is above its operator ceiling (limits.<name>), or negative: code
-	// invalid, never clamped.
-	ReasonLimit = "limit"
-	// ReasonUnsupportedContent (with CodeUpstream): the response is of a
-	// type the extractor cannot read (an image, an archive, an unlabelled
-	// binary); the message names the type and the size.
-	ReasonUnsupportedContent = "unsupported_content"
-	// ReasonAuditQuery (with CodeInvalid): an audit query names a value no
-	// record can have (an outcome other than allow, deny or error).
-	ReasonAuditQuery = "audit_query"
-)
-
 // PublicMessager is implemented by errors whose Error text carries detail
 // for the operator only (a resolved address, resolver answers, a DNS
 // server): PublicMessage is the text a workload may read. egress's *Error
@@ -101,7 +69,7 @@ const genericMessage = "internal error"
 // and inspect it with errors.As.
 type Error struct {
 	Code       Code   `json:"code"`
-	Reason     string `json:"reason"`
+	Reason     Reason `json:"reason"`
 	Message    string `json:"message"`
 	DecisionID string `json:"decision_id"`
 	Hint       string `json:"hint,omitempty"`
@@ -115,8 +83,9 @@ type ErrorBody struct {
 
 // Errorf returns an *Error with the given code and reason whose Message is
 // formatted as by fmt.Errorf; a %w verb makes the wrapped error reachable
-// through errors.Is and errors.As.
-func Errorf(code Code, reason, format string, args ...any) *Error {
+// through errors.Is and errors.As. reason is a constant of the catalogue
+// (reasons.go); a test holds every call site to that.
+func Errorf(code Code, reason Reason, format string, args ...any) *Error {
 	err := fmt.Errorf(format, args...)
 	return &Error{Code: code, Reason: reason, Message: err.Error(), Err: err}
 }
@@ -149,7 +118,7 @@ func (e *Error) PublicMessage() string {
 func (e *Error) ErrorCode() string { return string(e.Code) }
 
 // ErrorReason returns the reason.
-func (e *Error) ErrorReason() string { return e.Reason }
+func (e *Error) ErrorReason() string { return string(e.Reason) }
 
 // classified is how errors of packages that do not import airlock (egress,
 // whose *egress.Error implements it) declare their code and reason.
@@ -178,12 +147,12 @@ func CodeOf(err error) Code {
 // ReasonOf returns the reason of err, classified as by CodeOf: the
 // classified error's reason, "timeout" or "canceled" for deadlines and
 // cancellation, and "" for nil and for unclassified errors.
-func ReasonOf(err error) string {
+func ReasonOf(err error) Reason {
 	_, reason := classify(err)
 	return reason
 }
 
-func classify(err error) (Code, string) {
+func classify(err error) (Code, Reason) {
 	if err == nil {
 		return "", ""
 	}
@@ -193,7 +162,7 @@ func classify(err error) (Code, string) {
 		if !code.Valid() {
 			code = CodeInternal
 		}
-		return code, c.ErrorReason()
+		return code, Reason(c.ErrorReason())
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):

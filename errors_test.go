@@ -29,7 +29,7 @@ func TestClassify(t *testing.T) {
 		name       string
 		err        error
 		wantCode   airlock.Code
-		wantReason string
+		wantReason airlock.Reason
 		wantExit   int
 	}{
 		{name: "nil", err: nil, wantCode: "", wantReason: "", wantExit: 0},
@@ -260,7 +260,7 @@ type publicErr struct{ full, public string }
 func (e *publicErr) Error() string         { return e.full }
 func (e *publicErr) PublicMessage() string { return e.public }
 func (e *publicErr) ErrorCode() string     { return "denied" }
-func (e *publicErr) ErrorReason() string   { return airlock.ReasonInternalAddress }
+func (e *publicErr) ErrorReason() string   { return string(airlock.ReasonInternalAddress) }
 
 func TestPublicMessageOf(t *testing.T) {
 	inner := &publicErr{full: "check x [10.1.2.3:80] denied", public: "check x denied"}

@@ -72,7 +72,7 @@ type SearchResult struct {
 // error, bot_wall.
 type Skipped struct {
 	URL    string `json:"url"`
-	Reason string `json:"reason"`
+	Reason Reason `json:"reason"`
 	Detail string `json:"detail,omitempty"`
 }
 

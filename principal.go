@@ -31,7 +31,7 @@ func ParsePrincipal(s string) (Principal, error) {
 	t, i, _ := strings.Cut(s, "/")
 	p := Principal{Tenant: t, Instance: i}
 	if !validName(t) || (i != "" && !validName(i)) || strings.Count(s, "/") > 1 {
-		return Principal{}, Errorf(CodeInvalid, "principal", "airlock: bad principal %q: want tenant or tenant/instance of letters, digits, '-', '_', '.'", s)
+		return Principal{}, Errorf(CodeInvalid, ReasonPrincipal, "airlock: bad principal %q: want tenant or tenant/instance of letters, digits, '-', '_', '.'", s)
 	}
 	return p, nil
 }

@@ -22,7 +22,7 @@ import (
 // (as hashes) in the configuration, or created with CreateToken.
 func (e *Engine) Authenticate(ctx context.Context, token string) (airlock.Principal, error) {
 	if token == "" {
-		return airlock.Principal{}, airlock.Errorf(airlock.CodeDenied, "token", "missing token")
+		return airlock.Principal{}, airlock.Errorf(airlock.CodeDenied, airlock.ReasonToken, "missing token")
 	}
 	h := store.HashToken(token)
 	if t, ok := e.tokens[h]; ok {
@@ -32,7 +32,7 @@ func (e *Engine) Authenticate(ctx context.Context, token string) (airlock.Princi
 	if err == nil && e.gate.Tenant(tok.Tenant) != nil {
 		return airlock.Principal{Tenant: tok.Tenant}, nil
 	}
-	return airlock.Principal{}, airlock.Errorf(airlock.CodeDenied, "token", "unknown token")
+	return airlock.Principal{}, airlock.Errorf(airlock.CodeDenied, airlock.ReasonToken, "unknown token")
 }
 
 // AuthenticateAdmin accepts token when its hash is one of the configured
@@ -40,7 +40,7 @@ func (e *Engine) Authenticate(ctx context.Context, token string) (airlock.Princi
 // the token itself; the loop compares every hash in constant time.
 func (e *Engine) AuthenticateAdmin(ctx context.Context, token string) error {
 	if token == "" {
-		return airlock.Errorf(airlock.CodeDenied, "token", "missing admin token")
+		return airlock.Errorf(airlock.CodeDenied, airlock.ReasonToken, "missing admin token")
 	}
 	h := []byte(store.HashToken(token))
 	ok := 0
@@ -48,7 +48,7 @@ func (e *Engine) AuthenticateAdmin(ctx context.Context, token string) error {
 		ok |= subtle.ConstantTimeCompare(h, []byte(a))
 	}
 	if ok != 1 {
-		return airlock.Errorf(airlock.CodeDenied, "admin_token", "not an admin token")
+		return airlock.Errorf(airlock.CodeDenied, airlock.ReasonAdminToken, "not an admin token")
 	}
 	return nil
 }
@@ -65,7 +65,7 @@ func (e *Engine) AuthenticateApprover(token string) (string, error) {
 		}
 	}
 	if token == "" || found < 0 {
-		return "", airlock.Errorf(airlock.CodeDenied, "approver_token", "not an approver token")
+		return "", airlock.Errorf(airlock.CodeDenied, airlock.ReasonApproverToken, "not an approver token")
 	}
 	return "approver " + string(h[:min(len(h), len("sha256:")+12)]), nil
 }
@@ -84,7 +84,7 @@ func NewToken() string {
 // returns the token (shown once).
 func (e *Engine) CreateToken(ctx context.Context, tenant, label string) (string, error) {
 	if e.gate.Tenant(tenant) == nil {
-		return "", airlock.Errorf(airlock.CodeNotFound, "tenant", "unknown tenant %q", tenant)
+		return "", airlock.Errorf(airlock.CodeNotFound, airlock.ReasonTenant, "unknown tenant %q", tenant)
 	}
 	tok := NewToken()
 	err := e.st.AddToken(ctx, store.Token{Hash: store.HashToken(tok), Tenant: tenant, Label: label, Created: time.Now()})
@@ -117,7 +117,7 @@ func checkSubject(subject string) error {
 		return err
 	}
 	if p.String() != subject {
-		return airlock.Errorf(airlock.CodeInvalid, "principal", "bad revocation subject %q: want tenant or tenant/instance", subject)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonPrincipal, "bad revocation subject %q: want tenant or tenant/instance", subject)
 	}
 	return nil
 }
@@ -129,7 +129,7 @@ func (e *Engine) Unrevoke(ctx context.Context, subject string) error {
 	}
 	err := e.revs.Unrevoke(ctx, subject)
 	if errors.Is(err, store.ErrNotFound) {
-		err = airlock.Errorf(airlock.CodeNotFound, "revocation", "%s is not revoked", subject)
+		err = airlock.Errorf(airlock.CodeNotFound, airlock.ReasonRevocation, "%s is not revoked", subject)
 	}
 	e.gate.RecordAdmin("unrevoke", subject, err)
 	return err

@@ -152,7 +152,7 @@ func (e *Engine) FetchMany(ctx context.Context, p airlock.Principal, urls []stri
 	}
 	call.Batch = true
 	if !call.Tenant.Profile.Has(airlock.CapabilityParallel) {
-		return nil, "", call.End(airlock.Errorf(airlock.CodeDenied, gate.ReasonCapability, "capability parallel is not granted by profile %s", call.Tenant.Profile.Name), 0, 0)
+		return nil, "", call.End(airlock.Errorf(airlock.CodeDenied, airlock.ReasonCapability, "capability parallel is not granted by profile %s", call.Tenant.Profile.Name), 0, 0)
 	}
 	if err := call.Tenant.Limits.CheckValue(gate.LimitFetchManyURLs, "urls", int64(len(urls))); err != nil {
 		return nil, "", call.End(err, 0, 0)
@@ -243,7 +243,7 @@ func (e *Engine) Crawl(ctx context.Context, p airlock.Principal, req airlock.Cra
 	if sum != nil {
 		sum.DecisionID = call.ID
 		if call.Ctx.Err() != nil && sum.Stopped == "" {
-			sum.Stopped = airlock.ReasonOf(context.Cause(call.Ctx))
+			sum.Stopped = string(airlock.ReasonOf(context.Cause(call.Ctx)))
 		}
 	}
 	if err = call.End(err, in, 0); err != nil {
@@ -331,7 +331,7 @@ func (e *Engine) Search(ctx context.Context, p airlock.Principal, req airlock.Se
 		return nil, "", err
 	}
 	if strings.TrimSpace(req.Query) == "" {
-		return nil, "", call.End(airlock.Errorf(airlock.CodeInvalid, "query", "empty query"), 0, 0)
+		return nil, "", call.End(airlock.Errorf(airlock.CodeInvalid, airlock.ReasonQuery, "empty query"), 0, 0)
 	}
 	if err := call.Tenant.Limits.Check(req, ""); err != nil {
 		return nil, "", call.End(err, 0, 0)

@@ -64,7 +64,7 @@ func TestFetch(t *testing.T) {
 	tests := []struct {
 		name, path string
 		code       airlock.Code
-		reason     string
+		reason     airlock.Reason
 	}{
 		{"non-2xx", "/missing", airlock.CodeUpstream, "http_status"},
 		{"refused redirect", "/to-metadata", airlock.CodeDenied, "metadata"},

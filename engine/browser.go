@@ -296,7 +296,7 @@ func (e *Engine) BrowserInteract(ctx context.Context, p airlock.Principal, id st
 	res := BrowserInteractResult{Results: []browser.ActionResult{}}
 	for i, a := range actions {
 		if err := a.Validate(); err != nil {
-			return res, airlock.Errorf(airlock.CodeInvalid, "browser_action", "actions[%d]: %v", i, err)
+			return res, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBrowserAction, "actions[%d]: %v", i, err)
 		}
 	}
 	check := func(l *gate.Limits) error {
@@ -305,7 +305,7 @@ func (e *Engine) BrowserInteract(ctx context.Context, p airlock.Principal, id st
 		}
 		for i, a := range actions {
 			if err := l.Check(a, ""); err != nil {
-				return airlock.Errorf(airlock.CodeInvalid, gate.ReasonLimit, "actions[%d]: %w", i, err)
+				return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonLimit, "actions[%d]: %w", i, err)
 			}
 		}
 		return nil

@@ -50,7 +50,7 @@ func (e *Engine) Grants(p airlock.Principal, c airlock.Capability) bool {
 }
 
 func errShuttingDown() *airlock.Error {
-	return airlock.Errorf(airlock.CodeUnavailable, "shutting_down", "engine is shutting down")
+	return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonShuttingDown, "engine is shutting down")
 }
 
 func (e *Engine) begin(ctx context.Context, p airlock.Principal, c airlock.Capability, broker, target string) (*gate.Call, error) {
@@ -84,7 +84,7 @@ func narrowChecker(n *airlock.Narrowing) (*egress.Checker, error) {
 	pol.Exceptions = []string{"0.0.0.0/0", "::/0"}
 	chk, err := pol.Compile()
 	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "narrow", "request narrowing: %v", err)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNarrow, "request narrowing: %v", err)
 	}
 	return chk, nil
 }
@@ -182,7 +182,7 @@ func (e *Engine) Exchange(ctx context.Context, p airlock.Principal, req airlock.
 		if err != nil {
 			return nil, err
 		}
-		return nil, call.End(airlock.Errorf(airlock.CodeInvalid, "lane", "exchange lane %q: want tcp, udp or tls", req.Lane), 0, 0)
+		return nil, call.End(airlock.Errorf(airlock.CodeInvalid, airlock.ReasonLane, "exchange lane %q: want tcp, udp or tls", req.Lane), 0, 0)
 	}
 	call, err := e.begin(ctx, p, capability, req.Lane, req.Target)
 	if err != nil {
@@ -276,7 +276,7 @@ func (e *Engine) Sign(ctx context.Context, p airlock.Principal, name string, dat
 	}
 	key, ok := call.Tenant.Secrets[name]
 	if !ok {
-		return nil, "", call.End(airlock.Errorf(airlock.CodeNotFound, "secret", "no secret named %q for tenant %s", name, p.Tenant), 0, 0)
+		return nil, "", call.End(airlock.Errorf(airlock.CodeNotFound, airlock.ReasonSecret, "no secret named %q for tenant %s", name, p.Tenant), 0, 0)
 	}
 	m := hmac.New(sha256.New, key)
 	m.Write(data)
@@ -298,7 +298,7 @@ func (e *Engine) Route(ctx context.Context, p airlock.Principal, req airlock.Rou
 	}
 	r, ok := e.routes[req.Name]
 	if !ok || !call.Tenant.Routes[req.Name] && !call.Tenant.Routes[AllRoutes] {
-		return nil, call.End(airlock.Errorf(airlock.CodeNotFound, "route", "no route named %q for tenant %s", req.Name, p.Tenant), 0, 0)
+		return nil, call.End(airlock.Errorf(airlock.CodeNotFound, airlock.ReasonRoute, "no route named %q for tenant %s", req.Name, p.Tenant), 0, 0)
 	}
 	method, u, h, err := r.Request(req.Method, req.Path, req.Header)
 	if err != nil {

@@ -201,7 +201,7 @@ func wantCode(t *testing.T, err error, code airlock.Code, reason string) *airloc
 	if !errors.As(err, &ae) {
 		t.Fatalf("error %v (%T) is not an *airlock.Error", err, err)
 	}
-	if ae.Code != code || (reason != "" && ae.Reason != reason) {
+	if ae.Code != code || (reason != "" && ae.Reason != airlock.Reason(reason)) {
 		t.Fatalf("error %q: code %q reason %q, want code %q reason %q", ae.Error(), ae.Code, ae.Reason, code, reason)
 	}
 	return ae
@@ -683,7 +683,7 @@ func TestDenialTrace(t *testing.T) {
 	tests := []struct {
 		name   string
 		url    string
-		reason string
+		reason airlock.Reason
 	}{
 		{"private address", "http://10.0.0.1/", "private"},
 		{"redirect to loopback", origin.URL + "/redirect", "loopback"},
@@ -693,8 +693,8 @@ func TestDenialTrace(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := testCtx(t)
 			_, err := e.HTTP(ctx, p, airlock.HTTPRequest{URL: tt.url})
-			ae := wantErr(t, err, airlock.CodeDenied, tt.reason)
-			ids[tt.reason] = ae.DecisionID
+			ae := wantErr(t, err, airlock.CodeDenied, string(tt.reason))
+			ids[string(tt.reason)] = ae.DecisionID
 			if pub := airlock.Public(err, ""); pub.DecisionID != ae.DecisionID || pub.Code != airlock.CodeDenied {
 				t.Errorf("Public(err) = %+v, want the same code and decision id", pub)
 			}
@@ -709,19 +709,19 @@ func TestDenialTrace(t *testing.T) {
 				t.Fatalf("%d persisted records with decision id %s, want exactly 1", len(found), ae.DecisionID)
 			}
 			r := found[0]
-			if r.Outcome != "deny" || r.Code != "denied" || r.Reason != tt.reason || r.Broker != "http" || r.Tenant != "local" || r.Instance != "trace" {
+			if r.Outcome != "deny" || r.Code != "denied" || airlock.Reason(r.Reason) != tt.reason || r.Broker != "http" || r.Tenant != "local" || r.Instance != "trace" {
 				t.Errorf("persisted record = %+v", r)
 			}
 			if r.Target != tt.url {
 				t.Errorf("record target %q, want %q", r.Target, tt.url)
 			}
 			// The filtered query finds it too.
-			byReason, err := e.AuditQuery(ctx, airlock.AuditQuery{Outcome: "deny", Reason: tt.reason, Broker: "http"})
+			byReason, err := e.AuditQuery(ctx, airlock.AuditQuery{Outcome: "deny", Reason: string(tt.reason), Broker: "http"})
 			if err != nil || len(byReason) != 1 || byReason[0].ID != ae.DecisionID {
 				t.Errorf("AuditQuery(deny, %s) = %v, %v; want just the record", tt.reason, byReason, err)
 			}
 			ring := e.RecentDenials("", 0)
-			if len(ring) == 0 || ring[0].ID != ae.DecisionID || ring[0].Reason != tt.reason {
+			if len(ring) == 0 || ring[0].ID != ae.DecisionID || airlock.Reason(ring[0].Reason) != tt.reason {
 				t.Errorf("RecentDenials()[0] = %+v, want the denial", ring)
 			}
 			if pr := e.RecentDenials("local/trace", 1); len(pr) != 1 || pr[0].ID != ae.DecisionID {
@@ -790,7 +790,7 @@ func TestOneDecisionPerCall(t *testing.T) {
 		name    string
 		broker  string
 		outcome string
-		reason  string
+		reason  airlock.Reason
 		call    func(ctx context.Context) (string, error)
 	}{
 		{"http allowed", "http", "allow", "ok", func(ctx context.Context) (string, error) {
@@ -874,13 +874,13 @@ func TestOneDecisionPerCall(t *testing.T) {
 	}
 	mfs, _ := scrape(t, e)
 	for _, c := range calls {
-		if got := statCount(counters, c.broker, c.outcome, c.reason); got != rounds {
+		if got := statCount(counters, c.broker, c.outcome, string(c.reason)); got != rounds {
 			t.Errorf("%s: counter %s/%s/%s = %d, want %d", c.name, c.broker, c.outcome, c.reason, got, rounds)
 		}
-		if got := statCount(stats, c.broker, c.outcome, c.reason); got != rounds {
+		if got := statCount(stats, c.broker, c.outcome, string(c.reason)); got != rounds {
 			t.Errorf("%s: persisted %s/%s/%s = %d, want %d", c.name, c.broker, c.outcome, c.reason, got, rounds)
 		}
-		if v, _ := metricValue(mfs, "airlock_broker_calls_total", map[string]string{"broker": c.broker, "outcome": c.outcome, "reason": c.reason}); v != rounds {
+		if v, _ := metricValue(mfs, "airlock_broker_calls_total", map[string]string{"broker": c.broker, "outcome": c.outcome, "reason": string(c.reason)}); v != rounds {
 			t.Errorf("%s: airlock_broker_calls_total = %v, want %d", c.name, v, rounds)
 		}
 	}
@@ -1398,7 +1398,7 @@ func TestSecretCanary(t *testing.T) {
 			p      airlock.Principal
 			req    airlock.RouteRequest
 			code   airlock.Code
-			reason string
+			reason airlock.Reason
 		}{
 			{"dot-dot", acme, airlock.RouteRequest{Name: "echo", Path: "/api/../x"}, airlock.CodeInvalid, "route_path"},
 			{"trailing dot-dot", acme, airlock.RouteRequest{Name: "echo", Path: "/api/.."}, airlock.CodeInvalid, "route_path"},
@@ -1424,7 +1424,7 @@ func TestSecretCanary(t *testing.T) {
 			t.Run(tt.name, func(t *testing.T) {
 				received.Clear()
 				_, err := e.Route(ctx, tt.p, tt.req)
-				wantErr(t, err, tt.code, tt.reason)
+				wantErr(t, err, tt.code, string(tt.reason))
 				recordErr(err)
 				received.Range(func(k, v any) bool {
 					t.Errorf("a refused route call reached the server at %v", k)

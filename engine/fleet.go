@@ -138,10 +138,10 @@ func (o *fleetOwners) Release(ctx context.Context, id string) {
 // that replica); when no owner is recorded, no_session.
 func (o *fleetOwners) Elsewhere(ctx context.Context, id string) error {
 	if owner, err := o.fleet.Owners("browser").Owner(ctx, id); err == nil && owner != "" && owner != o.replica {
-		return airlock.Errorf(airlock.CodeUnavailable, "session_elsewhere",
+		return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonSessionElsewhere,
 			"browser: session %s is on replica %s (its Chromium runs there): send its calls to that replica", id, owner)
 	}
-	return airlock.Errorf(airlock.CodeNotFound, "no_session", "browser: no session %q", id)
+	return airlock.Errorf(airlock.CodeNotFound, airlock.ReasonNoSession, "browser: no session %q", id)
 }
 
 // openFleet connects to the configured Redis (within ctx and twice the
@@ -217,7 +217,7 @@ func (e *Engine) noteFallback(what string, err error) {
 		return
 	}
 	e.audit.Record(gate.Record{ID: e.gate.NewID(), Time: now, Tenant: e.cfg.DefaultTenant, Broker: "fleet",
-		Outcome: gate.OutcomeError, Code: string(airlock.CodeUnavailable), Reason: "redis_fallback", Target: e.fleet.String(),
+		Outcome: gate.OutcomeError, Code: string(airlock.CodeUnavailable), Reason: string(airlock.ReasonRedisFallback), Target: e.fleet.String(),
 		Detail: fmt.Sprintf("%s: %v (%d fallbacks so far)", what, err, n)})
 }
 
@@ -234,7 +234,7 @@ func (e *Engine) Ready(ctx context.Context) error {
 		return err
 	}
 	if e.revs.Stale() {
-		return airlock.Errorf(airlock.CodeUnavailable, gate.ReasonRevocationsStale, "the revocation set cannot be refreshed from Redis")
+		return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonRevocationsStale, "the revocation set cannot be refreshed from Redis")
 	}
 	return nil
 }
@@ -274,15 +274,15 @@ func (e *Engine) RevocationList() []Revocation {
 func (e *Engine) LocalRevocationCopy(ctx context.Context) ([]Revocation, error) {
 	mark, err := e.st.RevocationMark(ctx)
 	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeUnavailable, "store", "read the revocation copy: %v", err)
+		return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonStore, "read the revocation copy: %v", err)
 	}
 	if mark.Epoch == 0 {
-		return nil, airlock.Errorf(airlock.CodeNotFound, "revocation_copy",
+		return nil, airlock.Errorf(airlock.CodeNotFound, airlock.ReasonRevocationCopy,
 			"this data directory holds no copy of a fleet's revocation set (no replica with state.redis_url ran on it): restore from a file (--from)")
 	}
 	list, err := e.st.ListRevocations(ctx)
 	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeUnavailable, "store", "read the revocation copy: %v", err)
+		return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonStore, "read the revocation copy: %v", err)
 	}
 	return fromStore(list), nil
 }
@@ -296,7 +296,7 @@ func (e *Engine) LocalRevocationCopy(ctx context.Context) ([]Revocation, error) 
 // (redis).
 func (e *Engine) RestoreRevocations(ctx context.Context, list []Revocation, force bool) error {
 	if e.fleetRevs == nil {
-		return airlock.Errorf(airlock.CodeInvalid, "redis_url", "revocations restore: no shared state is configured (state.redis_url): there is nothing to restore")
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonRedisURL, "revocations restore: no shared state is configured (state.redis_url): there is nothing to restore")
 	}
 	recs := make([]store.Revocation, 0, len(list))
 	for _, r := range list {
@@ -306,7 +306,7 @@ func (e *Engine) RestoreRevocations(ctx context.Context, list []Revocation, forc
 		recs = append(recs, store.Revocation{Subject: r.Subject, Reason: r.Reason, Created: r.Created})
 	}
 	if !force && e.revs.Lost() == nil {
-		return airlock.Errorf(airlock.CodeInvalid, "not_lost",
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNotLost,
 			"revocations restore: the shared revocation set is not lost as this process sees it; --force replaces it anyway")
 	}
 	err := e.fleetRevs.Restore(ctx, recs, "airlock admin on "+e.replica)

@@ -33,7 +33,7 @@ func (g GuestProfile) Has(c airlock.Capability) bool {
 func (e *Engine) GuestProfile(tenant string) (GuestProfile, error) {
 	t := e.gate.Tenant(tenant)
 	if t == nil {
-		return GuestProfile{}, airlock.Errorf(airlock.CodeDenied, gate.ReasonUnknownTenant, "unknown tenant %q", tenant)
+		return GuestProfile{}, airlock.Errorf(airlock.CodeDenied, airlock.ReasonUnknownTenant, "unknown tenant %q", tenant)
 	}
 	p := t.Profile
 	return GuestProfile{Name: p.Name, Capabilities: p.Capabilities(), Memory: p.Memory, Deadline: p.Deadline}, nil

@@ -86,13 +86,13 @@ func (e *Engine) prepareCrawlJob(call *gate.Call, req airlock.CrawlRequest) (air
 		return req, err
 	}
 	if req.MaxPages > MaxJobPages || len(req.URLs) > MaxJobPages {
-		return req, airlock.Errorf(airlock.CodeTooLarge, "crawl_job_pages", "a crawl job stores at most %d pages", MaxJobPages)
+		return req, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonCrawlJobPages, "a crawl job stores at most %d pages", MaxJobPages)
 	}
 	if _, err := egress.ParseTLSProfile(req.TLSProfile); err != nil {
 		return req, err
 	}
 	if px := e.browse.Proxy(req.Proxy); px != "" && call.Tenant.Dialer.Proxies[px] == nil {
-		return req, airlock.Errorf(airlock.CodeDenied, string(egress.ReasonProxy), "upstream proxy %q is not configured", px)
+		return req, airlock.Errorf(airlock.CodeDenied, airlock.ReasonProxy, "upstream proxy %q is not configured", px)
 	}
 	return req, nil
 }
@@ -109,11 +109,11 @@ func (e *Engine) sharesCrawl(req airlock.CrawlRequest) bool {
 func (e *Engine) checkReader(p airlock.Principal) error {
 	switch {
 	case !p.Valid():
-		return airlock.Errorf(airlock.CodeInvalid, gate.ReasonBadPrincipal, "bad principal %q", p.String())
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonPrincipal, "bad principal %q", p.String())
 	case e.gate.Tenant(p.Tenant) == nil:
-		return airlock.Errorf(airlock.CodeDenied, gate.ReasonUnknownTenant, "unknown tenant %q", p.Tenant)
+		return airlock.Errorf(airlock.CodeDenied, airlock.ReasonUnknownTenant, "unknown tenant %q", p.Tenant)
 	case e.revs.Revoked(p):
-		return airlock.Errorf(airlock.CodeRevoked, gate.ReasonRevoked, "%s is revoked", p.String())
+		return airlock.Errorf(airlock.CodeRevoked, airlock.ReasonRevoked, "%s is revoked", p.String())
 	}
 	return nil
 }

@@ -341,7 +341,7 @@ func TestCrawlJobCancel(t *testing.T) {
 	// The call ended: nothing is in flight, and it was audited once.
 	flush(t, e)
 	recs := auditAll(t, e, airlock.AuditQuery{Broker: "crawl"})
-	if len(recs) != 1 || recs[0].Reason != airlock.ReasonCanceled {
+	if len(recs) != 1 || airlock.Reason(recs[0].Reason) != airlock.ReasonCanceled {
 		t.Errorf("crawl records = %+v", recs)
 	}
 }
@@ -423,7 +423,7 @@ func TestCrawlJobRefusedAtStart(t *testing.T) {
 		p      airlock.Principal
 		req    airlock.CrawlRequest
 		code   airlock.Code
-		reason string
+		reason airlock.Reason
 	}{
 		{"nothing to crawl", acme, airlock.CrawlRequest{}, airlock.CodeInvalid, "crawl_request"},
 		{"seed and urls", acme, airlock.CrawlRequest{Seed: seed, URLs: []string{seed}}, airlock.CodeInvalid, "crawl_request"},
@@ -447,7 +447,7 @@ func TestCrawlJobRefusedAtStart(t *testing.T) {
 			if job != nil {
 				t.Errorf("a job was returned: %+v", job)
 			}
-			wantErr(t, err, tt.code, tt.reason)
+			wantErr(t, err, tt.code, string(tt.reason))
 		})
 	}
 	if list, err := e.CrawlJobs(ctx, acme, 0); err != nil || len(list) != 0 {

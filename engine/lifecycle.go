@@ -197,7 +197,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 		}
 	})
 	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeUnavailable, "store", "load revocations: %v", err)
+		return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonStore, "load revocations: %v", err)
 	}
 	e.closers.push("revocations", func(context.Context) error { e.revs.Close(); return nil })
 	if err := e.watchFleet(); err != nil {
@@ -239,7 +239,7 @@ func (e *Engine) openLog(stop context.CancelFunc) error {
 		e.st, err = store.Open(filepath.Join(cfg.DataDir, "airlock.db"))
 	}
 	if err != nil {
-		return airlock.Errorf(airlock.CodeUnavailable, "store", "open the store in %s: %v", cfg.DataDir, err)
+		return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonStore, "open the store in %s: %v", cfg.DataDir, err)
 	}
 	e.closers.push("store", func(context.Context) error { return e.st.Close() })
 	var sink store.AuditLog = e.st

@@ -121,9 +121,9 @@ func TestCrawlPerHostCeiling(t *testing.T) {
 		{URLs: []string{seed}, Concurrency: 65},
 	} {
 		_, err := e.Crawl(ctx, e.Principal(), req, nil, nil)
-		wantErr(t, err, airlock.CodeInvalid, airlock.ReasonLimit)
+		wantErr(t, err, airlock.CodeInvalid, string(airlock.ReasonLimit))
 		_, err = e.StartCrawlJob(ctx, e.Principal(), req)
-		wantErr(t, err, airlock.CodeInvalid, airlock.ReasonLimit)
+		wantErr(t, err, airlock.CodeInvalid, string(airlock.ReasonLimit))
 	}
 	if n := site.Requests(); n != 0 {
 		t.Fatalf("refused crawls made %d requests", n)
@@ -177,16 +177,16 @@ func TestIgnoreRobotsPermission(t *testing.T) {
 	ctx := testCtx(t)
 	req := airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 3, IgnoreRobots: true}
 	_, err := e.Crawl(ctx, e.Principal(), req, nil, nil)
-	wantErr(t, err, airlock.CodeDenied, gate.ReasonIgnoreRobots)
+	wantErr(t, err, airlock.CodeDenied, string(airlock.ReasonIgnoreRobots))
 	_, err = e.StartCrawlJob(ctx, e.Principal(), req)
-	wantErr(t, err, airlock.CodeDenied, gate.ReasonIgnoreRobots)
+	wantErr(t, err, airlock.CodeDenied, string(airlock.ReasonIgnoreRobots))
 	if n := site.Requests(); n != 0 {
 		t.Fatalf("refused crawls made %d requests", n)
 	}
 	if err := e.FlushAudit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := e.AuditQuery(ctx, airlock.AuditQuery{Reason: gate.ReasonIgnoreRobots})
+	recs, err := e.AuditQuery(ctx, airlock.AuditQuery{Reason: string(airlock.ReasonIgnoreRobots)})
 	if err != nil || len(recs) != 2 || recs[0].Outcome != gate.OutcomeDeny {
 		t.Errorf("audit = %+v, %v; want two denials", recs, err)
 	}
@@ -207,18 +207,18 @@ func TestExchangeAndHTTPCeilingsPerTenant(t *testing.T) {
 	})
 	ctx := testCtx(t)
 	_, err := e.Exchange(ctx, e.Principal(), airlock.ExchangeRequest{Lane: "tcp", Target: "127.0.0.1:1", MaxReply: 101})
-	wantErr(t, err, airlock.CodeInvalid, airlock.ReasonLimit)
+	wantErr(t, err, airlock.CodeInvalid, string(airlock.ReasonLimit))
 	if want := "max_reply 101 is above the ceiling 100 (tenants.local.limits.exchange_max_reply)"; err.Error() != want {
 		t.Errorf("error = %q, want %q", err, want)
 	}
 	_, err = e.HTTP(ctx, e.Principal(), airlock.HTTPRequest{Method: "POST", URL: "http://127.0.0.1:1/", Body: make([]byte, 11)})
-	wantErr(t, err, airlock.CodeInvalid, airlock.ReasonLimit)
+	wantErr(t, err, airlock.CodeInvalid, string(airlock.ReasonLimit))
 	_, err = e.Route(ctx, e.Principal(), airlock.RouteRequest{Name: "x", Path: "/", Body: make([]byte, 11)})
-	wantErr(t, err, airlock.CodeInvalid, airlock.ReasonLimit)
+	wantErr(t, err, airlock.CodeInvalid, string(airlock.ReasonLimit))
 	_, err = e.AuditQuery(ctx, airlock.AuditQuery{Limit: 10001})
-	wantCode(t, err, airlock.CodeInvalid, airlock.ReasonLimit) // a read, not a broker call
+	wantCode(t, err, airlock.CodeInvalid, string(airlock.ReasonLimit)) // a read, not a broker call
 	_, _, err = e.Search(ctx, e.Principal(), airlock.SearchRequest{Query: "q", Limit: 101})
-	wantErr(t, err, airlock.CodeInvalid, airlock.ReasonLimit)
+	wantErr(t, err, airlock.CodeInvalid, string(airlock.ReasonLimit))
 	if err := e.CheckLimit(ctx, e.Principal(), "fetch", engine.LimitMCPMaxLength, "max_length", 1000001); airlock.ReasonOf(err) != airlock.ReasonLimit {
 		t.Errorf("CheckLimit: %v", err)
 	}
@@ -253,19 +253,19 @@ func TestBrowserCeilings(t *testing.T) {
 		t.Fatalf("BrowserOpen: %v", err)
 	}
 	defer e.BrowserClose(ctx, p, info.ID, true)
-	ae := wantErr(t, doOp(ctx, e, p, info.ID, engine.BrowserOp{Kind: "wait_for", Selector: "body", TimeoutMS: 1001}), airlock.CodeInvalid, airlock.ReasonLimit)
+	ae := wantErr(t, doOp(ctx, e, p, info.ID, engine.BrowserOp{Kind: "wait_for", Selector: "body", TimeoutMS: 1001}), airlock.CodeInvalid, string(airlock.ReasonLimit))
 	if want := "timeout_ms 1.001s is above the ceiling 1s (tenants.local.limits.browser_wait_timeout)"; ae.Message != want {
 		t.Errorf("message = %q, want %q", ae.Message, want)
 	}
-	wantErr(t, doOp(ctx, e, p, info.ID, engine.BrowserOp{Kind: "snapshot", MaxChars: 1001}), airlock.CodeInvalid, airlock.ReasonLimit)
+	wantErr(t, doOp(ctx, e, p, info.ID, engine.BrowserOp{Kind: "snapshot", MaxChars: 1001}), airlock.CodeInvalid, string(airlock.ReasonLimit))
 	if err := doOp(ctx, e, p, info.ID, engine.BrowserOp{Kind: "snapshot", MaxChars: 1000}); err != nil {
 		t.Errorf("snapshot at the ceiling: %v", err)
 	}
 	sleep := engine.BrowserAction{Action: "sleep", MS: 1}
 	_, err = e.BrowserInteract(ctx, p, info.ID, []engine.BrowserAction{sleep, sleep, sleep}, true)
-	wantErr(t, err, airlock.CodeInvalid, airlock.ReasonLimit)
+	wantErr(t, err, airlock.CodeInvalid, string(airlock.ReasonLimit))
 	_, err = e.BrowserInteract(ctx, p, info.ID, []engine.BrowserAction{{Action: "wait_for_selector", Selector: "body", TimeoutMS: 2000}}, true)
-	wantErr(t, err, airlock.CodeInvalid, airlock.ReasonLimit)
+	wantErr(t, err, airlock.CodeInvalid, string(airlock.ReasonLimit))
 	if _, err := e.BrowserInteract(ctx, p, info.ID, []engine.BrowserAction{sleep, sleep}, true); err != nil {
 		t.Errorf("two steps: %v", err)
 	}

@@ -129,7 +129,7 @@ func TestBinaryUnsupported(t *testing.T) {
 			t.Errorf("fetch %s: page %+v, want an error", tt.path, page)
 			continue
 		}
-		ae := wantErr(t, err, airlock.CodeUpstream, airlock.ReasonUnsupportedContent)
+		ae := wantErr(t, err, airlock.CodeUpstream, string(airlock.ReasonUnsupportedContent))
 		if !strings.Contains(ae.Message, tt.ctype) || !strings.Contains(ae.Message, tt.size) {
 			t.Errorf("fetch %s: message %q does not name %s and %s", tt.path, ae.Message, tt.ctype, tt.size)
 		}
@@ -229,12 +229,12 @@ func TestFetchTimeoutAndBodyCap(t *testing.T) {
 	p := airlock.Principal{Tenant: "t"}
 	ctx := testCtx(t)
 	_, err := e.Fetch(ctx, p, airlock.FetchRequest{URL: srv.URL + "/slow", Timeout: airlock.Duration(time.Hour)})
-	ae := wantErr(t, err, airlock.CodeInvalid, airlock.ReasonLimit)
+	ae := wantErr(t, err, airlock.CodeInvalid, string(airlock.ReasonLimit))
 	if !strings.Contains(ae.Message, "fetch_timeout") {
 		t.Errorf("over the ceiling: %q does not name limits.fetch_timeout", ae.Message)
 	}
 	_, err = e.Fetch(ctx, p, airlock.FetchRequest{URL: srv.URL + "/slow", Timeout: airlock.Duration(200 * time.Millisecond)})
-	wantErr(t, err, airlock.CodeTimeout, airlock.ReasonTimeout)
+	wantErr(t, err, airlock.CodeTimeout, string(airlock.ReasonTimeout))
 	_, err = e.Fetch(ctx, p, airlock.FetchRequest{URL: srv.URL + "/big"})
 	ae = wantErr(t, err, airlock.CodeTooLarge, "")
 	if !strings.Contains(ae.Message, "egress.max_body_bytes") {

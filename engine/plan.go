@@ -49,7 +49,7 @@ type tenantPlan struct {
 }
 
 func configErr(format string, args ...any) error {
-	return airlock.Errorf(airlock.CodeInvalid, "config", "config: "+format, args...)
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "config: "+format, args...)
 }
 
 // compile checks cfg and compiles it: profiles, tenants (checkers,

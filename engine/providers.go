@@ -62,7 +62,7 @@ func buildDispatcher(bc BrowseConfig, getenv func(string) string, providers []Pr
 			continue
 		}
 		if !slices.Equal(bp.Capabilities(), p.Capabilities) {
-			return nil, airlock.Errorf(airlock.CodeInternal, "provider", "provider %s declares %v, registered as %v", p.Name, bp.Capabilities(), p.Capabilities)
+			return nil, airlock.Errorf(airlock.CodeInternal, airlock.ReasonProvider, "provider %s declares %v, registered as %v", p.Name, bp.Capabilities(), p.Capabilities)
 		}
 		regs = append(regs, reg{p.Name, bp})
 		if s, ok := bp.(airlock.Searcher); ok && slices.Equal(p.Capabilities, []string{airlock.VerbSearch}) {

@@ -54,7 +54,7 @@ func (e *Engine) RevokeToken(ctx context.Context, id string) (StoredToken, error
 	if err == nil {
 		err = e.st.DeleteToken(ctx, t.Hash)
 		if errors.Is(err, store.ErrNotFound) {
-			err = airlock.Errorf(airlock.CodeNotFound, "token", "no stored API token %s", t.ID())
+			err = airlock.Errorf(airlock.CodeNotFound, airlock.ReasonToken, "no stored API token %s", t.ID())
 		}
 	}
 	subject := t.ID()
@@ -75,7 +75,7 @@ func (e *Engine) findToken(ctx context.Context, id string) (StoredToken, error) 
 	} else {
 		prefix = store.TokenHashPrefix + strings.ToLower(strings.TrimPrefix(id, store.TokenHashPrefix))
 		if len(prefix) < len(store.TokenHashPrefix)+minTokenIDDigits {
-			return StoredToken{}, airlock.Errorf(airlock.CodeInvalid, "token", "token id %q is too short: give at least %d hex digits of the hash (airlock token list shows them)", id, minTokenIDDigits)
+			return StoredToken{}, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonToken, "token id %q is too short: give at least %d hex digits of the hash (airlock token list shows them)", id, minTokenIDDigits)
 		}
 	}
 	all, err := e.ListTokens(ctx, "")
@@ -94,10 +94,10 @@ func (e *Engine) findToken(ctx context.Context, id string) (StoredToken, error) 
 		if strings.HasPrefix(id, "alk_") {
 			shown = "the given token"
 		}
-		return StoredToken{}, airlock.Errorf(airlock.CodeNotFound, "token", "no stored API token matches %q (airlock token list shows them)", shown)
+		return StoredToken{}, airlock.Errorf(airlock.CodeNotFound, airlock.ReasonToken, "no stored API token matches %q (airlock token list shows them)", shown)
 	case 1:
 		return found[0], nil
 	default:
-		return StoredToken{}, airlock.Errorf(airlock.CodeInvalid, "token", "%q matches %d tokens: give more digits of the hash", id, len(found))
+		return StoredToken{}, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonToken, "%q matches %d tokens: give more digits of the hash", id, len(found))
 	}
 }

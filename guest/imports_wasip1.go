@@ -72,7 +72,7 @@ func call(f func(out unsafe.Pointer, outCap uint32) int32) ([]byte, error) {
 	}
 	buf := make([]byte, n)
 	if m := resultRead(ptr(buf), uint32(n)); m != n {
-		return nil, &airlock.Error{Code: airlock.CodeInternal, Reason: "abi", Message: "guest: result_read returned a different length"}
+		return nil, &airlock.Error{Code: airlock.CodeInternal, Reason: airlock.ReasonABI, Message: "guest: result_read returned a different length"}
 	}
 	return buf, nil
 }
@@ -87,7 +87,7 @@ func readError(ret int32) error {
 	}
 	e := &airlock.Error{}
 	if n <= 0 || json.Unmarshal(buf[:n], e) != nil {
-		e = &airlock.Error{Code: airlock.CodeInternal, Reason: "abi", Message: "guest: the host reported a failure without details"}
+		e = &airlock.Error{Code: airlock.CodeInternal, Reason: airlock.ReasonABI, Message: "guest: the host reported a failure without details"}
 		if ret == -1 {
 			e.Code = airlock.CodeDenied
 		}
@@ -119,7 +119,7 @@ func FetchWith(url string, o FetchOptions) (*airlock.Page, error) {
 func GetMany(urls []string) ([]airlock.FetchResult, error) {
 	for _, u := range urls {
 		if strings.ContainsAny(u, "\r\n") {
-			return nil, &airlock.Error{Code: airlock.CodeInvalid, Reason: "argument", Message: "guest: a URL contains a line break"}
+			return nil, &airlock.Error{Code: airlock.CodeInvalid, Reason: airlock.ReasonArgument, Message: "guest: a URL contains a line break"}
 		}
 	}
 	joined := strings.Join(urls, "\n")
@@ -167,7 +167,7 @@ type exchangeFunc func(hostPtr unsafe.Pointer, hostLen uint32, port uint32, reqP
 
 func exchange(f exchangeFunc, host string, port int, req []byte) ([]byte, error) {
 	if port <= 0 || port > 65535 {
-		return nil, &airlock.Error{Code: airlock.CodeInvalid, Reason: "port", Message: "guest: port out of range 1..65535"}
+		return nil, &airlock.Error{Code: airlock.CodeInvalid, Reason: airlock.ReasonPort, Message: "guest: port out of range 1..65535"}
 	}
 	return call(func(p unsafe.Pointer, c uint32) int32 {
 		return f(strPtr(host), uint32(len(host)), uint32(port), ptr(req), uint32(len(req)), p, c)

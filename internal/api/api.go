@@ -34,20 +34,6 @@ const (
 	HeaderInstance = "X-Airlock-Instance"
 )
 
-// Reasons of the errors this package produces itself.
-const (
-	ReasonToken    = "token"     // no bearer token, or an unknown one (401)
-	ReasonAdmin    = "admin"     // a route that needs the admin token
-	ReasonApprover = "approver"  // an approval answered with a tenant's token
-	ReasonTenant   = "tenant"    // another tenant's records or jobs
-	ReasonBody     = "body"      // a body that is not the JSON the route reads
-	ReasonRequest  = "request"   // a request whose fields do not fit together
-	ReasonQuery    = "query"     // a bad query parameter
-	ReasonRoute    = "route"     // no such route
-	ReasonMethod   = "method"    // the route exists for other methods
-	ReasonNotReady = "not_ready" // /readyz: a dependency is down
-)
-
 // responseMargin is the part of a route's write deadline kept for writing
 // the response: the engine call gets the rest, so that a slow call ends as
 // a 504 in the error shape rather than as a cut connection.
@@ -204,7 +190,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.log.Error("panic in handler", slog.String("method", r.Method), slog.String("path", r.URL.Path),
 				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
 			if !sw.wrote {
-				writeError(sw, airlock.Errorf(airlock.CodeInternal, "panic", "panic: %v", v))
+				writeError(sw, airlock.Errorf(airlock.CodeInternal, airlock.ReasonPanic, "panic: %v", v))
 			}
 		}
 		attrs := []slog.Attr{
@@ -281,7 +267,7 @@ func (e *authError) Error() string { return e.err.Error() }
 func (e *authError) Unwrap() error { return e.err }
 
 func unauthorized(msg, challenge string) error {
-	return &authError{err: airlock.Errorf(airlock.CodeDenied, ReasonToken, "%s", msg), challenge: challenge}
+	return &authError{err: airlock.Errorf(airlock.CodeDenied, airlock.ReasonToken, "%s", msg), challenge: challenge}
 }
 
 // authenticate finds who r is from. Tokens are compared by their SHA-256
@@ -323,16 +309,16 @@ func (s *server) authenticate(r *http.Request, kind authKind) (caller, error) {
 	}
 	switch kind {
 	case authAdmin:
-		return caller{}, airlock.Errorf(airlock.CodeDenied, ReasonAdmin, "this route needs the admin token")
+		return caller{}, airlock.Errorf(airlock.CodeDenied, airlock.ReasonAdmin, "this route needs the admin token")
 	case authApprover:
 		// The workload holds its tenant's token: it must not answer its
 		// own session's asks.
-		return caller{}, airlock.Errorf(airlock.CodeDenied, ReasonApprover, "approvals need the admin token or a browser.approver_tokens token, not a tenant's")
+		return caller{}, airlock.Errorf(airlock.CodeDenied, airlock.ReasonApprover, "approvals need the admin token or a browser.approver_tokens token, not a tenant's")
 	}
 	if inst := r.Header.Get(HeaderInstance); inst != "" {
 		pp, err := airlock.ParsePrincipal(p.Tenant + "/" + inst)
 		if err != nil || pp.Instance != inst {
-			return caller{}, airlock.Errorf(airlock.CodeInvalid, "principal", "bad %s header %q: letters, digits, '-', '_', '.', ':' only, at most 128", HeaderInstance, inst)
+			return caller{}, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonPrincipal, "bad %s header %q: letters, digits, '-', '_', '.', ':' only, at most 128", HeaderInstance, inst)
 		}
 		p = pp
 	}
@@ -409,9 +395,9 @@ func (w *muxErrorWriter) WriteHeader(code int) {
 	var err error
 	switch code {
 	case http.StatusNotFound:
-		err = airlock.Errorf(airlock.CodeNotFound, ReasonRoute, "no route %s", w.path)
+		err = airlock.Errorf(airlock.CodeNotFound, airlock.ReasonRoute, "no route %s", w.path)
 	case http.StatusMethodNotAllowed:
-		err = &statusError{err: airlock.Errorf(airlock.CodeInvalid, ReasonMethod, "method not allowed here; allowed: %s", w.Header().Get("Allow")), status: code}
+		err = &statusError{err: airlock.Errorf(airlock.CodeInvalid, airlock.ReasonMethod, "method not allowed here; allowed: %s", w.Header().Get("Allow")), status: code}
 	default:
 		w.statusWriter.WriteHeader(code)
 		return

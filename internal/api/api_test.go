@@ -289,7 +289,7 @@ func (f *fixture) do(method, path, token string, body any, header ...string) res
 
 // wantError checks an error response: status, code, reason, the error
 // shape with every key, and the decision header matching the body.
-func wantError(t *testing.T, r result, status int, code airlock.Code, reason string) airlock.Error {
+func wantError(t *testing.T, r result, status int, code airlock.Code, reason airlock.Reason) airlock.Error {
 	t.Helper()
 	if r.StatusCode != status {
 		t.Errorf("status = %d, want %d (%s)", r.StatusCode, status, r.body)
@@ -442,7 +442,7 @@ func TestBrowseCrawl(t *testing.T) {
 	r = f.do("POST", "/api/browse", acmeToken, map[string]any{"verb": "crawl", "seed": f.site.URL + "/", "options": map[string]any{"max_pages": MaxBrowseCrawlPages + 1}})
 	wantError(t, r, 413, airlock.CodeTooLarge, "max_pages")
 	r = f.do("POST", "/api/browse", acmeToken, map[string]any{"verb": "crawl", "seed": f.site.URL + "/", "options": map[string]any{"timeout": "soon"}})
-	wantError(t, r, 400, airlock.CodeInvalid, ReasonBody)
+	wantError(t, r, 400, airlock.CodeInvalid, airlock.ReasonBody)
 	// A refused seed is reported as skipped by policy.
 	r = f.do("POST", "/api/browse", acmeToken, map[string]any{"verb": "crawl", "seed": "http://169.254.169.254/"})
 	r.decode(t, &got)
@@ -485,27 +485,27 @@ func TestBrowseBadRequests(t *testing.T) {
 		body   any
 		status int
 		code   airlock.Code
-		reason string
+		reason airlock.Reason
 	}{
-		{"empty body", "", 400, airlock.CodeInvalid, ReasonBody},
-		{"not JSON", "verb=fetch", 400, airlock.CodeInvalid, ReasonBody},
-		{"truncated", `{"verb": "fetch"`, 400, airlock.CodeInvalid, ReasonBody},
-		{"two objects", `{"verb": "fetch", "url": "` + u + `"} {}`, 400, airlock.CodeInvalid, ReasonBody},
-		{"unknown field", map[string]any{"verb": "fetch", "url": u, "format": "org"}, 400, airlock.CodeInvalid, ReasonBody},
-		{"unknown option", map[string]any{"verb": "fetch", "url": u, "options": map[string]any{"max_pages": 3}}, 400, airlock.CodeInvalid, ReasonBody},
-		{"wrong type", map[string]any{"verb": "fetch", "url": 7}, 400, airlock.CodeInvalid, ReasonBody},
-		{"no verb", map[string]any{"url": u}, 400, airlock.CodeInvalid, ReasonRequest},
-		{"unknown verb", map[string]any{"verb": "get", "url": u}, 400, airlock.CodeInvalid, ReasonRequest},
-		{"fetch without url", map[string]any{"verb": "fetch"}, 400, airlock.CodeInvalid, ReasonRequest},
-		{"fetch url and urls", map[string]any{"verb": "fetch", "url": u, "urls": []string{u}}, 400, airlock.CodeInvalid, ReasonRequest},
-		{"fetch with query", map[string]any{"verb": "fetch", "url": u, "query": "x"}, 400, airlock.CodeInvalid, ReasonRequest},
-		{"crawl seed and urls", map[string]any{"verb": "crawl", "seed": u, "urls": []string{u}}, 400, airlock.CodeInvalid, ReasonRequest},
-		{"crawl with url", map[string]any{"verb": "crawl", "url": u}, 400, airlock.CodeInvalid, ReasonRequest},
-		{"search with url", map[string]any{"verb": "search", "query": "x", "url": u}, 400, airlock.CodeInvalid, ReasonRequest},
+		{"empty body", "", 400, airlock.CodeInvalid, airlock.ReasonBody},
+		{"not JSON", "verb=fetch", 400, airlock.CodeInvalid, airlock.ReasonBody},
+		{"truncated", `{"verb": "fetch"`, 400, airlock.CodeInvalid, airlock.ReasonBody},
+		{"two objects", `{"verb": "fetch", "url": "` + u + `"} {}`, 400, airlock.CodeInvalid, airlock.ReasonBody},
+		{"unknown field", map[string]any{"verb": "fetch", "url": u, "format": "org"}, 400, airlock.CodeInvalid, airlock.ReasonBody},
+		{"unknown option", map[string]any{"verb": "fetch", "url": u, "options": map[string]any{"max_pages": 3}}, 400, airlock.CodeInvalid, airlock.ReasonBody},
+		{"wrong type", map[string]any{"verb": "fetch", "url": 7}, 400, airlock.CodeInvalid, airlock.ReasonBody},
+		{"no verb", map[string]any{"url": u}, 400, airlock.CodeInvalid, airlock.ReasonRequest},
+		{"unknown verb", map[string]any{"verb": "get", "url": u}, 400, airlock.CodeInvalid, airlock.ReasonRequest},
+		{"fetch without url", map[string]any{"verb": "fetch"}, 400, airlock.CodeInvalid, airlock.ReasonRequest},
+		{"fetch url and urls", map[string]any{"verb": "fetch", "url": u, "urls": []string{u}}, 400, airlock.CodeInvalid, airlock.ReasonRequest},
+		{"fetch with query", map[string]any{"verb": "fetch", "url": u, "query": "x"}, 400, airlock.CodeInvalid, airlock.ReasonRequest},
+		{"crawl seed and urls", map[string]any{"verb": "crawl", "seed": u, "urls": []string{u}}, 400, airlock.CodeInvalid, airlock.ReasonRequest},
+		{"crawl with url", map[string]any{"verb": "crawl", "url": u}, 400, airlock.CodeInvalid, airlock.ReasonRequest},
+		{"search with url", map[string]any{"verb": "search", "query": "x", "url": u}, 400, airlock.CodeInvalid, airlock.ReasonRequest},
 		{"unknown format", map[string]any{"verb": "fetch", "url": u, "as": "pdf"}, 400, airlock.CodeInvalid, "unknown_format"},
 		{"ambiguous host", map[string]any{"verb": "fetch", "url": "http://2130706433/"}, 403, airlock.CodeDenied, "numeric_host"},
 		{"bad narrowing", map[string]any{"verb": "fetch", "url": u, "options": map[string]any{"narrow": map[string]any{"allow": []string{"http://["}}}}, 400, airlock.CodeInvalid, "narrow"},
-		{"too large", map[string]any{"verb": "fetch", "url": u + "?" + strings.Repeat("x", DefaultMaxBody)}, 413, airlock.CodeTooLarge, ReasonBody},
+		{"too large", map[string]any{"verb": "fetch", "url": u + "?" + strings.Repeat("x", DefaultMaxBody)}, 413, airlock.CodeTooLarge, airlock.ReasonBody},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -549,7 +549,7 @@ func TestErrorStatuses(t *testing.T) {
 		}
 	})
 	t.Run("too_large 413", func(t *testing.T) {
-		wantError(t, f.do("POST", "/api/http", acmeToken, `{"url": "`+strings.Repeat("a", 2<<20)+`"}`), 413, airlock.CodeTooLarge, ReasonBody)
+		wantError(t, f.do("POST", "/api/http", acmeToken, `{"url": "`+strings.Repeat("a", 2<<20)+`"}`), 413, airlock.CodeTooLarge, airlock.ReasonBody)
 	})
 	t.Run("upstream 502", func(t *testing.T) {
 		wantError(t, fetch(acmeToken, f.site.URL+"/missing"), 502, airlock.CodeUpstream, "http_status")
@@ -572,7 +572,7 @@ func TestErrorStatuses(t *testing.T) {
 		g := newFixture(t, func(o *Options) {
 			o.Ready = func(context.Context) error { return airlock.Errorf(airlock.CodeUnavailable, "draining", "draining") }
 		})
-		wantError(t, g.do("GET", "/readyz", "", nil), 503, airlock.CodeUnavailable, ReasonNotReady)
+		wantError(t, g.do("GET", "/readyz", "", nil), 503, airlock.CodeUnavailable, airlock.ReasonNotReady)
 		// An engine that is shutting down.
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
@@ -621,13 +621,13 @@ func TestAuth(t *testing.T) {
 		header []string
 		status int
 		code   airlock.Code
-		reason string
+		reason airlock.Reason
 	}{
-		{"no header", nil, 401, airlock.CodeDenied, ReasonToken},
-		{"unknown token", []string{"Authorization", "Bearer alk_nope"}, 401, airlock.CodeDenied, ReasonToken},
-		{"empty bearer", []string{"Authorization", "Bearer "}, 401, airlock.CodeDenied, ReasonToken},
-		{"basic scheme", []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("a:"+acmeToken))}, 401, airlock.CodeDenied, ReasonToken},
-		{"admin token is not a tenant", []string{"Authorization", "Bearer " + adminToken}, 401, airlock.CodeDenied, ReasonToken},
+		{"no header", nil, 401, airlock.CodeDenied, airlock.ReasonToken},
+		{"unknown token", []string{"Authorization", "Bearer alk_nope"}, 401, airlock.CodeDenied, airlock.ReasonToken},
+		{"empty bearer", []string{"Authorization", "Bearer "}, 401, airlock.CodeDenied, airlock.ReasonToken},
+		{"basic scheme", []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("a:"+acmeToken))}, 401, airlock.CodeDenied, airlock.ReasonToken},
+		{"admin token is not a tenant", []string{"Authorization", "Bearer " + adminToken}, 401, airlock.CodeDenied, airlock.ReasonToken},
 		{"lower-case scheme", []string{"Authorization", "bearer " + acmeToken}, 200, "", ""},
 		{"bad instance", []string{"Authorization", "Bearer " + acmeToken, HeaderInstance, "a/b"}, 400, airlock.CodeInvalid, "principal"},
 		{"instance with spaces", []string{"Authorization", "Bearer " + acmeToken, HeaderInstance, "a b"}, 400, airlock.CodeInvalid, "principal"},
@@ -641,15 +641,15 @@ func TestAuth(t *testing.T) {
 				}
 				return
 			}
-			wantError(t, r, tt.status, tt.code, tt.reason)
+			wantError(t, r, tt.status, tt.code, airlock.Reason(string(tt.reason)))
 			if tt.status == 401 && !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer") {
 				t.Errorf("WWW-Authenticate = %q", r.Header.Get("WWW-Authenticate"))
 			}
 		})
 	}
 	// A tenant token on an admin route is forbidden, not unauthenticated.
-	wantError(t, f.do("POST", "/api/admin/revoke", acmeToken, map[string]any{"subject": "other"}), 403, airlock.CodeDenied, ReasonAdmin)
-	wantError(t, f.do("POST", "/api/admin/revoke", "", map[string]any{"subject": "other"}), 401, airlock.CodeDenied, ReasonToken)
+	wantError(t, f.do("POST", "/api/admin/revoke", acmeToken, map[string]any{"subject": "other"}), 403, airlock.CodeDenied, airlock.ReasonAdmin)
+	wantError(t, f.do("POST", "/api/admin/revoke", "", map[string]any{"subject": "other"}), 401, airlock.CodeDenied, airlock.ReasonToken)
 	// The access log: one line per request, with the tenant once known,
 	// and never a token.
 	logs := f.logs.String()
@@ -681,18 +681,18 @@ func TestAuth(t *testing.T) {
 
 func TestRoutingErrors(t *testing.T) {
 	f := newFixture(t)
-	e := wantError(t, f.do("GET", "/api/browse", acmeToken, nil), 405, airlock.CodeInvalid, ReasonMethod)
+	e := wantError(t, f.do("GET", "/api/browse", acmeToken, nil), 405, airlock.CodeInvalid, airlock.ReasonMethod)
 	if !strings.Contains(e.Message, "POST") {
 		t.Errorf("405 message %q does not say what is allowed", e.Message)
 	}
 	r := f.do("DELETE", "/healthz", "", nil)
-	wantError(t, r, 405, airlock.CodeInvalid, ReasonMethod)
+	wantError(t, r, 405, airlock.CodeInvalid, airlock.ReasonMethod)
 	if allow := r.Header.Get("Allow"); !strings.Contains(allow, "GET") {
 		t.Errorf("Allow = %q", allow)
 	}
-	wantError(t, f.do("GET", "/nope", "", nil), 404, airlock.CodeNotFound, ReasonRoute)
-	wantError(t, f.do("GET", "/api/crawls/x/y/z", acmeToken, nil), 404, airlock.CodeNotFound, ReasonRoute)
-	wantError(t, f.do("GET", "/mcp", "", nil), 404, airlock.CodeNotFound, ReasonRoute) // no MCP configured
+	wantError(t, f.do("GET", "/nope", "", nil), 404, airlock.CodeNotFound, airlock.ReasonRoute)
+	wantError(t, f.do("GET", "/api/crawls/x/y/z", acmeToken, nil), 404, airlock.CodeNotFound, airlock.ReasonRoute)
+	wantError(t, f.do("GET", "/mcp", "", nil), 404, airlock.CodeNotFound, airlock.ReasonRoute) // no MCP configured
 }
 
 func TestMCPMount(t *testing.T) {
@@ -755,7 +755,7 @@ func TestExchange(t *testing.T) {
 	}
 	wantError(t, f.do("POST", "/api/exchange/tcp", acmeToken, map[string]any{"target": "10.0.0.1:80", "data": []byte("x")}), 403, airlock.CodeDenied, "private")
 	wantError(t, f.do("POST", "/api/exchange/sctp", acmeToken, map[string]any{"target": ln.Addr().String()}), 400, airlock.CodeInvalid, "lane")
-	wantError(t, f.do("POST", "/api/exchange/tcp", acmeToken, map[string]any{"target": ln.Addr().String(), "lane": "udp"}), 400, airlock.CodeInvalid, ReasonBody)
+	wantError(t, f.do("POST", "/api/exchange/tcp", acmeToken, map[string]any{"target": ln.Addr().String(), "lane": "udp"}), 400, airlock.CodeInvalid, airlock.ReasonBody)
 }
 
 func TestSign(t *testing.T) {
@@ -775,7 +775,7 @@ func TestSign(t *testing.T) {
 	if bytes.Contains(r.body, []byte(signingKey)) {
 		t.Error("the secret is in the answer")
 	}
-	wantError(t, f.do("POST", "/api/sign", acmeToken, map[string]any{"data": []byte("x")}), 400, airlock.CodeInvalid, ReasonRequest)
+	wantError(t, f.do("POST", "/api/sign", acmeToken, map[string]any{"data": []byte("x")}), 400, airlock.CodeInvalid, airlock.ReasonRequest)
 	// Secrets belong to their tenant.
 	wantError(t, f.do("POST", "/api/sign", otherToken, map[string]any{"name": "k", "data": []byte("x")}), 404, airlock.CodeNotFound, "secret")
 }
@@ -854,7 +854,7 @@ func TestDenialVisible(t *testing.T) {
 			t.Errorf("acme sees %+v", rec)
 		}
 	}
-	wantError(t, f.do("GET", "/api/audit?principal=other", acmeToken, nil), 403, airlock.CodeDenied, ReasonTenant)
+	wantError(t, f.do("GET", "/api/audit?principal=other", acmeToken, nil), 403, airlock.CodeDenied, airlock.ReasonTenant)
 	r = f.do("GET", "/api/audit?principal=acme/agent-7", acmeToken, nil)
 	r.decode(t, &got)
 	if len(got.Records) != 1 || got.Records[0].ID != denial.DecisionID {
@@ -883,7 +883,7 @@ func TestDenialVisible(t *testing.T) {
 	}
 
 	// Metrics: a token is needed, and the denial is counted.
-	wantError(t, f.do("GET", "/metrics", "", nil), 401, airlock.CodeDenied, ReasonToken)
+	wantError(t, f.do("GET", "/metrics", "", nil), 401, airlock.CodeDenied, airlock.ReasonToken)
 	r = f.do("GET", "/metrics", acmeToken, nil)
 	for _, want := range []string{`airlock_broker_calls_total{broker="fetch",outcome="deny",reason="private"} 1`, "airlock_build_info{"} {
 		if !bytes.Contains(r.body, []byte(want)) {
@@ -936,7 +936,7 @@ func TestAuditStats(t *testing.T) {
 	if r.StatusCode != 200 || !bytes.Contains(r.body, []byte(`"stats":[]`)) {
 		t.Errorf("stats since the future: %s", r)
 	}
-	wantError(t, f.do("GET", "/api/audit/stats?until=x", acmeToken, nil), 400, airlock.CodeInvalid, ReasonQuery)
+	wantError(t, f.do("GET", "/api/audit/stats?until=x", acmeToken, nil), 400, airlock.CodeInvalid, airlock.ReasonQuery)
 }
 
 func TestAdminRevocation(t *testing.T) {
@@ -964,7 +964,7 @@ func TestAdminRevocation(t *testing.T) {
 	}
 	wantError(t, f.do("POST", "/api/admin/unrevoke", adminToken, map[string]any{"subject": "other"}), 404, airlock.CodeNotFound, "")
 	wantError(t, f.do("POST", "/api/admin/revoke", adminToken, map[string]any{"subject": "a/b/c"}), 400, airlock.CodeInvalid, "")
-	wantError(t, f.do("POST", "/api/admin/unrevoke", adminToken, map[string]any{"subject": "other", "reason": "x"}), 400, airlock.CodeInvalid, ReasonBody)
+	wantError(t, f.do("POST", "/api/admin/unrevoke", adminToken, map[string]any{"subject": "other", "reason": "x"}), 400, airlock.CodeInvalid, airlock.ReasonBody)
 	// The admin actions are audited.
 	r = f.do("GET", "/api/audit?broker=admin&reason=revoke&outcome=allow", adminToken, nil)
 	var got auditResponse

@@ -571,7 +571,7 @@ func (d *apiDoc) renderErrors(b *strings.Builder, errorsGo string) error {
 	b.WriteString("## Errors\n\n")
 	b.WriteString("Every error is a JSON [ErrorBody](#errorbody): `{\"error\": {\"code\", \"reason\", \"message\", \"decision_id\"}}`. " +
 		"`code` is one of the ten below and sets the HTTP status; `reason` is finer (`private`, `loopback`, `metadata`, `capability`, " +
-		"`token`, `body`, ...); `decision_id` names the audited decision (also in the `X-Airlock-Decision` header) and is empty when " +
+		"`token`, `body`, ...; every one is listed under [Reasons](#reasons)); `decision_id` names the audited decision (also in the `X-Airlock-Decision` header) and is empty when " +
 		"the call was refused before any broker call; `hint`, present when there is advice, is the sentence the CLI prints after `hint:`.\n\n")
 	b.WriteString("| Code | HTTP status | Meaning |\n|---|---|---|\n")
 	for _, c := range airlock.Codes() {
@@ -592,7 +592,33 @@ func (d *apiDoc) renderErrors(b *strings.Builder, errorsGo string) error {
 		"a literal address the caller gave keeps its class (`private`, `loopback`, ...). The audit record of the decision " +
 		"(`GET /api/audit`, the operator's log) keeps the address and the class. The same holds for MCP tool errors, a " +
 		"WebAssembly guest's `last_error`, served-guest answers and event streams.\n\n")
+	renderReasons(b)
 	return nil
+}
+
+// renderReasons writes the reason catalogue (airlock.Reasons) as a table.
+func renderReasons(b *strings.Builder) {
+	b.WriteString("### Reasons\n\n")
+	b.WriteString("Every reason Airlock emits, from the catalogue in `reasons.go`, with the codes it comes with. A reason without " +
+		"codes is not an error's: it is the reason of a crawl's skipped URL, an audit record or a policy verdict. The CLI prints " +
+		"the hint under the error; JSON errors carry none.\n\n")
+	b.WriteString("| Reason | Codes | Meaning | CLI hint |\n|---|---|---|---|\n")
+	for _, r := range airlock.Reasons() {
+		codes := make([]string, len(r.Codes))
+		for i, c := range r.Codes {
+			codes[i] = "`" + string(c) + "`"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", reasonCell(r.Reason), strings.Join(codes, ", "), cell(r.Meaning), cell(r.Hint))
+	}
+	b.WriteString("\n")
+}
+
+// reasonCell is a reason as the Reasons table shows it.
+func reasonCell(r airlock.Reason) string {
+	if r == airlock.ReasonNone {
+		return "(none)"
+	}
+	return "`" + string(r) + "`"
 }
 
 // operation is one method on one path.
@@ -898,4 +924,74 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// TestReasonsDocumented: docs/api.md, as checked in, lists every reason of
+// the catalogue under Reasons, with its codes and its CLI hint; a reason
+// added to reasons.go without regenerating the reference fails here (and in
+// TestAPIReference) until it is documented.
+func TestReasonsDocumented(t *testing.T) {
+	doc, err := os.ReadFile(apiDocPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reasonsDocumented(string(doc), airlock.Reasons()); err != nil {
+		t.Fatalf("%v: run go test ./internal/api -run TestAPIReference -update", err)
+	}
+}
+
+// reasonsDocumented checks the Reasons table of doc against reasons.
+func reasonsDocumented(doc string, reasons []airlock.ReasonInfo) error {
+	_, table, ok := strings.Cut(doc, "\n### Reasons\n")
+	if !ok {
+		return fmt.Errorf("docs/api.md has no Reasons section")
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(table, "\n") {
+		if strings.HasPrefix(line, "## ") || strings.HasPrefix(line, "### ") {
+			break
+		}
+		if cellText, rest, ok := strings.Cut(strings.TrimPrefix(line, "| "), " |"); ok && strings.HasPrefix(line, "| ") {
+			rows[cellText] = rest
+		}
+	}
+	for _, r := range reasons {
+		row, ok := rows[reasonCell(r.Reason)]
+		if !ok {
+			return fmt.Errorf("reason %s is not documented under Reasons", reasonCell(r.Reason))
+		}
+		for _, c := range r.Codes {
+			if !strings.Contains(row, "`"+string(c)+"`") {
+				return fmt.Errorf("reason %s: code %s is not documented", reasonCell(r.Reason), c)
+			}
+		}
+		if r.Hint != "" && !strings.Contains(row, cell(r.Hint)) {
+			return fmt.Errorf("reason %s: its CLI hint is not documented", reasonCell(r.Reason))
+		}
+	}
+	return nil
+}
+
+// TestReasonsDocumentedCatches: a reason missing from the table, or
+// documented without one of its codes, is reported.
+func TestReasonsDocumentedCatches(t *testing.T) {
+	var b strings.Builder
+	renderReasons(&b)
+	doc := "# X\n\n" + b.String() + "## Next\n"
+	reasons := airlock.Reasons()
+	if err := reasonsDocumented(doc, reasons); err != nil {
+		t.Fatalf("the rendered table: %v", err)
+	}
+	extra := append(reasons, airlock.ReasonInfo{Reason: "not_in_the_doc", Codes: []airlock.Code{airlock.CodeDenied}, Meaning: "x."})
+	if err := reasonsDocumented(doc, extra); err == nil || !strings.Contains(err.Error(), "not_in_the_doc") {
+		t.Errorf("a reason missing from the table: err = %v", err)
+	}
+	recoded := airlock.Reasons()
+	recoded[1].Codes = append(recoded[1].Codes, airlock.CodeTooLarge)
+	if err := reasonsDocumented(doc, recoded); err == nil || !strings.Contains(err.Error(), "too_large") {
+		t.Errorf("a code missing from a row: err = %v", err)
+	}
+	if err := reasonsDocumented("# X\n", reasons); err == nil {
+		t.Error("a document without a Reasons section passed")
+	}
 }

@@ -39,14 +39,14 @@ type statsResponse struct {
 func queryParams(r *http.Request, allowed ...string) (url.Values, error) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonQuery, "query string: %v", err)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonQuery, "query string: %v", err)
 	}
 	for k, vs := range q {
 		if !slices.Contains(allowed, k) {
-			return nil, airlock.Errorf(airlock.CodeInvalid, ReasonQuery, "unknown query parameter %q (known: %v)", k, allowed)
+			return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonQuery, "unknown query parameter %q (known: %v)", k, allowed)
 		}
 		if len(vs) > 1 {
-			return nil, airlock.Errorf(airlock.CodeInvalid, ReasonQuery, "query parameter %q given %d times", k, len(vs))
+			return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonQuery, "query parameter %q given %d times", k, len(vs))
 		}
 	}
 	return q, nil
@@ -59,7 +59,7 @@ func timeParam(q url.Values, name string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		return time.Time{}, airlock.Errorf(airlock.CodeInvalid, ReasonQuery, "%s=%q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", name, v)
+		return time.Time{}, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonQuery, "%s=%q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", name, v)
 	}
 	return t, nil
 }
@@ -72,7 +72,7 @@ func intParam(q url.Values, name string, def int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		return 0, airlock.Errorf(airlock.CodeInvalid, ReasonQuery, "%s=%q: want a non-negative integer", name, v)
+		return 0, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonQuery, "%s=%q: want a non-negative integer", name, v)
 	}
 	return n, nil
 }
@@ -97,7 +97,7 @@ func scopePrincipal(c caller, asked string) (string, error) {
 		return "", err
 	}
 	if p.Tenant != c.principal.Tenant {
-		return "", airlock.Errorf(airlock.CodeDenied, ReasonTenant, "tenant %s may read only its own audit records", c.principal.Tenant)
+		return "", airlock.Errorf(airlock.CodeDenied, airlock.ReasonTenant, "tenant %s may read only its own audit records", c.principal.Tenant)
 	}
 	return asked, nil
 }

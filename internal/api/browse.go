@@ -25,14 +25,14 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 		}
 		v, err := time.ParseDuration(s)
 		if err != nil || v < 0 {
-			return airlock.Errorf(airlock.CodeInvalid, ReasonBody, "duration %q: want a non-negative Go duration such as \"25s\"", s)
+			return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBody, "duration %q: want a non-negative Go duration such as \"25s\"", s)
 		}
 		*d = duration(v)
 		return nil
 	}
 	n, err := strconv.ParseInt(string(b), 10, 64)
 	if err != nil || n < 0 {
-		return airlock.Errorf(airlock.CodeInvalid, ReasonBody, "duration %s: want a string such as \"25s\" or non-negative nanoseconds", b)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBody, "duration %s: want a string such as \"25s\" or non-negative nanoseconds", b)
 	}
 	*d = duration(n)
 	return nil
@@ -130,7 +130,7 @@ const MaxBrowseCrawlPages = 1000
 const HeaderFailed = "X-Airlock-Failed"
 
 func badRequest(format string, args ...any) error {
-	return airlock.Errorf(airlock.CodeInvalid, ReasonRequest, format, args...)
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonRequest, format, args...)
 }
 
 // browse serves POST /api/browse: one verb, its target, its options and
@@ -209,7 +209,7 @@ func (s *server) browse(w http.ResponseWriter, r *http.Request, c caller) error 
 			return err
 		}
 		if o.MaxPages > MaxBrowseCrawlPages {
-			return airlock.Errorf(airlock.CodeTooLarge, "max_pages", "a crawl through /api/browse returns at most %d pages at once; start a crawl job (POST /api/crawls) for more", MaxBrowseCrawlPages)
+			return airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonMaxPages, "a crawl through /api/browse returns at most %d pages at once; start a crawl job (POST /api/crawls) for more", MaxBrowseCrawlPages)
 		}
 		var mu sync.Mutex
 		var pages []*airlock.Page
@@ -223,7 +223,7 @@ func (s *server) browse(w http.ResponseWriter, r *http.Request, c caller) error 
 			return err
 		}
 		if sum == nil {
-			return airlock.Errorf(airlock.CodeInternal, "", "crawl returned no summary")
+			return airlock.Errorf(airlock.CodeInternal, airlock.ReasonNone, "crawl returned no summary")
 		}
 		setDecision(w, sum.DecisionID)
 		if err := render.RenderCrawl(&b, format, pages, sum); err != nil {

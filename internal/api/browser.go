@@ -61,7 +61,7 @@ func (s *server) browserClose(w http.ResponseWriter, r *http.Request, c caller) 
 	case "true", "1":
 		wipe = true
 	default:
-		return airlock.Errorf(airlock.CodeInvalid, ReasonQuery, "wipe %q: want true or false", q.Get("wipe"))
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonQuery, "wipe %q: want true or false", q.Get("wipe"))
 	}
 	if err := s.en.BrowserClose(r.Context(), c.principal, r.PathValue("id"), wipe); err != nil {
 		return err

@@ -82,7 +82,7 @@ func TestBrowserAPI(t *testing.T) {
 	if r.StatusCode != 200 || len(ir.Results) != 3 || !ir.Results[0].OK || ir.Results[2].OK || ir.Results[2].Error == nil || ir.Title != "API page" {
 		t.Fatalf("interact: %s", r)
 	}
-	wantError(t, f.do("POST", base+"/interact", acmeToken, map[string]any{"actions": []map[string]any{{"action": "eval"}}}), 400, airlock.CodeInvalid, ReasonRequest)
+	wantError(t, f.do("POST", base+"/interact", acmeToken, map[string]any{"actions": []map[string]any{{"action": "eval"}}}), 400, airlock.CodeInvalid, airlock.ReasonRequest)
 
 	// Chromium's own background requests may be refused (at the proxy)
 	// first: wait for the page's.

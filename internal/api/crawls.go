@@ -173,7 +173,7 @@ func (s *server) crawlEvents(w http.ResponseWriter, r *http.Request, c caller) e
 	if lei := r.Header.Get("Last-Event-ID"); lei != "" {
 		n, err := strconv.Atoi(lei)
 		if err != nil || n < 0 {
-			return airlock.Errorf(airlock.CodeInvalid, ReasonQuery, "Last-Event-ID %q: want the seq of a page event", lei)
+			return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonQuery, "Last-Event-ID %q: want the seq of a page event", lei)
 		}
 		after = n
 	}

@@ -240,20 +240,20 @@ func TestCrawlJobBadRequests(t *testing.T) {
 		body   any
 		status int
 		code   airlock.Code
-		reason string
+		reason airlock.Reason
 	}{
-		{"no seed", map[string]any{"max_pages": 3}, 400, airlock.CodeInvalid, ReasonRequest},
-		{"seed and urls", map[string]any{"seed": f.site.URL, "urls": []string{f.site.URL}}, 400, airlock.CodeInvalid, ReasonRequest},
-		{"unknown field", map[string]any{"seed": f.site.URL, "pages": 3}, 400, airlock.CodeInvalid, ReasonBody},
-		{"bad timeout", map[string]any{"seed": f.site.URL, "timeout": "-1s"}, 400, airlock.CodeInvalid, ReasonBody},
+		{"no seed", map[string]any{"max_pages": 3}, 400, airlock.CodeInvalid, airlock.ReasonRequest},
+		{"seed and urls", map[string]any{"seed": f.site.URL, "urls": []string{f.site.URL}}, 400, airlock.CodeInvalid, airlock.ReasonRequest},
+		{"unknown field", map[string]any{"seed": f.site.URL, "pages": 3}, 400, airlock.CodeInvalid, airlock.ReasonBody},
+		{"bad timeout", map[string]any{"seed": f.site.URL, "timeout": "-1s"}, 400, airlock.CodeInvalid, airlock.ReasonBody},
 		{"too many pages", map[string]any{"seed": f.site.URL, "max_pages": 1_000_000}, 400, airlock.CodeInvalid, airlock.ReasonLimit},
 		{"bad extract", map[string]any{"seed": f.site.URL, "extract": "some"}, 400, airlock.CodeInvalid, ""},
-		{"options twice", map[string]any{"seed": f.site.URL, "max_pages": 3, "options": map[string]any{"depth": 1}}, 400, airlock.CodeInvalid, ReasonRequest},
-		{"unknown option", map[string]any{"seed": f.site.URL, "options": map[string]any{"pages": 3}}, 400, airlock.CodeInvalid, ReasonBody},
+		{"options twice", map[string]any{"seed": f.site.URL, "max_pages": 3, "options": map[string]any{"depth": 1}}, 400, airlock.CodeInvalid, airlock.ReasonRequest},
+		{"unknown option", map[string]any{"seed": f.site.URL, "options": map[string]any{"pages": 3}}, 400, airlock.CodeInvalid, airlock.ReasonBody},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			wantError(t, f.do("POST", "/api/crawls", acmeToken, tt.body), tt.status, tt.code, tt.reason)
+			wantError(t, f.do("POST", "/api/crawls", acmeToken, tt.body), tt.status, tt.code, airlock.Reason(string(tt.reason)))
 		})
 	}
 	// The options may also come under "options", as in /api/browse.
@@ -266,7 +266,7 @@ func TestCrawlJobBadRequests(t *testing.T) {
 		t.Errorf("options under \"options\": %+v", job.Request)
 	}
 	for _, q := range []string{"?after=-1", "?limit=x", "?cursor=3"} {
-		wantError(t, f.do("GET", "/api/crawls/x"+q, acmeToken, nil), 400, airlock.CodeInvalid, ReasonQuery)
+		wantError(t, f.do("GET", "/api/crawls/x"+q, acmeToken, nil), 400, airlock.CodeInvalid, airlock.ReasonQuery)
 	}
-	wantError(t, f.do("GET", "/api/crawls/x/events", acmeToken, nil, "Last-Event-ID", "abc"), 400, airlock.CodeInvalid, ReasonQuery)
+	wantError(t, f.do("GET", "/api/crawls/x/events", acmeToken, nil, "Last-Event-ID", "abc"), 400, airlock.CodeInvalid, airlock.ReasonQuery)
 }

@@ -114,7 +114,7 @@ func decodeJSON(r *http.Request, v any) error {
 		if err != nil {
 			return bodyError(err)
 		}
-		return airlock.Errorf(airlock.CodeInvalid, ReasonBody, "request body: one JSON object expected, found more after it")
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBody, "request body: one JSON object expected, found more after it")
 	}
 	return nil
 }
@@ -125,7 +125,7 @@ func decodeStrict(raw json.RawMessage, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return airlock.Errorf(airlock.CodeInvalid, ReasonBody, "options: %v", err)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBody, "options: %v", err)
 	}
 	return nil
 }
@@ -134,13 +134,13 @@ func bodyError(err error) error {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return airlock.Errorf(airlock.CodeTooLarge, ReasonBody, "request body is larger than %d bytes", mbe.Limit)
+		return airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonBody, "request body is larger than %d bytes", mbe.Limit)
 	case errors.Is(err, io.EOF):
-		return airlock.Errorf(airlock.CodeInvalid, ReasonBody, "request body: a JSON object is required")
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBody, "request body: a JSON object is required")
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return airlock.Errorf(airlock.CodeInvalid, ReasonBody, "request body: truncated JSON")
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBody, "request body: truncated JSON")
 	}
 	// Syntax, type and unknown-field errors; also a read error of a
 	// client that went away, which nobody will read.
-	return airlock.Errorf(airlock.CodeInvalid, ReasonBody, "request body: %v", err)
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBody, "request body: %v", err)
 }

@@ -27,9 +27,9 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request, _ caller) error 
 			pub := airlock.Public(err, "")
 			cause := pub.Message
 			if pub.Reason != "" {
-				cause = pub.Reason + ": " + cause
+				cause = string(pub.Reason) + ": " + cause
 			}
-			return airlock.Errorf(airlock.CodeUnavailable, ReasonNotReady, "not ready: %s", cause)
+			return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonNotReady, "not ready: %s", cause)
 		}
 	}
 	writeJSON(w, http.StatusOK, healthResponse{Status: "ready", Version: s.opts.Version})

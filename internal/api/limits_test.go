@@ -105,7 +105,7 @@ func TestExchangeCeilings(t *testing.T) {
 			if e.Message != tt.msg {
 				t.Errorf("message = %q, want %q", e.Message, tt.msg)
 			}
-			f.wantAudited(e.DecisionID, airlock.ReasonLimit)
+			f.wantAudited(e.DecisionID, string(airlock.ReasonLimit))
 		})
 	}
 	if n := accepted.Load(); n != 0 {
@@ -141,7 +141,7 @@ func TestRedirectCeiling(t *testing.T) {
 	if want := "max_redirects 1000000000 is above the ceiling 3 (limits.max_redirects)"; e.Message != want {
 		t.Errorf("message = %q, want %q", e.Message, want)
 	}
-	f.wantAudited(e.DecisionID, airlock.ReasonLimit)
+	f.wantAudited(e.DecisionID, string(airlock.ReasonLimit))
 	if n := hits.Swap(0); n != 0 {
 		t.Fatalf("upstream saw %d requests for a refused call", n)
 	}
@@ -183,7 +183,7 @@ func TestCrawlCeilings(t *testing.T) {
 			if e.Message != tt.msg {
 				t.Errorf("message = %q, want %q", e.Message, tt.msg)
 			}
-			f.wantAudited(e.DecisionID, airlock.ReasonLimit)
+			f.wantAudited(e.DecisionID, string(airlock.ReasonLimit))
 		})
 	}
 	// ignore_robots needs the tenant's permission.

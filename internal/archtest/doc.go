@@ -16,9 +16,18 @@
 //     without a Transport (they fall back to http.DefaultTransport), and
 //     egress.DialInfrastructure (unguarded, for Redis) outside
 //     internal/fleet.
+//   - Reasons are a checked contract (reasons_test.go): every reason given
+//     to an error of the vocabulary (airlock.Errorf, literals with a Reason
+//     field, functions that forward a reason) is a constant of the root
+//     catalogue (reasons.go) or a value computed at run time, never a
+//     string literal or another package's constant; an Errorf's code is one
+//     the catalogue gives its reason; every egress reason is catalogued
+//     under the same string. Files not yet converted would be listed in
+//     reasonDebt, which may only shrink; it is empty.
 //
-// Both checkers are proved able to fail: the import rules on a synthetic
+// The checkers are proved able to fail: the import rules on a synthetic
 // package graph, the AST check on fixtures in testdata/violations (named
 // *.go.txt so that they are never compiled or formatted as part of the
-// module), each line annotated with the violations it must produce.
+// module), each line annotated with the violations it must produce; the
+// reasons check on a fixture package (TestReasonCheckerCatches).
 package archtest

@@ -84,12 +84,12 @@ func (d *Dispatcher) Validate() error {
 	for _, n := range []string{d.cfg.Provider, d.cfg.SearchProvider} {
 		if n != "" {
 			if _, ok := d.providers[n]; !ok {
-				return airlock.Errorf(airlock.CodeInvalid, "config", "browse: provider %q is not available (known: %v; API providers need their key in the environment)", n, d.Names())
+				return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "browse: provider %q is not available (known: %v; API providers need their key in the environment)", n, d.Names())
 			}
 		}
 	}
 	if d.cfg.SearchProvider != "" && !slices.Contains(d.providers[d.cfg.SearchProvider].Capabilities(), airlock.VerbSearch) {
-		return airlock.Errorf(airlock.CodeInvalid, "config", "browse: search_provider %q does not declare search", d.cfg.SearchProvider)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "browse: search_provider %q does not declare search", d.cfg.SearchProvider)
 	}
 	return nil
 }
@@ -111,10 +111,10 @@ func (d *Dispatcher) Resolve(verb, requested string) (string, Provider, error) {
 	if requested != "" {
 		p, ok := d.providers[requested]
 		if !ok {
-			return "", nil, airlock.Errorf(airlock.CodeInvalid, "provider", "unknown provider %q (known: %v)", requested, d.Names())
+			return "", nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonProvider, "unknown provider %q (known: %v)", requested, d.Names())
 		}
 		if !slices.Contains(p.Capabilities(), verb) {
-			return "", nil, airlock.Errorf(airlock.CodeInvalid, "provider", "provider %q does not declare %s", requested, verb)
+			return "", nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonProvider, "provider %q does not declare %s", requested, verb)
 		}
 		return requested, p, nil
 	}
@@ -130,7 +130,7 @@ func (d *Dispatcher) Resolve(verb, requested string) (string, Provider, error) {
 	}
 	p, ok := d.providers[NativeName]
 	if !ok {
-		return "", nil, airlock.Errorf(airlock.CodeUnavailable, "provider", "no provider serves %s", verb)
+		return "", nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonProvider, "no provider serves %s", verb)
 	}
 	return NativeName, p, nil
 }

@@ -179,7 +179,7 @@ func (s *Session) actionable(ctx context.Context, b *instance, backend cdp.Backe
 			return nil
 		}
 		if v.S == "detached" || !time.Now().Add(actionPoll).Before(deadline) {
-			return airlock.Errorf(airlock.CodeInvalid, "not_actionable", "browser: %s %s: not actionable: %s (checked for %d ms)", op, what, v.why(), timeout.Milliseconds())
+			return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNotActionable, "browser: %s %s: not actionable: %s (checked for %d ms)", op, what, v.why(), timeout.Milliseconds())
 		}
 		select {
 		case <-ctx.Done():
@@ -219,7 +219,7 @@ func checkAction(ctx context.Context, b *instance, backend cdp.BackendNodeID, wh
 	}
 	var v actionVerdict
 	if err := json.Unmarshal(raw, &v); err != nil || v.S == "" {
-		return actionVerdict{}, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: %s %s: unexpected check result %s", op, what, raw)
+		return actionVerdict{}, airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: %s %s: unexpected check result %s", op, what, raw)
 	}
 	return v, nil
 }

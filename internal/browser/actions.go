@@ -167,7 +167,7 @@ func callNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what,
 		return nil, cdpErr(ctx, b, op, err)
 	}
 	if ft.FrameTree == nil || ft.FrameTree.Frame == nil {
-		return nil, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: %s: no main frame", op)
+		return nil, airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: %s: no main frame", op)
 	}
 	world, err := cdp.Call(ctx, b.target, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: ft.FrameTree.Frame.ID, WorldName: "airlock"})
 	if err != nil {
@@ -199,7 +199,7 @@ func callNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what,
 		return nil, nodeErr(ctx, b, what, op, err)
 	}
 	if res.ExceptionDetails != nil || res.Result == nil {
-		return nil, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: %s %s: the internal function failed", op, what)
+		return nil, airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: %s %s: the internal function failed", op, what)
 	}
 	return json.RawMessage(res.Result.Value), nil
 }
@@ -218,22 +218,22 @@ func selectNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, wha
 func selectStatus(raw json.RawMessage, what, role, value string, byLabel bool) error {
 	var status string
 	if err := json.Unmarshal(raw, &status); err != nil {
-		return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: select %s: unexpected result %s", what, raw)
+		return airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: select %s: unexpected result %s", what, raw)
 	}
 	switch status {
 	case "ok":
 		return nil
 	case "not_select":
-		return airlock.Errorf(airlock.CodeInvalid, "not_select", "browser: select %s: a %s is not a <select>", what, role)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNotSelect, "browser: select %s: a %s is not a <select>", what, role)
 	case "no_option":
 		if byLabel {
-			return airlock.Errorf(airlock.CodeInvalid, "no_option", "browser: select %s: no option has the value or the label %q", what, value)
+			return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNoOption, "browser: select %s: no option has the value or the label %q", what, value)
 		}
-		return airlock.Errorf(airlock.CodeInvalid, "no_option", "browser: select %s: no option has the value %q", what, value)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNoOption, "browser: select %s: no option has the value %q", what, value)
 	case "disabled", "option_disabled":
-		return airlock.Errorf(airlock.CodeInvalid, "disabled", "browser: select %s: the select or its option %q is disabled", what, value)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonDisabled, "browser: select %s: the select or its option %q is disabled", what, value)
 	}
-	return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: select %s: unexpected status %q", what, status)
+	return airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: select %s: unexpected status %q", what, status)
 }
 
 // history goes one entry back or forward in the page's history, waits for
@@ -258,16 +258,16 @@ func (s *Session) history(ctx context.Context, kind string) (State, error) {
 		i, act = int(h.CurrentIndex)+1, chromedp.NavigateForward()
 	}
 	if i < 0 || i >= len(h.Entries) {
-		return State{}, airlock.Errorf(airlock.CodeInvalid, "no_history", "browser: %s: no history entry to go to", kind)
+		return State{}, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNoHistory, "browser: %s: no history entry to go to", kind)
 	}
 	s.refs = newRefTable()
 	if _, err := act(ctx, b.target); err != nil {
 		var le *chromedp.LoadError
 		if errors.As(err, &le) {
 			if strings.Contains(le.ErrorText, "ERR_BLOCKED_BY_CLIENT") {
-				return State{}, airlock.Errorf(airlock.CodeDenied, "blocked", "browser: %s to %s: blocked by policy", kind, h.Entries[i].URL)
+				return State{}, airlock.Errorf(airlock.CodeDenied, airlock.ReasonBlocked, "browser: %s to %s: blocked by policy", kind, h.Entries[i].URL)
 			}
-			return State{}, airlock.Errorf(airlock.CodeUpstream, "navigate_failed", "browser: %s to %s: %s", kind, h.Entries[i].URL, le.ErrorText)
+			return State{}, airlock.Errorf(airlock.CodeUpstream, airlock.ReasonNavigateFailed, "browser: %s to %s: %s", kind, h.Entries[i].URL, le.ErrorText)
 		}
 		return State{}, cdpErr(ctx, b, kind, err)
 	}
@@ -315,7 +315,7 @@ func currentState(ctx context.Context, b *instance, op string) (State, error) {
 			return State{}, cdpErr(ctx, b, op, err)
 		}
 		if h.CurrentIndex < 0 || int(h.CurrentIndex) >= len(h.Entries) {
-			return State{}, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: %s: no current history entry", op)
+			return State{}, airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: %s: no current history entry", op)
 		}
 		e := h.Entries[h.CurrentIndex]
 		st := State{URL: e.URL, Title: e.Title}
@@ -384,7 +384,7 @@ func (s *Session) Screenshot(ctx context.Context, format string, fullPage bool) 
 			return Screenshot{}, cdpErr(ctx, b, "screenshot", err)
 		}
 		if m.CSSContentSize == nil {
-			return Screenshot{}, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: screenshot: no content size")
+			return Screenshot{}, airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: screenshot: no content size")
 		}
 		w, h := math.Ceil(m.CSSContentSize.Width), math.Ceil(m.CSSContentSize.Height)
 		if h > MaxScreenshotHeight {
@@ -440,11 +440,11 @@ func (s *Session) WaitFor(ctx context.Context, selector, role string, timeoutMS 
 		case found:
 			return nil
 		case !time.Now().Before(deadline):
-			return airlock.Errorf(airlock.CodeTimeout, "wait_for_timeout", "browser: wait_for %s: not present after %d ms", what, timeoutMS)
+			return airlock.Errorf(airlock.CodeTimeout, airlock.ReasonWaitForTimeout, "browser: wait_for %s: not present after %d ms", what, timeoutMS)
 		}
 		select {
 		case <-ctx.Done():
-			return airlock.Errorf(airlock.CodeTimeout, "browser_timeout", "browser: wait_for %s: %w", what, ctx.Err())
+			return airlock.Errorf(airlock.CodeTimeout, airlock.ReasonBrowserTimeout, "browser: wait_for %s: %w", what, ctx.Err())
 		case <-tick.C:
 		}
 	}

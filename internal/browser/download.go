@@ -176,9 +176,9 @@ func (s *Session) fetchAs(ctx context.Context, b *instance, rawURL, dest string)
 				}
 				fallthrough
 			case nr.text != "":
-				return Download{}, airlock.Errorf(airlock.CodeUpstream, "download_failed", "browser: download %s: %s", rawURL, nr.text)
+				return Download{}, airlock.Errorf(airlock.CodeUpstream, airlock.ReasonDownloadFailed, "browser: download %s: %s", rawURL, nr.text)
 			}
-			return Download{}, airlock.Errorf(airlock.CodeUpstream, "download_failed", "browser: download %s: the navigation ended without a response", rawURL)
+			return Download{}, airlock.Errorf(airlock.CodeUpstream, airlock.ReasonDownloadFailed, "browser: download %s: the navigation ended without a response", rawURL)
 		case <-ctx.Done():
 			return Download{}, downloadErr(ctx, b, rawURL, ctx.Err())
 		}
@@ -206,10 +206,10 @@ func normURL(raw string) string {
 func (s *Session) blocked(rawURL string, logged int, chain map[string]bool) error {
 	for _, e := range slices.Backward(s.netlog.refusedSince(logged, NetworkLogCapacity)) {
 		if e.ResourceType == string(network.ResourceTypeDocument) && chain[normURL(e.URL)] && e.Reason != "" {
-			return airlock.Errorf(airlock.CodeDenied, e.Reason, "browser: download %s: %s refused by policy (%s)", rawURL, e.URL, e.Reason)
+			return airlock.Errorf(airlock.CodeDenied, airlock.Reason(e.Reason), "browser: download %s: %s refused by policy (%s)", rawURL, e.URL, e.Reason)
 		}
 	}
-	return airlock.Errorf(airlock.CodeDenied, "blocked", "browser: download %s: blocked by policy", rawURL)
+	return airlock.Errorf(airlock.CodeDenied, airlock.ReasonBlocked, "browser: download %s: blocked by policy", rawURL)
 }
 
 // tunnelWait bounds how long a download whose tunnel failed waits for
@@ -238,7 +238,7 @@ func (s *Session) tunnelRefusal(ctx context.Context, rawURL string, chain map[st
 	for {
 		for _, hp := range hosts {
 			if reason, ok := s.tunnels.find(hp); ok {
-				return airlock.Errorf(airlock.CodeDenied, reason, "browser: download %s: the egress proxy refused the tunnel to %s (%s)", rawURL, hp, reason)
+				return airlock.Errorf(airlock.CodeDenied, airlock.Reason(reason), "browser: download %s: the egress proxy refused the tunnel to %s (%s)", rawURL, hp, reason)
 			}
 		}
 		if !time.Now().Before(deadline) || ctx.Err() != nil {
@@ -324,21 +324,21 @@ func (s *Session) saveBody(ctx context.Context, b *instance, bt *chromedp.Target
 			c = airlock.CodeInternal
 		}
 		reason := header(ev.ResponseHeaders, egress.HeaderAirlockReason)
-		return Download{}, airlock.Errorf(c, reason, "browser: download %s: refused by the egress proxy (%s %s)", rawURL, code, reason)
+		return Download{}, airlock.Errorf(c, airlock.Reason(reason), "browser: download %s: refused by the egress proxy (%s %s)", rawURL, code, reason)
 	}
 	status := ev.ResponseStatusCode
 	if status == http.StatusProxyAuthRequired {
-		return Download{}, airlock.Errorf(airlock.CodeUnavailable, "proxy_auth", "browser: download %s: the egress proxy refused the session's credentials", rawURL)
+		return Download{}, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonProxyAuth, "browser: download %s: the egress proxy refused the session's credentials", rawURL)
 	}
 	if status < 200 || status > 299 {
-		return Download{}, airlock.Errorf(airlock.CodeUpstream, "download_status", "browser: download %s: the server answered HTTP %d", rawURL, status)
+		return Download{}, airlock.Errorf(airlock.CodeUpstream, airlock.ReasonDownloadStatus, "browser: download %s: the server answered HTTP %d", rawURL, status)
 	}
 	limit := s.opts.MaxDownloadBytes
 	if limit <= 0 || limit > MaxDownloadBytes {
 		limit = MaxDownloadBytes
 	}
 	tooLarge := func() error {
-		return airlock.Errorf(airlock.CodeTooLarge, "download_size", "browser: download %s: over the %d-byte cap", rawURL, limit)
+		return airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonDownloadSize, "browser: download %s: over the %d-byte cap", rawURL, limit)
 	}
 	if n, err := strconv.ParseInt(header(ev.ResponseHeaders, "Content-Length"), 10, 64); err == nil && n > limit {
 		return Download{}, tooLarge()
@@ -353,11 +353,11 @@ func (s *Session) saveBody(ctx context.Context, b *instance, bt *chromedp.Target
 		cdp.Call(cctx, bt, io.Close, io.CloseParams{Handle: stream.Stream})
 	}()
 	if err := os.MkdirAll(filepath.Dir(dest), 0o700); err != nil {
-		return Download{}, airlock.Errorf(airlock.CodeInternal, "files_dir", "browser: download: %v", err)
+		return Download{}, airlock.Errorf(airlock.CodeInternal, airlock.ReasonFilesDir, "browser: download: %v", err)
 	}
 	f, err := os.CreateTemp(filepath.Dir(dest), ".download-*")
 	if err != nil {
-		return Download{}, airlock.Errorf(airlock.CodeInternal, "files_dir", "browser: download: %v", err)
+		return Download{}, airlock.Errorf(airlock.CodeInternal, airlock.ReasonFilesDir, "browser: download: %v", err)
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // a no-op once renamed
@@ -375,17 +375,17 @@ func (s *Session) saveBody(ctx context.Context, b *instance, bt *chromedp.Target
 		}
 		if _, err := f.Write(chunk.Data); err != nil {
 			f.Close()
-			return Download{}, airlock.Errorf(airlock.CodeInternal, "files_dir", "browser: download: %v", err)
+			return Download{}, airlock.Errorf(airlock.CodeInternal, airlock.ReasonFilesDir, "browser: download: %v", err)
 		}
 		if chunk.EOF {
 			break
 		}
 	}
 	if err := f.Close(); err != nil {
-		return Download{}, airlock.Errorf(airlock.CodeInternal, "files_dir", "browser: download: %v", err)
+		return Download{}, airlock.Errorf(airlock.CodeInternal, airlock.ReasonFilesDir, "browser: download: %v", err)
 	}
 	if err := os.Rename(tmp, dest); err != nil {
-		return Download{}, airlock.Errorf(airlock.CodeInternal, "files_dir", "browser: download: %v", err)
+		return Download{}, airlock.Errorf(airlock.CodeInternal, airlock.ReasonFilesDir, "browser: download: %v", err)
 	}
 	final := rawURL
 	if ev.Request != nil {
@@ -424,7 +424,7 @@ func suggestedName(disposition, rawURL string) string {
 // downloadErr turns a failed wait or protocol call into the vocabulary.
 func downloadErr(ctx context.Context, b *instance, raw string, err error) error {
 	if ctx.Err() != nil && !b.lost() {
-		return airlock.Errorf(airlock.CodeTimeout, "browser_timeout", "browser: download %s: no response in time", raw)
+		return airlock.Errorf(airlock.CodeTimeout, airlock.ReasonBrowserTimeout, "browser: download %s: no response in time", raw)
 	}
 	if err == nil {
 		err = errors.New("event stream ended")

@@ -124,7 +124,7 @@ func TestDownloadLimitsAndStatus(t *testing.T) {
 	for _, tc := range []struct {
 		path        string
 		code        airlock.Code
-		reason      string
+		reason      airlock.Reason
 		bytes       int64
 		name, ctype string
 	}{

@@ -13,7 +13,7 @@ import (
 )
 
 func pathErr(format string, args ...any) error {
-	return airlock.Errorf(airlock.CodeDenied, "path_escape", "browser: "+format, args...)
+	return airlock.Errorf(airlock.CodeDenied, airlock.ReasonPathEscape, "browser: "+format, args...)
 }
 
 // confine maps a caller's path to a file under root, refusing before any
@@ -23,7 +23,7 @@ func pathErr(format string, args ...any) error {
 // absolute path.
 func confine(root, p string) (string, error) {
 	if root == "" {
-		return "", airlock.Errorf(airlock.CodeInvalid, "no_files_dir", "browser: the session has no files directory")
+		return "", airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNoFilesDir, "browser: the session has no files directory")
 	}
 	if p == "" || strings.ContainsRune(p, 0) {
 		return "", pathErr("path %q is empty or has a NUL", p)
@@ -38,7 +38,7 @@ func confine(root, p string) (string, error) {
 		return "", pathErr("files directory: %v", err)
 	}
 	if err := os.MkdirAll(absRoot, 0o700); err != nil {
-		return "", airlock.Errorf(airlock.CodeInternal, "files_dir", "browser: files directory: %v", err)
+		return "", airlock.Errorf(airlock.CodeInternal, airlock.ReasonFilesDir, "browser: files directory: %v", err)
 	}
 	realRoot, err := filepath.EvalSymlinks(absRoot)
 	if err != nil {
@@ -91,7 +91,7 @@ func (s *Session) Upload(ctx context.Context, ref, path string) error {
 		return err
 	}
 	if fi, err := os.Stat(full); err != nil || !fi.Mode().IsRegular() {
-		return airlock.Errorf(airlock.CodeInvalid, "no_file", "browser: upload: %q is not a file in the session's files directory", path)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNoFile, "browser: upload: %q is not a file in the session's files directory", path)
 	}
 	b, e, err := s.beginRef(ctx, ref)
 	if err != nil {
@@ -100,7 +100,7 @@ func (s *Session) Upload(ctx context.Context, ref, path string) error {
 	defer s.mu.Unlock()
 	if _, err := cdp.Call(ctx, b.target, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: []string{full}, BackendNodeID: e.backend}); err != nil {
 		if msg := err.Error(); strings.Contains(msg, "Node is not a file input") {
-			return airlock.Errorf(airlock.CodeInvalid, "not_file_input", "browser: upload %s: a %s is not a file input", ref, e.role)
+			return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNotFileInput, "browser: upload %s: a %s is not a file input", ref, e.role)
 		}
 		return nodeErr(ctx, b, ref, "upload", err)
 	}

@@ -87,7 +87,7 @@ func resetHistory(ctx context.Context, t *chromedp.Target) {
 
 // errNeedsURL refuses what needs a document on a tab that has none.
 func errNeedsURL(what string) error {
-	return airlock.Errorf(airlock.CodeInvalid, "needs_url",
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNeedsURL,
 		"browser: %s needs a page: navigate first (the tab is on about:blank)", what)
 }
 
@@ -144,5 +144,5 @@ func (s *Session) recoverOp(what string, err *error) {
 		l = slog.Default()
 	}
 	l.Error("browser: op panicked", "op", what, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-	*err = airlock.Errorf(airlock.CodeInternal, "browser_panic", "browser: %s failed unexpectedly", what)
+	*err = airlock.Errorf(airlock.CodeInternal, airlock.ReasonBrowserPanic, "browser: %s failed unexpectedly", what)
 }

@@ -104,7 +104,7 @@ func Actions() []string {
 }
 
 func actErr(format string, args ...any) error {
-	return airlock.Errorf(airlock.CodeInvalid, "browser_action", "browser: interact: "+format, args...)
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBrowserAction, "browser: interact: "+format, args...)
 }
 
 // ParseAction decodes one sub-action strictly, like ParseOp: a known
@@ -322,7 +322,7 @@ func (s *Session) runAction(ctx context.Context, i int, a Action) ActionResult {
 		r.OK = true
 	}
 	s.emit(Event{Type: EventOp, Op: "interact." + a.Action, URL: a.URL, Summary: a.Action + " " + cut(a.Selector, 200),
-		Code: string(airlock.CodeOf(err)), Reason: airlock.ReasonOf(err)})
+		Code: string(airlock.CodeOf(err)), Reason: string(airlock.ReasonOf(err))})
 	return r
 }
 
@@ -356,7 +356,7 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 		case <-t.C:
 			return nil
 		case <-ctx.Done():
-			return airlock.Errorf(airlock.CodeTimeout, "browser_timeout", "browser: sleep: the sequence's budget ran out")
+			return airlock.Errorf(airlock.CodeTimeout, airlock.ReasonBrowserTimeout, "browser: sleep: the sequence's budget ran out")
 		}
 	case ActScreenshot:
 		dest, err := confine(s.opts.FilesDir, a.OutPath)
@@ -375,10 +375,10 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 			return err
 		}
 		if err := os.MkdirAll(filepath.Dir(dest), 0o700); err != nil {
-			return airlock.Errorf(airlock.CodeInternal, "files_dir", "browser: screenshot: %v", err)
+			return airlock.Errorf(airlock.CodeInternal, airlock.ReasonFilesDir, "browser: screenshot: %v", err)
 		}
 		if err := os.WriteFile(dest, shot.Data, 0o600); err != nil {
-			return airlock.Errorf(airlock.CodeInternal, "files_dir", "browser: screenshot: %v", err)
+			return airlock.Errorf(airlock.CodeInternal, airlock.ReasonFilesDir, "browser: screenshot: %v", err)
 		}
 		r.File = a.OutPath
 		return nil
@@ -402,7 +402,7 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 			}
 			s.waitDocument(ctx, b, time.Duration(ms)*time.Millisecond)
 			if err := waitSelector(ctx, b, a.WaitForHidden, "hidden", time.Duration(ms)*time.Millisecond); err != nil {
-				return airlock.Errorf(airlock.CodeTimeout, "wait_for_hidden", "browser: wait_for_hidden(%s) timed out before %s(%s)", a.WaitForHidden, a.Action, a.Selector)
+				return airlock.Errorf(airlock.CodeTimeout, airlock.ReasonWaitForHidden, "browser: wait_for_hidden(%s) timed out before %s(%s)", a.WaitForHidden, a.Action, a.Selector)
 			}
 		}
 		state := "visible"
@@ -463,7 +463,7 @@ func (s *Session) doAction(ctx context.Context, a Action, timeout time.Duration,
 		}
 		var text string
 		if err := json.Unmarshal(raw, &text); err != nil {
-			return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: extract_text: unexpected result")
+			return airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: extract_text: unexpected result")
 		}
 		limit := a.MaxChars
 		if limit == 0 {
@@ -546,14 +546,14 @@ func findWhen(ctx context.Context, b *instance, selector, state string, timeout 
 		case ok:
 			return backend, nil
 		case !time.Now().Before(deadline):
-			return 0, airlock.Errorf(airlock.CodeTimeout, "wait_for_timeout", "browser: %s not %s after %d ms", selector, state, timeout.Milliseconds())
+			return 0, airlock.Errorf(airlock.CodeTimeout, airlock.ReasonWaitForTimeout, "browser: %s not %s after %d ms", selector, state, timeout.Milliseconds())
 		}
 		select {
 		case <-ctx.Done():
 			if b.lost() {
 				return 0, errCrashed(nil)
 			}
-			return 0, airlock.Errorf(airlock.CodeTimeout, "wait_for_timeout", "browser: %s not %s before the deadline", selector, state)
+			return 0, airlock.Errorf(airlock.CodeTimeout, airlock.ReasonWaitForTimeout, "browser: %s not %s before the deadline", selector, state)
 		case <-tick.C:
 		}
 	}

@@ -127,7 +127,7 @@ func (s *Session) decideRequest(ctx context.Context, raw string, ev fetch.EventR
 		return err
 	}
 	if s.redirectHop(ev.NetworkID) > MaxRedirects {
-		return airlock.Errorf(airlock.CodeDenied, "redirect_limit", "browser: %s refused: more than %d redirects", raw, MaxRedirects)
+		return airlock.Errorf(airlock.CodeDenied, airlock.ReasonRedirectLimit, "browser: %s refused: more than %d redirects", raw, MaxRedirects)
 	}
 	v, reason := s.policy.decide(t.Scheme, t.Host, int(t.Port))
 	switch v {
@@ -143,7 +143,7 @@ func (s *Session) decideRequest(ctx context.Context, raw string, ev fetch.EventR
 func (s *Session) check(raw string) (egress.Target, error) {
 	scheme, _, _ := strings.Cut(raw, ":")
 	if !allowedSchemes[strings.ToLower(scheme)] {
-		return egress.Target{}, airlock.Errorf(airlock.CodeDenied, "scheme", "browser: %.200s refused: only http and https load", raw)
+		return egress.Target{}, airlock.Errorf(airlock.CodeDenied, airlock.ReasonScheme, "browser: %.200s refused: only http and https load", raw)
 	}
 	if s.opts.Decide != nil {
 		if err := s.opts.Decide(raw); err != nil {
@@ -219,13 +219,13 @@ func (s *Session) ask(ctx context.Context, raw string, t egress.Target, resource
 		s.resolve1(a.id, false)
 		<-a.done
 		if !a.ok {
-			return originDenied(raw, "ask_timeout")
+			return originDenied(raw, airlock.ReasonAskTimeout)
 		}
 	case <-ctx.Done():
-		return airlock.Errorf(airlock.CodeUnavailable, "session_closed", "browser: %s: the session closed while asking", raw)
+		return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonSessionClosed, "browser: %s: the session closed while asking", raw)
 	}
 	if !a.ok {
-		return originDenied(raw, "not_approved")
+		return originDenied(raw, airlock.ReasonNotApproved)
 	}
 	s.policy.approve(t.Scheme, t.Host, int(t.Port))
 	return nil
@@ -247,7 +247,7 @@ func (s *Session) Deny(id string) error { return s.answer(id, false) }
 
 func (s *Session) answer(id string, ok bool) error {
 	if !s.resolve1(id, ok) {
-		return airlock.Errorf(airlock.CodeNotFound, "approval", "browser: no request waits on approval %q", id)
+		return airlock.Errorf(airlock.CodeNotFound, airlock.ReasonApproval, "browser: no request waits on approval %q", id)
 	}
 	return nil
 }
@@ -291,7 +291,7 @@ func denyErr(raw string, err error) error {
 	if errors.As(err, &ae) && ae.Code == airlock.CodeDenied {
 		return err
 	}
-	return airlock.Errorf(airlock.CodeDenied, reasonOf(err), "browser: %.200s refused: %w", raw, err)
+	return airlock.Errorf(airlock.CodeDenied, airlock.Reason(reasonOf(err)), "browser: %.200s refused: %w", raw, err)
 }
 
 // onAuth answers the proxy's challenge with the session's credentials,

@@ -152,7 +152,7 @@ func Kinds() []string {
 }
 
 func opErr(format string, args ...any) error {
-	return airlock.Errorf(airlock.CodeInvalid, "browser_op", "browser: op: "+format, args...)
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBrowserOp, "browser: op: "+format, args...)
 }
 
 // ParseOp decodes one op strictly: a JSON object with a known kind, only
@@ -421,7 +421,7 @@ func (s *Session) emitOp(ctx context.Context, op Op, r Result, err error) {
 	}
 	ev := Event{Type: EventOp, Op: op.Kind, Summary: summarize(op, r)}
 	if err != nil {
-		ev.Code, ev.Reason, ev.Message = string(airlock.CodeOf(err)), airlock.ReasonOf(err), airlock.PublicMessageOf(err)
+		ev.Code, ev.Reason, ev.Message = string(airlock.CodeOf(err)), string(airlock.ReasonOf(err)), airlock.PublicMessageOf(err)
 	}
 	if st, serr := s.GetState(ctx); serr == nil {
 		ev.URL = st.URL

@@ -148,7 +148,7 @@ type compiledPolicy struct {
 }
 
 func policyErr(format string, args ...any) error {
-	return airlock.Errorf(airlock.CodeInvalid, "browser_policy", "browser policy: "+format, args...)
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBrowserPolicy, "browser policy: "+format, args...)
 }
 
 // Validate checks the policy's entries and action. Errors: invalid
@@ -324,15 +324,15 @@ func (s *Session) Admit(t egress.Target, addrs []netip.Addr) error {
 // in the vocabulary.
 func (c *compiledPolicy) refusal(raw, reason string) error {
 	if reason == "no_approver" {
-		return airlock.Errorf(airlock.CodeDenied, reason, "browser: %s refused: default_action is ask and no approver can answer; %s", raw, c.noApprover)
+		return airlock.Errorf(airlock.CodeDenied, airlock.ReasonNoApprover, "browser: %s refused: default_action is ask and no approver can answer; %s", raw, c.noApprover)
 	}
-	return originDenied(raw, reason)
+	return originDenied(raw, airlock.Reason(reason))
 }
 
 // originDenied is a layer-1 refusal by the origin lists or the default
 // action, in the vocabulary.
-func originDenied(raw, reason string) error {
-	msg := map[string]string{
+func originDenied(raw string, reason airlock.Reason) error {
+	msg := map[airlock.Reason]string{
 		"denied_origin": "its origin is on denied_origins",
 		"default_deny":  "its origin is not on allowed_origins and default_action is deny",
 		"not_approved":  "it was not approved",

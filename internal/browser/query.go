@@ -155,7 +155,7 @@ func queryDeep(ctx context.Context, b *instance, selector string) (cdp.BackendNo
 	defer cdp.Call(context.WithoutCancel(ctx), b.target, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: group})
 	arg, err := json.Marshal(selector)
 	if err != nil {
-		return 0, false, airlock.Errorf(airlock.CodeInvalid, "bad_selector", "browser: %q is not a valid CSS selector", selector)
+		return 0, false, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBadSelector, "browser: %q is not a valid CSS selector", selector)
 	}
 	res, err := cdp.Call(ctx, b.target, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
 		FunctionDeclaration: deepQueryScript,
@@ -168,11 +168,11 @@ func queryDeep(ctx context.Context, b *instance, selector string) (cdp.BackendNo
 		return 0, false, transient(ctx, b, err)
 	}
 	if res.ExceptionDetails != nil || res.Result == nil {
-		return 0, false, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: the selector query failed")
+		return 0, false, airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: the selector query failed")
 	}
 	switch {
 	case res.Result.Type == runtime.RemoteObjectTypeString:
-		return 0, false, airlock.Errorf(airlock.CodeInvalid, "bad_selector", "browser: %q is not a valid CSS selector", selector)
+		return 0, false, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBadSelector, "browser: %q is not a valid CSS selector", selector)
 	case res.Result.ObjectID == "":
 		return 0, false, nil // null: no element matches
 	}
@@ -208,9 +208,9 @@ func whyNot(ctx context.Context, b *instance, selector string) error {
 	case err != nil:
 		return nil
 	case !found:
-		return airlock.Errorf(airlock.CodeNotFound, "no_match", "browser: no element matches %q (the document and its open shadow roots searched)", selector)
+		return airlock.Errorf(airlock.CodeNotFound, airlock.ReasonNoMatch, "browser: no element matches %q (the document and its open shadow roots searched)", selector)
 	case !hasBox(ctx, b, backend):
-		return airlock.Errorf(airlock.CodeInvalid, "not_visible", "browser: %q matches an element that is not visible (no box: hidden or not rendered)", selector)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNotVisible, "browser: %q matches an element that is not visible (no box: hidden or not rendered)", selector)
 	}
 	return nil
 }
@@ -223,7 +223,7 @@ func waitStep(ctx context.Context, b *instance, selector, state string, timeout 
 		return err
 	}
 	if why := whyNot(context.WithoutCancel(ctx), b, selector); why != nil {
-		return airlock.Errorf(airlock.CodeTimeout, "wait_for_timeout", "browser: wait_for_selector %s after %d ms: %s", state, timeout.Milliseconds(), strings.TrimPrefix(why.Error(), "browser: "))
+		return airlock.Errorf(airlock.CodeTimeout, airlock.ReasonWaitForTimeout, "browser: wait_for_selector %s after %d ms: %s", state, timeout.Milliseconds(), strings.TrimPrefix(why.Error(), "browser: "))
 	}
 	return err
 }

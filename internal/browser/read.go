@@ -79,7 +79,7 @@ func (s *Session) Read(ctx context.Context, mode string) (ReadResult, error) {
 		st = State{URL: docURL}
 	}
 	if len(html) > MaxRenderedBytes {
-		return ReadResult{}, airlock.Errorf(airlock.CodeTooLarge, "rendered_size", "browser: read: the document is over %d bytes", MaxRenderedBytes)
+		return ReadResult{}, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonRenderedSize, "browser: read: the document is over %d bytes", MaxRenderedBytes)
 	}
 	r := ReadResult{Mode: mode, URL: st.URL, Title: st.Title}
 	if mode == ReadRaw {
@@ -134,7 +134,7 @@ func documentHTML(ctx context.Context, b *instance) (string, string, error) {
 		return "", "", err
 	}
 	if doc.Root == nil {
-		return "", "", airlock.Errorf(airlock.CodeInternal, "cdp", "browser: read: no document")
+		return "", "", airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: read: no document")
 	}
 	res, err := cdp.Call(ctx, b.target, dom.GetOuterHTML, dom.GetOuterHTMLParams{BackendNodeID: doc.Root.BackendNodeID})
 	if err != nil {

@@ -89,7 +89,7 @@ func centreOf(ctx context.Context, b *instance, backend cdp.BackendNodeID, what,
 		return 0, 0, nodeErr(ctx, b, what, op, err)
 	}
 	if len(q.Quads) == 0 || len(q.Quads[0]) != 8 {
-		return 0, 0, airlock.Errorf(airlock.CodeInvalid, "not_visible", "browser: %s %s: the element has no box", op, what)
+		return 0, 0, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNotVisible, "browser: %s %s: the element has no box", op, what)
 	}
 	quad := q.Quads[0]
 	return (quad[0] + quad[2] + quad[4] + quad[6]) / 4, (quad[1] + quad[3] + quad[5] + quad[7]) / 4, nil
@@ -100,7 +100,7 @@ func centreOf(ctx context.Context, b *instance, backend cdp.BackendNodeID, what,
 func boxErr(ctx context.Context, b *instance, what, op string, err error) error {
 	var ce *cdproto.Error
 	if errors.As(err, &ce) && strings.Contains(ce.Message, "layout object") {
-		return airlock.Errorf(airlock.CodeInvalid, "not_visible", "browser: %s %s: the element is not rendered (display: none or detached)", op, what)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNotVisible, "browser: %s %s: the element is not rendered (display: none or detached)", op, what)
 	}
 	return nodeErr(ctx, b, what, op, err)
 }
@@ -177,10 +177,10 @@ func (s *Session) Check(ctx context.Context, ref string, want bool) error {
 			return err
 		}
 		if input == 0 {
-			return airlock.Errorf(airlock.CodeInvalid, "not_checkable", "browser: %s %s: the label is not the label of a checkbox or radio button", op, ref)
+			return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNotCheckable, "browser: %s %s: the label is not the label of a checkbox or radio button", op, ref)
 		}
 	case !checkableRoles[e.role]:
-		return airlock.Errorf(airlock.CodeInvalid, "not_checkable", "browser: %s %s: a %s is not a checkbox, radio or switch", op, ref, e.role)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNotCheckable, "browser: %s %s: a %s is not a checkbox, radio or switch", op, ref, e.role)
 	}
 	var radio bool
 	state := func() (bool, error) {
@@ -190,7 +190,7 @@ func (s *Session) Check(ctx context.Context, ref string, want bool) error {
 		}
 		var v struct{ Checked, Radio bool }
 		if err := json.Unmarshal(raw, &v); err != nil {
-			return false, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: %s %s: unexpected state %s", op, ref, raw)
+			return false, airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: %s %s: unexpected state %s", op, ref, raw)
 		}
 		radio = v.Radio
 		return v.Checked, nil
@@ -208,7 +208,7 @@ func (s *Session) Check(ctx context.Context, ref string, want bool) error {
 	} else if got, err2 := disabled(ctx, b, input, ref, op); err2 != nil || got {
 		err = err2
 		if got {
-			err = airlock.Errorf(airlock.CodeInvalid, "disabled", "browser: %s %s: the element is disabled", op, ref)
+			err = airlock.Errorf(airlock.CodeInvalid, airlock.ReasonDisabled, "browser: %s %s: the element is disabled", op, ref)
 		}
 	}
 	if err != nil {
@@ -226,7 +226,7 @@ func (s *Session) Check(ctx context.Context, ref string, want bool) error {
 	if cur, err = state(); err != nil || cur == want {
 		return err
 	}
-	return airlock.Errorf(airlock.CodeInvalid, "check_failed", "browser: %s %s: the click did not change its state (the page keeps it %s)", op, ref, map[bool]string{true: "checked", false: "unchecked"}[cur])
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonCheckFailed, "browser: %s %s: the click did not change its state (the page keeps it %s)", op, ref, map[bool]string{true: "checked", false: "unchecked"}[cur])
 }
 
 // checkTarget returns the node a check's click goes to: the element when
@@ -242,7 +242,7 @@ func checkTarget(ctx context.Context, b *instance, backend cdp.BackendNodeID, wh
 		case got == "yes":
 			return backend, nil
 		case got == "disabled":
-			return 0, airlock.Errorf(airlock.CodeInvalid, "disabled", "browser: %s %s: the element is disabled", op, what)
+			return 0, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonDisabled, "browser: %s %s: the element is disabled", op, what)
 		}
 		why = "another element covers it"
 	} else if airlock.ReasonOf(err) != "not_visible" {
@@ -260,7 +260,7 @@ func checkTarget(ctx context.Context, b *instance, backend cdp.BackendNodeID, wh
 		}
 		why += ", and so does its label's"
 	}
-	return 0, airlock.Errorf(airlock.CodeInvalid, "not_actionable", "browser: %s %s: the element cannot be clicked: %s", op, what, why)
+	return 0, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNotActionable, "browser: %s %s: the element cannot be clicked: %s", op, what, why)
 }
 
 // receives runs receivesScript on a node for the point (x, y).
@@ -271,7 +271,7 @@ func receives(ctx context.Context, b *instance, backend cdp.BackendNodeID, what,
 	}
 	var v string
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return "", airlock.Errorf(airlock.CodeInternal, "cdp", "browser: %s %s: unexpected hit test %s", op, what, raw)
+		return "", airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: %s %s: unexpected hit test %s", op, what, raw)
 	}
 	return v, nil
 }
@@ -287,7 +287,7 @@ func disabled(ctx context.Context, b *instance, backend cdp.BackendNodeID, what,
 	}
 	var v bool
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return false, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: %s %s: unexpected result %s", op, what, raw)
+		return false, airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: %s %s: unexpected result %s", op, what, raw)
 	}
 	return v, nil
 }
@@ -301,7 +301,7 @@ func relatedNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, wh
 		return 0, cdpErr(ctx, b, op, err)
 	}
 	if ft.FrameTree == nil || ft.FrameTree.Frame == nil {
-		return 0, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: %s: no main frame", op)
+		return 0, airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: %s: no main frame", op)
 	}
 	world, err := cdp.Call(ctx, b.target, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: ft.FrameTree.Frame.ID, WorldName: "airlock"})
 	if err != nil {

@@ -54,9 +54,9 @@ func (s *Session) Render(ctx context.Context, rawURL string) (Rendered, error) {
 	var le *chromedp.LoadError
 	if errors.As(err, &le) {
 		if strings.Contains(le.ErrorText, "ERR_BLOCKED_BY_CLIENT") {
-			return Rendered{}, airlock.Errorf(airlock.CodeDenied, "blocked", "browser: render %s: blocked by policy", rawURL)
+			return Rendered{}, airlock.Errorf(airlock.CodeDenied, airlock.ReasonBlocked, "browser: render %s: blocked by policy", rawURL)
 		}
-		return Rendered{}, airlock.Errorf(airlock.CodeUpstream, "navigate_failed", "browser: render %s: %s", rawURL, le.ErrorText)
+		return Rendered{}, airlock.Errorf(airlock.CodeUpstream, airlock.ReasonNavigateFailed, "browser: render %s: %s", rawURL, le.ErrorText)
 	}
 	if err != nil {
 		return Rendered{}, cdpErr(ctx, b, "render", err)
@@ -73,7 +73,7 @@ func (s *Session) Render(ctx context.Context, rawURL string) (Rendered, error) {
 		return Rendered{}, err
 	}
 	if len(html) > MaxRenderedBytes {
-		return Rendered{}, airlock.Errorf(airlock.CodeTooLarge, "rendered_size",
+		return Rendered{}, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonRenderedSize,
 			"browser: render %s: the rendered document is %d bytes (cap %d)", rawURL, len(html), MaxRenderedBytes)
 	}
 	out.HTML = []byte(html)
@@ -107,7 +107,7 @@ func outerHTML(ctx context.Context, b *instance) (string, error) {
 		return "", cdpErr(ctx, b, "render", err)
 	}
 	if doc.Root == nil {
-		return "", airlock.Errorf(airlock.CodeInternal, "cdp", "browser: render: no document")
+		return "", airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: render: no document")
 	}
 	res, err := cdp.Call(ctx, b.target, dom.GetOuterHTML, dom.GetOuterHTMLParams{BackendNodeID: doc.Root.BackendNodeID})
 	if err != nil {

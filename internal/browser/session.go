@@ -178,11 +178,11 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 		opts.ExecPath = DefaultExecPath
 	}
 	if opts.ProfileDir == "" {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "missing_option", "browser: ProfileDir is required")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonMissingOption, "browser: ProfileDir is required")
 	}
 	host, _, err := net.SplitHostPort(opts.ProxyAddr)
 	if err != nil || host == "" {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "missing_option", "browser: ProxyAddr %q is not host:port", opts.ProxyAddr)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonMissingOption, "browser: ProxyAddr %q is not host:port", opts.ProxyAddr)
 	}
 	if err := checkExec(opts.ExecPath); err != nil {
 		return nil, err
@@ -208,7 +208,7 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 func checkExec(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return airlock.Errorf(airlock.CodeUnavailable, "browser_missing",
+		return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonBrowserMissing,
 			"browser: no Chromium executable at %s: install it with `apt-get install chromium`", path)
 	}
 	return nil
@@ -264,11 +264,11 @@ func (s *Session) tieToParent(b *instance, cmd *exec.Cmd) {
 
 func (s *Session) launch(ctx context.Context) (*instance, error) {
 	if err := os.MkdirAll(s.opts.ProfileDir, 0o700); err != nil {
-		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: profile directory: %w", err)
+		return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonBrowserLaunch, "browser: profile directory: %w", err)
 	}
 	unrecord, err := s.opts.Runtime.add(s.opts.ProfileDir)
 	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: %w", err)
+		return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonBrowserLaunch, "browser: %w", err)
 	}
 	b := &instance{profileDir: s.opts.ProfileDir, unrecord: unrecord, closing: make(chan struct{})}
 	life := context.WithoutCancel(ctx)
@@ -299,16 +299,16 @@ func (s *Session) launch(ctx context.Context) (*instance, error) {
 	if err != nil {
 		b.kill()
 		if ctx.Err() != nil {
-			return nil, airlock.Errorf(airlock.CodeTimeout, "browser_launch", "browser: launch: %w", ctx.Err())
+			return nil, airlock.Errorf(airlock.CodeTimeout, airlock.ReasonBrowserLaunch, "browser: launch: %w", ctx.Err())
 		}
-		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: launch %s: %w", s.opts.ExecPath, err)
+		return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonBrowserLaunch, "browser: launch %s: %w", s.opts.ExecPath, err)
 	}
 	c := chromedp.FromContext(browserCtx)
 	b.browser = c.Browser
 	s.addTab(b, c.Target, nil)
 	if err := s.intercept(ctx, b); err != nil {
 		b.kill()
-		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: install request interception: %w", err)
+		return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonBrowserLaunch, "browser: install request interception: %w", err)
 	}
 	// Pages never download: Chromium would write what a page starts (an
 	// attachment link) under $HOME/Downloads, outside the files directory.
@@ -317,11 +317,11 @@ func (s *Session) launch(ctx context.Context) (*instance, error) {
 	if _, err := cdp.Call(ctx, b.browser, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
 		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorDeny, EventsEnabled: new(true)}); err != nil {
 		b.kill()
-		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: deny downloads: %w", err)
+		return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonBrowserLaunch, "browser: deny downloads: %w", err)
 	}
 	if err := openBlank(ctx, b.target); err != nil {
 		b.kill()
-		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: open %s: %w", aboutBlank, err)
+		return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonBrowserLaunch, "browser: open %s: %w", aboutBlank, err)
 	}
 	return b, nil
 }
@@ -400,7 +400,7 @@ func (b *instance) close(ctx context.Context) error {
 	}
 	b.kill()
 	if err != nil && !errors.Is(err, context.Canceled) {
-		return airlock.Errorf(airlock.CodeInternal, "browser_close", "browser: close: %w", err)
+		return airlock.Errorf(airlock.CodeInternal, airlock.ReasonBrowserClose, "browser: close: %w", err)
 	}
 	return nil
 }
@@ -447,14 +447,14 @@ func (s *Session) Crashed() bool {
 }
 
 func errClosed() error {
-	return airlock.Errorf(airlock.CodeInvalid, "session_closed", "browser: the session is closed")
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonSessionClosed, "browser: the session is closed")
 }
 
 func errCrashed(cause error) error {
 	if cause == nil {
-		return airlock.Errorf(airlock.CodeUnavailable, "browser_crashed", "browser: the browser process died; restart the session")
+		return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonBrowserCrashed, "browser: the browser process died; restart the session")
 	}
-	return airlock.Errorf(airlock.CodeUnavailable, "browser_crashed", "browser: the browser process died; restart the session: %w", cause)
+	return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonBrowserCrashed, "browser: the browser process died; restart the session: %w", cause)
 }
 
 // begin locks the session for one operation and returns its browser.
@@ -483,9 +483,9 @@ func cdpErr(ctx context.Context, b *instance, op string, err error) error {
 	case b.lost():
 		return errCrashed(err)
 	case ctx.Err() != nil:
-		return airlock.Errorf(airlock.CodeTimeout, "browser_timeout", "browser: %s: %w", op, err)
+		return airlock.Errorf(airlock.CodeTimeout, airlock.ReasonBrowserTimeout, "browser: %s: %w", op, err)
 	}
-	return airlock.Errorf(airlock.CodeInternal, "cdp", "browser: %s: %w", op, err)
+	return airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: %s: %w", op, err)
 }
 
 // allowedSchemes are the only schemes that load; javascript:, data:, file:,
@@ -499,13 +499,13 @@ var allowedSchemes = map[string]bool{"http": true, "https": true}
 func (s *Session) checkURL(raw string) error {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || u.Scheme == "" {
-		return airlock.Errorf(airlock.CodeInvalid, "bad_url", "browser: %q is not an absolute URL", raw)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBadURL, "browser: %q is not an absolute URL", raw)
 	}
 	if !allowedSchemes[strings.ToLower(u.Scheme)] {
-		return s.refusedBefore(raw, airlock.Errorf(airlock.CodeDenied, "scheme", "browser: scheme %q is refused: only http and https load", u.Scheme))
+		return s.refusedBefore(raw, airlock.Errorf(airlock.CodeDenied, airlock.ReasonScheme, "browser: scheme %q is refused: only http and https load", u.Scheme))
 	}
 	if u.Host == "" {
-		return airlock.Errorf(airlock.CodeInvalid, "bad_url", "browser: %q has no host", raw)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBadURL, "browser: %q has no host", raw)
 	}
 	t, err := s.check(raw)
 	if err != nil {
@@ -519,7 +519,7 @@ func (s *Session) checkURL(raw string) error {
 
 func reasonOf(err error) string {
 	if r := airlock.ReasonOf(err); r != "" {
-		return r
+		return string(r)
 	}
 	return "policy"
 }
@@ -575,9 +575,9 @@ func (s *Session) Navigate(ctx context.Context, rawURL string, waitLoaded bool) 
 	var le *chromedp.LoadError
 	if errors.As(err, &le) {
 		if strings.Contains(le.ErrorText, "ERR_BLOCKED_BY_CLIENT") {
-			return airlock.Errorf(airlock.CodeDenied, "blocked", "browser: navigate %s: blocked by policy", rawURL)
+			return airlock.Errorf(airlock.CodeDenied, airlock.ReasonBlocked, "browser: navigate %s: blocked by policy", rawURL)
 		}
-		return airlock.Errorf(airlock.CodeUpstream, "navigate_failed", "browser: navigate %s: %s", rawURL, le.ErrorText)
+		return airlock.Errorf(airlock.CodeUpstream, airlock.ReasonNavigateFailed, "browser: navigate %s: %s", rawURL, le.ErrorText)
 	}
 	return cdpErr(ctx, b, "navigate", err)
 }
@@ -590,7 +590,7 @@ func proxyRefusal(raw string, resp *network.Response) error {
 		return nil
 	}
 	if resp.Status == http.StatusProxyAuthRequired {
-		return airlock.Errorf(airlock.CodeUnavailable, "proxy_auth", "browser: navigate %s: the egress proxy refused the session's credentials", raw)
+		return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonProxyAuth, "browser: navigate %s: the egress proxy refused the session's credentials", raw)
 	}
 	var code, reason string
 	for k, v := range resp.Headers {
@@ -608,7 +608,7 @@ func proxyRefusal(raw string, resp *network.Response) error {
 	if !c.Valid() {
 		c = airlock.CodeInternal
 	}
-	return airlock.Errorf(c, reason, "browser: navigate %s: refused by the egress proxy (%s %s)", raw, code, reason)
+	return airlock.Errorf(c, airlock.Reason(reason), "browser: navigate %s: refused by the egress proxy (%s %s)", raw, code, reason)
 }
 
 // State is the page's URL and title.

@@ -132,7 +132,7 @@ func html(w http.ResponseWriter, body string) {
 func wantCode(t *testing.T, err error, code airlock.Code, reason string) {
 	t.Helper()
 	var ae *airlock.Error
-	if !errors.As(err, &ae) || ae.Code != code || ae.Reason != reason {
+	if !errors.As(err, &ae) || ae.Code != code || ae.Reason != airlock.Reason(reason) {
 		t.Fatalf("err = %v, want *airlock.Error %s/%s", err, code, reason)
 	}
 }

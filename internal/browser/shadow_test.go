@@ -170,7 +170,7 @@ document.getElementById("closed").attachShadow({mode: "closed"}).innerHTML = '<i
 			}
 			r := res.Results[0]
 			if tc.reason != "" {
-				if airlock.ReasonOf(r.Err) != tc.reason {
+				if airlock.ReasonOf(r.Err) != airlock.Reason(tc.reason) {
 					t.Errorf("got %v, want reason %s", r.Err, tc.reason)
 				}
 				return

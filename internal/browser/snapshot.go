@@ -142,7 +142,7 @@ func (s *Session) snapshotLocked(ctx context.Context, b *instance, o SnapshotOpt
 	var full lastOutline
 	if o.Offset > 0 {
 		if s.last == nil || s.last.loader != loader || s.last.opts != key || o.Offset >= utf8.RuneCountInString(s.last.text) {
-			return Snapshot{}, airlock.Errorf(airlock.CodeInvalid, "stale_snapshot",
+			return Snapshot{}, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonStaleSnapshot,
 				"browser: snapshot offset %d does not continue the last snapshot of this page: take a new one (offset 0)", o.Offset)
 		}
 		full = *s.last
@@ -462,13 +462,13 @@ func refKey(ref string) (string, error) {
 		ok = ok && c >= '0' && c <= '9'
 	}
 	if !ok {
-		return "", airlock.Errorf(airlock.CodeInvalid, "bad_ref", "browser: %q is not a ref: refs look like @e3 (or e3), as a snapshot prints them", ref)
+		return "", airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBadRef, "browser: %q is not a ref: refs look like @e3 (or e3), as a snapshot prints them", ref)
 	}
 	return "@" + n, nil
 }
 
 func staleRef(ref, why string) error {
-	return airlock.Errorf(airlock.CodeInvalid, "stale_ref", "browser: ref %s is %s: take a new snapshot", ref, why)
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonStaleRef, "browser: ref %s is %s: take a new snapshot", ref, why)
 }
 
 // resolve returns the live entry of ref, or stale_ref when it is unknown
@@ -517,7 +517,7 @@ func nodeErr(ctx context.Context, b *instance, ref, op string, err error) error 
 		case strings.Contains(m, "No node"), strings.Contains(m, "does not belong to the document"):
 			return staleRef(ref, "no longer in the document")
 		case strings.Contains(m, "Could not compute"), strings.Contains(m, "layout object"):
-			return airlock.Errorf(airlock.CodeInvalid, "not_visible", "browser: %s %s: the element has no box (hidden or detached): %s", op, ref, m)
+			return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNotVisible, "browser: %s %s: the element has no box (hidden or detached): %s", op, ref, m)
 		}
 	}
 	return cdpErr(ctx, b, op, err)
@@ -560,7 +560,7 @@ func clickNode(ctx context.Context, b *instance, backend cdp.BackendNodeID, what
 		return nodeErr(ctx, b, what, op, err)
 	}
 	if len(q.Quads) == 0 || len(q.Quads[0]) != 8 {
-		return airlock.Errorf(airlock.CodeInvalid, "not_visible", "browser: %s %s: the element has no box", op, what)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNotVisible, "browser: %s %s: the element has no box", op, what)
 	}
 	quad := q.Quads[0]
 	x := (quad[0] + quad[2] + quad[4] + quad[6]) / 4
@@ -595,7 +595,7 @@ func (s *Session) Fill(ctx context.Context, ref, text string) error {
 	}
 	defer s.mu.Unlock()
 	if !fillableRoles[e.role] {
-		return airlock.Errorf(airlock.CodeInvalid, "not_fillable", "browser: fill %s: a %s is not a text field", ref, e.role)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNotFillable, "browser: fill %s: a %s is not a text field", ref, e.role)
 	}
 	if err := s.actionable(ctx, b, e.backend, ref, "fill", actionTimeout(ctx)); err != nil {
 		return err

@@ -81,7 +81,7 @@ func (s *Session) NewTab(ctx context.Context, rawURL string) ([]Tab, error) {
 	}
 	if len(b.tabs) >= MaxTabs {
 		s.mu.Unlock()
-		return nil, airlock.Errorf(airlock.CodeInvalid, "too_many_tabs", "browser: new_tab: a session has at most %d tabs", MaxTabs)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonTooManyTabs, "browser: new_tab: a session has at most %d tabs", MaxTabs)
 	}
 	tctx, cancel := chromedp.NewContext(b.browserCtx)
 	if err := runWithin(ctx, tctx); err != nil {
@@ -130,7 +130,7 @@ func (s *Session) CloseTab(ctx context.Context) ([]Tab, error) {
 	}
 	if len(b.tabs) <= 1 {
 		s.mu.Unlock()
-		return nil, airlock.Errorf(airlock.CodeInvalid, "last_tab", "browser: close_tab: the last tab cannot be closed (close the session instead)")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonLastTab, "browser: close_tab: the last tab cannot be closed (close the session instead)")
 	}
 	cur := b.cur
 	if _, err := cdp.Call(ctx, b.browser, target.CloseTarget, target.CloseTargetParams{TargetID: cur.target.TargetID}); err != nil {

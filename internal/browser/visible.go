@@ -87,7 +87,7 @@ func visibleText(ctx context.Context, b *instance, limit int) (string, bool, err
 		return "", false, cdpErr(ctx, b, "read", err)
 	}
 	if doc.Root == nil {
-		return "", false, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: read: no document")
+		return "", false, airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: read: no document")
 	}
 	raw, err := callOnNode(ctx, b, doc.Root.BackendNodeID, "document", "read", visibleTextScript, limit)
 	if err != nil {
@@ -95,7 +95,7 @@ func visibleText(ctx context.Context, b *instance, limit int) (string, bool, err
 	}
 	var text string
 	if err := json.Unmarshal(raw, &text); err != nil {
-		return "", false, airlock.Errorf(airlock.CodeInternal, "cdp", "browser: read: unexpected result")
+		return "", false, airlock.Errorf(airlock.CodeInternal, airlock.ReasonCDP, "browser: read: unexpected result")
 	}
 	if utf8.RuneCountInString(text) > limit {
 		return string([]rune(text)[:limit]), true, nil

@@ -170,26 +170,26 @@ func (e *env) readRevocationFile(path string) ([]engine.Revocation, error) {
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, airlock.Errorf(airlock.CodeNotFound, "file", "revocations restore: %v", err)
+			return nil, airlock.Errorf(airlock.CodeNotFound, airlock.ReasonFile, "revocations restore: %v", err)
 		}
 		defer f.Close()
 		r = f
 	}
 	b, err := io.ReadAll(io.LimitReader(r, maxRevocationFile+1))
 	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "file", "revocations restore: read %s: %v", path, err)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonFile, "revocations restore: read %s: %v", path, err)
 	}
 	if len(b) > maxRevocationFile {
-		return nil, airlock.Errorf(airlock.CodeTooLarge, "file", "revocations restore: %s is larger than %d bytes", path, maxRevocationFile)
+		return nil, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonFile, "revocations restore: %s is larger than %d bytes", path, maxRevocationFile)
 	}
 	var f revocationFile
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "file", "revocations restore: %s: want the JSON of `revocations export` or `revocations --format json`: %v", path, err)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonFile, "revocations restore: %s: want the JSON of `revocations export` or `revocations --format json`: %v", path, err)
 	}
 	if f.Revocations == nil && f.Revoked == nil {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "file", "revocations restore: %s has neither \"revocations\" nor \"revoked\"", path)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonFile, "revocations restore: %s has neither \"revocations\" nor \"revoked\"", path)
 	}
 	list := f.Revocations
 	for _, s := range f.Revoked {

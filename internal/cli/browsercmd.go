@@ -274,7 +274,7 @@ func runActions(ctx context.Context, en *engine.Engine, p airlock.Principal, inf
 		}
 		dest := filepath.Join(outDir, r.File)
 		if err := copyFile(filepath.Join(info.FilesDir, r.File), dest); err != nil {
-			return airlock.Errorf(airlock.CodeInternal, "screenshot", "screenshot: %v", err)
+			return airlock.Errorf(airlock.CodeInternal, airlock.ReasonScreenshot, "screenshot: %v", err)
 		}
 		r.File = dest
 	}
@@ -338,10 +338,10 @@ func saveScreenshot(dir string, i int, s *browser.Screenshot) (string, error) {
 	}
 	name := filepath.Join(dir, fmt.Sprintf("screenshot-%d.%s", i, ext))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", airlock.Errorf(airlock.CodeInternal, "screenshot", "screenshot: %v", err)
+		return "", airlock.Errorf(airlock.CodeInternal, airlock.ReasonScreenshot, "screenshot: %v", err)
 	}
 	if err := os.WriteFile(name, data, 0o644); err != nil {
-		return "", airlock.Errorf(airlock.CodeInternal, "screenshot", "screenshot: %v", err)
+		return "", airlock.Errorf(airlock.CodeInternal, airlock.ReasonScreenshot, "screenshot: %v", err)
 	}
 	return name, nil
 }

@@ -249,16 +249,19 @@ func (e *env) reportError(args []string, err error) {
 	}
 }
 
-// hintFor is airlock.HintOf for the person at the terminal, who is the
-// operator: the hint of a refused resolved address may name its class and
-// the address, which a workload is never told.
+// hintFor is airlock.HintOf (the error's own hint, else its reason's in
+// the catalogue) for the person at the terminal, who is the operator: the
+// hint of a refused resolved address may name its class and the address,
+// which a workload is never told.
 func hintFor(err error) string {
 	h := airlock.HintOf(err)
 	var ee *egress.Error
-	if airlock.ReasonOf(err) == airlock.ReasonInternalAddress && errors.As(err, &ee) && ee.Class != "" && h == "" {
-		h = airlock.HintFor(string(ee.Class))
+	if airlock.ReasonOf(err) == airlock.ReasonInternalAddress && errors.As(err, &ee) && ee.Class != "" {
+		if ch := airlock.Reason(ee.Class).Hint(); ch != "" {
+			h = ch
+		}
 	}
-	if h == airlock.FloorHint && errors.As(err, &ee) && ee.Addr.IsValid() {
+	if strings.Contains(h, "--except ADDR") && errors.As(err, &ee) && ee.Addr.IsValid() {
 		h = strings.Replace(h, "--except ADDR", "--except "+ee.Addr.Addr().String(), 1)
 	}
 	return h

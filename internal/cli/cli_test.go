@@ -94,7 +94,7 @@ func TestMainExitCodes(t *testing.T) {
 		{
 			name: "denied", args: []string{"fail"},
 			extra:    []func(*env) *cobra.Command{failWith(fmt.Errorf("exchange: %w", &foreignError{"denied", "loopback"}))},
-			wantCode: 3, wantStderr: "airlock: exchange: egress: check \"http://127.0.0.1/\" denied (loopback)\n  hint: " + airlock.FloorHint + "\n",
+			wantCode: 3, wantStderr: "airlock: exchange: egress: check \"http://127.0.0.1/\" denied (loopback)\n  hint: " + airlock.ReasonLoopback.Hint() + "\n",
 		},
 		{
 			name: "rate limited", args: []string{"fail"},

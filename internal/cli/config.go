@@ -79,10 +79,10 @@ func loadConfig(path string, environ []string) (fileConfig, string, error) {
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return cfg, path, airlock.Errorf(airlock.CodeInvalid, "config", "config: read %s: %v", path, errors.Unwrap(err))
+			return cfg, path, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "config: read %s: %v", path, errors.Unwrap(err))
 		}
 		if err := k.Load(rawbytes.Provider(b), yaml.Parser()); err != nil {
-			return cfg, path, airlock.Errorf(airlock.CodeInvalid, "config", "config: %s: %v", path, err)
+			return cfg, path, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "config: %s: %v", path, err)
 		}
 	}
 	envMap := map[string]any{}
@@ -97,7 +97,7 @@ func loadConfig(path string, environ []string) (fileConfig, string, error) {
 	}
 	if len(envMap) > 0 {
 		if err := k.Load(confmap.Provider(envMap, keyDelim), nil); err != nil {
-			return cfg, path, airlock.Errorf(airlock.CodeInvalid, "config", "config: environment: %v", err)
+			return cfg, path, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "config: environment: %v", err)
 		}
 	}
 	err := k.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{
@@ -118,7 +118,7 @@ func loadConfig(path string, environ []string) (fileConfig, string, error) {
 		if path != "" {
 			src = path + " or the environment"
 		}
-		return cfg, path, airlock.Errorf(airlock.CodeInvalid, "config", "config: %s: %s (every key is in docs/configuration.md)", src, decodeProblems(err))
+		return cfg, path, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "config: %s: %s (every key is in docs/configuration.md)", src, decodeProblems(err))
 	}
 	return cfg, path, nil
 }

@@ -71,7 +71,7 @@ func readInput(stdin io.Reader, name string, max int64) ([]byte, error) {
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, airlock.Errorf(airlock.CodeInvalid, "file", "extract: %w", err) // a bad argument: exit 2
+			return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonFile, "extract: %w", err) // a bad argument: exit 2
 		}
 		defer f.Close()
 		r = f
@@ -81,7 +81,7 @@ func readInput(stdin io.Reader, name string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("extract: read %s: %w", name, err)
 	}
 	if int64(len(body)) > max {
-		return nil, airlock.Errorf(airlock.CodeTooLarge, extract.ReasonInputTooLarge,
+		return nil, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonInputTooLarge,
 			"extract: %s is larger than %d bytes", name, max)
 	}
 	return body, nil

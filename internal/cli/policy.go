@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
 )
 
@@ -136,7 +137,7 @@ func decide(ctx context.Context, d *egress.Dialer, lane egress.Lane, raw string)
 			res.Addrs = []string{e.Addr.Addr().String()}
 		}
 	} else {
-		res.Reason = "error"
+		res.Reason = string(airlock.ReasonError)
 	}
 	if res.Detail == "" {
 		res.Detail = err.Error()

@@ -244,7 +244,7 @@ the engine's policy like any other. SIGINT or SIGTERM stops it.`,
 			}
 			ln, err := net.Listen("tcp", ap.String())
 			if err != nil {
-				return errors.Join(airlock.Errorf(airlock.CodeUnavailable, "listen", "listen on %s: %v", ap, errors.Unwrap(err)), s.close())
+				return errors.Join(airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonListen, "listen on %s: %v", ap, errors.Unwrap(err)), s.close())
 			}
 			srv := &http.Server{Handler: hd, ReadHeaderTimeout: serveReadHeaderTimeout, ReadTimeout: serveReadTimeout,
 				IdleTimeout: serveIdleTimeout, MaxHeaderBytes: serveMaxHeaderBytes, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
@@ -275,7 +275,7 @@ the engine's policy like any other. SIGINT or SIGTERM stops it.`,
 			}
 			cerr := s.close()
 			if serveErr != nil {
-				return errors.Join(airlock.Errorf(airlock.CodeUnavailable, "serve", "serve: %v", serveErr), cerr)
+				return errors.Join(airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonServe, "serve: %v", serveErr), cerr)
 			}
 			return cerr
 		},

@@ -112,13 +112,13 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 	}
 	loopback := ap.Addr().Unmap().IsLoopback()
 	if dev && !loopback {
-		return airlock.Errorf(airlock.CodeInvalid, "dev_mode_loopback",
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonDevModeLoopback,
 			"development mode (no tenants configured) listens on loopback only; %s is not loopback: configure a tenant with a token first (airlock token generate, then tenants.NAME.tokens in airlock.yaml)", listen)
 	}
 	// Bind the port first: a port in use must not cost a token.
 	ln, err := net.Listen("tcp", ap.String())
 	if err != nil {
-		return airlock.Errorf(airlock.CodeUnavailable, "listen", "listen on %s: %v", ap, errors.Unwrap(err))
+		return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonListen, "listen on %s: %v", ap, errors.Unwrap(err))
 	}
 	var adminToken string
 	if dev {
@@ -169,7 +169,7 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 		Version:       version,
 		Ready: func(ctx context.Context) error {
 			if stopping.Load() {
-				return airlock.Errorf(airlock.CodeUnavailable, "shutting_down", "shutting down")
+				return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonShuttingDown, "shutting down")
 			}
 			return en.Ready(ctx)
 		},
@@ -218,7 +218,7 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 		logger.Info("stopped; audit log flushed")
 	}
 	if serveErr != nil {
-		return errors.Join(airlock.Errorf(airlock.CodeUnavailable, "serve", "serve: %v", serveErr), cerr)
+		return errors.Join(airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonServe, "serve: %v", serveErr), cerr)
 	}
 	return cerr
 }

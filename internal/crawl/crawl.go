@@ -42,7 +42,6 @@ const (
 	acceptPage          = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 	acceptRobots        = "text/plain,*/*;q=0.1"
 	acceptSitemap       = "application/xml,text/xml,text/plain,*/*;q=0.1"
-	errReasonRedirects  = "redirect_limit" // egress: too many redirects
 )
 
 // maxSkipped is MaxSkipped; tests lower it.
@@ -122,7 +121,7 @@ type options struct {
 }
 
 func invalid(format string, args ...any) error {
-	return airlock.Errorf(airlock.CodeInvalid, "crawl_request", "crawl: "+format, args...)
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonCrawlRequest, "crawl: "+format, args...)
 }
 
 // ValidateRequest refuses (code invalid, reason crawl_request) a request
@@ -411,7 +410,7 @@ func (r *run) seedFrontier() error {
 	for _, raw := range r.req.URLs {
 		key, err := Normalize(raw)
 		if err != nil {
-			r.skip(raw, ReasonInvalid, err.Error())
+			r.skip(raw, airlock.ReasonInvalid, err.Error())
 			continue
 		}
 		raws, keys, items = append(raws, raw), append(keys, key), append(items, Item{URL: key})
@@ -422,7 +421,7 @@ func (r *run) seedFrontier() error {
 	}
 	for i, ok := range added {
 		if !ok {
-			r.skip(raws[i], ReasonDuplicate, "")
+			r.skip(raws[i], airlock.ReasonDuplicate, "")
 		}
 	}
 	return nil
@@ -554,7 +553,7 @@ func (r *run) readyHost(now time.Time) (*host, time.Time) {
 func (r *run) park(it Item, now time.Time) {
 	u, err := url.Parse(it.URL)
 	if err != nil || u.Host == "" {
-		r.skip(it.URL, ReasonInvalid, "not an absolute URL")
+		r.skip(it.URL, airlock.ReasonInvalid, "not an absolute URL")
 		r.doneItem(it)
 		return
 	}
@@ -591,7 +590,7 @@ func (r *run) park(it Item, now time.Time) {
 func (r *run) dispatch(h *host, it Item, now time.Time) bool {
 	u, err := url.Parse(it.URL)
 	if err != nil {
-		r.skip(it.URL, ReasonInvalid, err.Error())
+		r.skip(it.URL, airlock.ReasonInvalid, err.Error())
 		r.doneItem(it)
 		return true
 	}
@@ -601,7 +600,7 @@ func (r *run) dispatch(h *host, it Item, now time.Time) bool {
 			if h.rules.detail != "" {
 				detail = h.rules.detail
 			}
-			r.skip(it.URL, ReasonRobots, detail)
+			r.skip(it.URL, airlock.ReasonRobots, detail)
 		}
 		r.doneItem(it)
 		return true
@@ -909,7 +908,7 @@ func (r *run) finish() (*airlock.CrawlSummary, error) {
 	r.mu.Lock()
 	skipped := r.skipped
 	if r.overflow > 0 {
-		skipped = append(skipped, airlock.Skipped{Reason: ReasonTruncated, Detail: fmt.Sprintf("%d more skipped URLs not listed", r.overflow)})
+		skipped = append(skipped, airlock.Skipped{Reason: airlock.ReasonTruncated, Detail: fmt.Sprintf("%d more skipped URLs not listed", r.overflow)})
 	}
 	r.mu.Unlock()
 	if skipped == nil {
@@ -928,13 +927,13 @@ func (r *run) finish() (*airlock.CrawlSummary, error) {
 
 func (r *run) skipLimit(it Item) {
 	if it.Kind == KindPage {
-		r.skip(it.URL, ReasonLimit, "")
+		r.skip(it.URL, airlock.ReasonLimit, "")
 	}
 	r.doneItem(it)
 }
 
 // skip lists a URL in the summary; safe for concurrent use.
-func (r *run) skip(u, reason, detail string) {
+func (r *run) skip(u string, reason airlock.Reason, detail string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.skipped) >= maxSkipped {
@@ -956,7 +955,7 @@ func (r *run) push(items []Item) error {
 	}
 	for _, it := range items[n:] {
 		if it.Kind == KindPage {
-			r.skip(it.URL, ReasonLimit, "frontier full")
+			r.skip(it.URL, airlock.ReasonLimit, "frontier full")
 		}
 	}
 	return nil
@@ -1069,6 +1068,14 @@ func (r *run) loadRobots(origin string) (rules *robots, fatal error) {
 			return nil, err
 		case code == airlock.CodeRevoked:
 			return nil, err
+		case code == airlock.CodeDenied:
+			// The origin is refused to this caller: its pages will be
+			// refused too, with the policy's reason. Not cached: the verdict
+			// is the caller's, not the origin's.
+			rules = &robots{verdict: robotsAllowAll, expires: now.Add(DefaultRobotsTTL)}
+		case airlock.ReasonOf(err) == airlock.ReasonRedirectLimit:
+			// RFC 9309 §2.3.1.2: past five redirects, robots.txt is unavailable.
+			rules = &robots{verdict: robotsAllowAll, expires: now.Add(DefaultRobotsTTL), cache: true}
 		default:
 			// Denied: the origin is refused to this caller, its pages will
 			// be too (not cached: the verdict is the caller's). Past five
@@ -1098,7 +1105,7 @@ func (r *run) fetchPage(it Item, pol hostPolicy) (res result) {
 	}
 	res.fetched, res.bytes = true, int64(len(resp.Body))
 	if resp.Status < 200 || resp.Status > 299 {
-		r.skip(it.URL, ReasonHTTPStatus, strconv.Itoa(resp.Status))
+		r.skip(it.URL, airlock.ReasonHTTPStatus, strconv.Itoa(resp.Status))
 		res.failed = true
 		return res
 	}
@@ -1153,7 +1160,7 @@ func (r *run) landing(it Item, resp *airlock.HTTPResponse) (base *url.URL, ok bo
 		r.scope.add(hostOf(base)) // a seed that redirects moves the crawl
 	}
 	if !r.scope.contains(hostOf(base)) {
-		r.skip(it.URL, ReasonOffHost, "redirected to "+final)
+		r.skip(it.URL, airlock.ReasonOffHost, "redirected to "+final)
 		return nil, false, nil
 	}
 	added, err := r.seen.Add(r.ctx, final)
@@ -1179,7 +1186,8 @@ func (r *run) failure(u string, err error) result {
 // enqueue queues the new, in-scope links of a page at depth, and lists
 // the others that are new. Links that are not http(s) are dropped.
 func (r *run) enqueue(base *url.URL, links []string, depth int) error {
-	var keys, skips []string
+	var keys []string
+	var skips []airlock.Reason
 	var items []Item
 	for _, l := range links {
 		u, err := base.Parse(preEscape(l))
@@ -1190,14 +1198,14 @@ func (r *run) enqueue(base *url.URL, links []string, depth int) error {
 		if err != nil {
 			continue
 		}
-		skip := ""
+		var skip airlock.Reason
 		switch {
 		case !r.scope.contains(hostOf(u)):
-			skip = ReasonOffHost
+			skip = airlock.ReasonOffHost
 		case r.opt.depth != Unlimited && depth > r.opt.depth:
-			skip = ReasonDepth
+			skip = airlock.ReasonDepth
 		case r.limit.Load():
-			skip = ReasonLimit
+			skip = airlock.ReasonLimit
 		}
 		it := Item{URL: key, Depth: depth}
 		if skip != "" {

@@ -52,7 +52,7 @@ func TestBreadthFirstAndDepth(t *testing.T) {
 			for _, p := range tt.wantDepth {
 				wantSkip = append(wantSkip, s.URL(p))
 			}
-			if diff := cmp.Diff(wantSkip, c.skipped(ReasonDepth)); diff != "" {
+			if diff := cmp.Diff(wantSkip, c.skipped(airlock.ReasonDepth)); diff != "" {
 				t.Errorf("skipped for depth (-want +got):\n%s", diff)
 			}
 			if got := s.paths()[0]; got != "/robots.txt" {
@@ -100,7 +100,7 @@ func TestMaxPages(t *testing.T) {
 	if fetched != 10 {
 		t.Errorf("fetched %d pages, want exactly 10", fetched)
 	}
-	if len(c.skipped(ReasonLimit)) == 0 {
+	if len(c.skipped(airlock.ReasonLimit)) == 0 {
 		t.Errorf("no URL skipped for the limit: %+v", c.sum.Skipped)
 	}
 }
@@ -115,7 +115,7 @@ func TestMaxPagesCountsOnlySuccesses(t *testing.T) {
 	if c.sum.Pages != 3 || c.sum.Failed != 3 {
 		t.Errorf("pages %d, failed %d; want 3 and 3", c.sum.Pages, c.sum.Failed)
 	}
-	if got := c.skipped(ReasonLimit); !slices.Equal(got, []string{s.URL("/ok3")}) {
+	if got := c.skipped(airlock.ReasonLimit); !slices.Equal(got, []string{s.URL("/ok3")}) {
 		t.Errorf("skipped for the limit = %q, want /ok3", got)
 	}
 }
@@ -164,7 +164,7 @@ func TestScope(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("pages (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.offHost, c.skipped(ReasonOffHost)); diff != "" {
+			if diff := cmp.Diff(tt.offHost, c.skipped(airlock.ReasonOffHost)); diff != "" {
 				t.Errorf("off_host (-want +got):\n%s", diff)
 			}
 			for _, h := range s.hits() {
@@ -196,7 +196,7 @@ func TestScope(t *testing.T) {
 		if diff := cmp.Diff(want, c.urls()); diff != "" {
 			t.Errorf("pages (-want +got):\n%s", diff)
 		}
-		if got := c.skipped(ReasonOffHost); !slices.Equal(got, []string{"http://www.site.test/moved"}) {
+		if got := c.skipped(airlock.ReasonOffHost); !slices.Equal(got, []string{"http://www.site.test/moved"}) {
 			t.Errorf("off_host = %q, want /moved", got)
 		}
 		if c.pages[0].RequestedURL != "http://site.test/" {
@@ -294,7 +294,7 @@ func TestRobots(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("pages (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(blocked, c.skipped(ReasonRobots)); diff != "" {
+			if diff := cmp.Diff(blocked, c.skipped(airlock.ReasonRobots)); diff != "" {
 				t.Errorf("skipped for robots (-want +got):\n%s", diff)
 			}
 			for _, h := range s.hits() {
@@ -332,7 +332,7 @@ func TestRobotsUnreachable(t *testing.T) {
 	if c.err != nil {
 		t.Fatal(c.err)
 	}
-	if c.sum.Pages != 0 || len(c.sum.Skipped) != 1 || c.sum.Skipped[0].Reason != ReasonRobots ||
+	if c.sum.Pages != 0 || len(c.sum.Skipped) != 1 || c.sum.Skipped[0].Reason != airlock.ReasonRobots ||
 		!strings.Contains(c.sum.Skipped[0].Detail, "unreachable") {
 		t.Errorf("summary = %+v, want the seed skipped: robots unreachable", c.sum)
 	}
@@ -350,7 +350,7 @@ func TestRobotsCap(t *testing.T) {
 		"/late":       page("late"),
 	})
 	c := crawlSite(t, s, airlock.CrawlRequest{Seed: s.URL("/")})
-	if got := c.skipped(ReasonRobots); !slices.Equal(got, []string{s.URL("/early")}) {
+	if got := c.skipped(airlock.ReasonRobots); !slices.Equal(got, []string{s.URL("/early")}) {
 		t.Errorf("skipped for robots = %q, want only /early (rules past 500 KiB are ignored)", got)
 	}
 	if c.sum.Pages != 2 {
@@ -536,10 +536,10 @@ func TestSitemap(t *testing.T) {
 	if s.count("/sm3.xml") != 0 {
 		t.Error("a sitemap index inside an index was followed")
 	}
-	if got := c.skipped(ReasonRobots); !slices.Equal(got, []string{u("/blocked")}) {
+	if got := c.skipped(airlock.ReasonRobots); !slices.Equal(got, []string{u("/blocked")}) {
 		t.Errorf("skipped for robots = %q, want /blocked", got)
 	}
-	if got := c.skipped(ReasonOffHost); !slices.Equal(got, []string{"http://127.0.0.2/elsewhere"}) {
+	if got := c.skipped(airlock.ReasonOffHost); !slices.Equal(got, []string{"http://127.0.0.2/elsewhere"}) {
 		t.Errorf("skipped off host = %q", got)
 	}
 
@@ -599,20 +599,20 @@ func TestSkipReasons(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, sk := range c.sum.Skipped {
-		got[sk.URL] = sk.Reason
+		got[sk.URL] = string(sk.Reason)
 	}
 	want := map[string]string{
-		s.URL("/404"):          ReasonHTTPStatus,
-		s.URL("/500"):          ReasonHTTPStatus,
-		s.URL("/slow"):         ReasonTimeout,
-		s.URL("/botwall"):      ReasonBotWall,
-		s.URL("/bin"):          ReasonType,
-		s.URL("/limited"):      ReasonRateLimited,
-		"http://denied.test/x": ReasonPolicy,
-		closed.URL("/gone"):    ReasonRobots, // unreachable: robots.txt is too (RFC 9309 §2.3.1.4)
-		"ftp://x.test/":        ReasonInvalid,
-		"not a url":            ReasonInvalid,
-		s.URL("/ok#again"):     ReasonDuplicate,
+		s.URL("/404"):          string(airlock.ReasonHTTPStatus),
+		s.URL("/500"):          string(airlock.ReasonHTTPStatus),
+		s.URL("/slow"):         string(airlock.ReasonTimeout),
+		s.URL("/botwall"):      string(airlock.ReasonBotWall),
+		s.URL("/bin"):          string(airlock.ReasonType),
+		s.URL("/limited"):      string(airlock.ReasonRateLimited),
+		"http://denied.test/x": string(airlock.ReasonPolicy),
+		closed.URL("/gone"):    string(airlock.ReasonRobots), // unreachable: robots.txt is too (RFC 9309 §2.3.1.4)
+		"ftp://x.test/":        string(airlock.ReasonInvalid),
+		"not a url":            string(airlock.ReasonInvalid),
+		s.URL("/ok#again"):     string(airlock.ReasonDuplicate),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("skipped (-want +got):\n%s", diff)
@@ -631,7 +631,7 @@ func TestSkipReasons(t *testing.T) {
 
 	t.Run("unreachable without robots", func(t *testing.T) {
 		c := crawlWith(t, t.Context(), Config{Doer: d}, airlock.CrawlRequest{URLs: []string{closed.URL("/gone")}, IgnoreRobots: true})
-		if c.err != nil || len(c.sum.Skipped) != 1 || c.sum.Skipped[0].Reason != ReasonError {
+		if c.err != nil || len(c.sum.Skipped) != 1 || c.sum.Skipped[0].Reason != airlock.ReasonError {
 			t.Errorf("crawl = %+v, %v; want the URL skipped as error", c.sum, c.err)
 		}
 	})
@@ -679,7 +679,7 @@ func TestCancel(t *testing.T) {
 		t.Errorf("Run returned %v after the cancel", returned)
 	}
 	for _, sk := range sum.Skipped {
-		if sk.Reason == ReasonTimeout || sk.Reason == ReasonError {
+		if sk.Reason == airlock.ReasonTimeout || sk.Reason == airlock.ReasonError {
 			t.Errorf("in-flight URL blamed for the cancel: %+v", sk)
 		}
 	}
@@ -814,7 +814,7 @@ func TestSkippedCap(t *testing.T) {
 	if len(c.sum.Skipped) != 6 {
 		t.Fatalf("skipped = %d entries, want 5 and a truncation mark", len(c.sum.Skipped))
 	}
-	if last := c.sum.Skipped[5]; last.Reason != ReasonTruncated || !strings.HasPrefix(last.Detail, "15 more") {
+	if last := c.sum.Skipped[5]; last.Reason != airlock.ReasonTruncated || !strings.HasPrefix(last.Detail, "15 more") {
 		t.Errorf("last entry = %+v, want 15 more truncated", last)
 	}
 }
@@ -901,7 +901,7 @@ func TestBoundedFrontier(t *testing.T) {
 	if c.err != nil {
 		t.Fatal(c.err)
 	}
-	if c.sum.Pages != 3 || !slices.Equal(c.skipped(ReasonLimit), []string{s.URL("/3"), s.URL("/4")}) {
+	if c.sum.Pages != 3 || !slices.Equal(c.skipped(airlock.ReasonLimit), []string{s.URL("/3"), s.URL("/4")}) {
 		t.Errorf("summary = %+v; want 3 pages, /3 and /4 refused by the full frontier", c.sum)
 	}
 }

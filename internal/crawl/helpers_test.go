@@ -333,7 +333,7 @@ func (c *crawlResult) urls() []string {
 	return out
 }
 
-func (c *crawlResult) skipped(reason string) []string {
+func (c *crawlResult) skipped(reason airlock.Reason) []string {
 	var out []string
 	for _, s := range c.sum.Skipped {
 		if s.Reason == reason {

@@ -30,8 +30,8 @@ func TestCrawlRequestCap(t *testing.T) {
 	if pages > RequestsPerPage*maxPages {
 		t.Errorf("%d page requests for max_pages %d, want at most %d", pages, maxPages, RequestsPerPage*maxPages)
 	}
-	if c.sum.Stopped != StoppedRequests || len(c.skipped(ReasonLimit)) == 0 {
-		t.Errorf("summary: stopped %q, %d skipped as limit; want %q and some", c.sum.Stopped, len(c.skipped(ReasonLimit)), StoppedRequests)
+	if c.sum.Stopped != StoppedRequests || len(c.skipped(airlock.ReasonLimit)) == 0 {
+		t.Errorf("summary: stopped %q, %d skipped as limit; want %q and some", c.sum.Stopped, len(c.skipped(airlock.ReasonLimit)), StoppedRequests)
 	}
 	if c.sum.Pages != 1 {
 		t.Errorf("pages = %d, want the seed alone", c.sum.Pages)

@@ -8,26 +8,8 @@ import (
 	"github.com/airlockhq/airlock/internal/crawl/robotstag"
 )
 
-// Reasons a URL is listed in CrawlSummary.Skipped.
-const (
-	ReasonRobots      = "robots"       // robots.txt disallows it, or its robots.txt is unreachable
-	ReasonPolicy      = "policy"       // the Doer refused it (code denied); Detail has the policy reason
-	ReasonHTTPStatus  = "http_status"  // a status outside 2xx; Detail has the status
-	ReasonTimeout     = "timeout"      // the per-page timeout passed
-	ReasonOffHost     = "off_host"     // a link outside the seed's host (or its subdomains)
-	ReasonDepth       = "depth"        // a link deeper than the depth limit
-	ReasonType        = "type"         // the page function refused its content type
-	ReasonDuplicate   = "duplicate"    // a listed URL that was already listed (after Normalize)
-	ReasonLimit       = "limit"        // not fetched: the page limit was reached
-	ReasonBotWall     = "bot_wall"     // a captcha or challenge page instead of content
-	ReasonRateLimited = "rate_limited" // the Doer's rate limit held after retries
-	ReasonTooLarge    = "too_large"    // the body passed a size cap
-	ReasonInvalid     = "invalid"      // a listed URL that is not an absolute http(s) URL
-	ReasonError       = "error"        // anything else; Detail says what
-	// ReasonTruncated marks the last entry of a skipped list cut at
-	// MaxSkipped: its Detail says how many more URLs were skipped.
-	ReasonTruncated = "truncated"
-)
+// The reasons a URL is listed in CrawlSummary.Skipped are the catalogue's
+// (airlock.ReasonRobots, airlock.ReasonPolicy, airlock.ReasonHTTPStatus, ...).
 
 // Why a crawl stopped early (CrawlSummary.Stopped).
 const (
@@ -42,45 +24,37 @@ const (
 	StoppedRequests = "request_limit"
 )
 
-// Error reasons this package matches in errors it did not make: the
-// vocabulary's reasons for bot walls, HTTP statuses and content types.
-const (
-	errReasonBotWall    = "bot_wall"
-	errReasonHTTPStatus = "http_status"
-	errReasonType       = "type"
-)
-
 // maxDetail bounds a Skipped.Detail.
 const maxDetail = 512
 
 // skipReason classifies the error of a fetch or of the page function.
 // fatal is true for errors that end the whole crawl (a revoked principal).
-func skipReason(err error) (reason, detail string, fatal bool) {
+func skipReason(err error) (reason airlock.Reason, detail string, fatal bool) {
 	code, why := airlock.CodeOf(err), airlock.ReasonOf(err)
 	switch {
 	case code == airlock.CodeRevoked:
 		return "", "", true
-	case why == errReasonBotWall:
-		reason = ReasonBotWall
+	case why == airlock.ReasonBotWall:
+		reason = airlock.ReasonBotWall
 	case code == airlock.CodeDenied:
-		reason = ReasonPolicy
+		reason = airlock.ReasonPolicy
 	case code == airlock.CodeTimeout:
-		reason = ReasonTimeout
+		reason = airlock.ReasonTimeout
 	case code == airlock.CodeRateLimited:
-		reason = ReasonRateLimited
+		reason = airlock.ReasonRateLimited
 	case code == airlock.CodeTooLarge:
-		reason = ReasonTooLarge
-	case why == errReasonHTTPStatus:
-		reason = ReasonHTTPStatus
-	case why == errReasonType, why == airlock.ReasonUnsupportedContent:
-		reason = ReasonType
+		reason = airlock.ReasonTooLarge
+	case why == airlock.ReasonHTTPStatus:
+		reason = airlock.ReasonHTTPStatus
+	case why == airlock.ReasonType, why == airlock.ReasonUnsupportedContent:
+		reason = airlock.ReasonType
 	default:
-		reason = ReasonError
+		reason = airlock.ReasonError
 	}
 	// Public hides the text of internal errors, which is for the log.
 	detail = airlock.Public(err, "").Message
-	if why != "" && reason == ReasonPolicy {
-		detail = why + ": " + detail
+	if why != "" && reason == airlock.ReasonPolicy {
+		detail = string(why) + ": " + detail
 	}
 	return reason, truncate(detail, maxDetail), false
 }

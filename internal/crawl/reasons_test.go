@@ -43,22 +43,22 @@ func TestXRobotsTag(t *testing.T) {
 func TestSkipReason(t *testing.T) {
 	tests := []struct {
 		err    error
-		reason string
+		reason airlock.Reason
 		fatal  bool
 	}{
 		{airlock.Errorf(airlock.CodeRevoked, "revoked", "gone"), "", true},
-		{airlock.Errorf(airlock.CodeDenied, "loopback", "no"), ReasonPolicy, false},
-		{airlock.Errorf(airlock.CodeDenied, "robots", "no"), ReasonPolicy, false},
-		{airlock.Errorf(airlock.CodeTimeout, "timeout", "slow"), ReasonTimeout, false},
-		{fmt.Errorf("get: %w", context.DeadlineExceeded), ReasonTimeout, false},
-		{airlock.Errorf(airlock.CodeUpstream, "bot_wall", "captcha"), ReasonBotWall, false},
-		{airlock.Errorf(airlock.CodeUpstream, "http_status", "404"), ReasonHTTPStatus, false},
-		{airlock.Errorf(airlock.CodeUpstream, "type", "image/png"), ReasonType, false},
-		{airlock.Errorf(airlock.CodeUpstream, airlock.ReasonUnsupportedContent, "image/png"), ReasonType, false},
-		{airlock.Errorf(airlock.CodeRateLimited, "rate_limited", "later"), ReasonRateLimited, false},
-		{airlock.Errorf(airlock.CodeTooLarge, "body_too_large", "big"), ReasonTooLarge, false},
-		{airlock.Errorf(airlock.CodeUpstream, "connect", "refused"), ReasonError, false},
-		{errors.New("secret internal detail"), ReasonError, false},
+		{airlock.Errorf(airlock.CodeDenied, "loopback", "no"), airlock.ReasonPolicy, false},
+		{airlock.Errorf(airlock.CodeDenied, "robots", "no"), airlock.ReasonPolicy, false},
+		{airlock.Errorf(airlock.CodeTimeout, "timeout", "slow"), airlock.ReasonTimeout, false},
+		{fmt.Errorf("get: %w", context.DeadlineExceeded), airlock.ReasonTimeout, false},
+		{airlock.Errorf(airlock.CodeUpstream, "bot_wall", "captcha"), airlock.ReasonBotWall, false},
+		{airlock.Errorf(airlock.CodeUpstream, "http_status", "404"), airlock.ReasonHTTPStatus, false},
+		{airlock.Errorf(airlock.CodeUpstream, "type", "image/png"), airlock.ReasonType, false},
+		{airlock.Errorf(airlock.CodeUpstream, airlock.ReasonUnsupportedContent, "image/png"), airlock.ReasonType, false},
+		{airlock.Errorf(airlock.CodeRateLimited, "rate_limited", "later"), airlock.ReasonRateLimited, false},
+		{airlock.Errorf(airlock.CodeTooLarge, "body_too_large", "big"), airlock.ReasonTooLarge, false},
+		{airlock.Errorf(airlock.CodeUpstream, "connect", "refused"), airlock.ReasonError, false},
+		{errors.New("secret internal detail"), airlock.ReasonError, false},
 	}
 	for _, tt := range tests {
 		reason, detail, fatal := skipReason(tt.err)

@@ -73,9 +73,9 @@ func CheckRobots(ctx context.Context, d airlock.Doer, cache *RobotsCache, c Robo
 		return nil
 	}
 	if rules.verdict == robotsDisallowAll && rules.detail != "" {
-		return airlock.Errorf(airlock.CodeDenied, ReasonRobots, "%s is refused: %s, and a model-initiated fetch honours robots.txt", c.Target, rules.detail)
+		return airlock.Errorf(airlock.CodeDenied, airlock.ReasonRobots, "%s is refused: %s, and a model-initiated fetch honours robots.txt", c.Target, rules.detail)
 	}
-	return airlock.Errorf(airlock.CodeDenied, ReasonRobots,
+	return airlock.Errorf(airlock.CodeDenied, airlock.ReasonRobots,
 		"%s is disallowed by the site's robots.txt for user-agent %q; a model-initiated fetch honours robots.txt (a person may fetch it)", c.Target, ProductToken)
 }
 
@@ -87,7 +87,7 @@ func robotsFromError(err error, now time.Time) *robots {
 	switch {
 	case airlock.CodeOf(err) == airlock.CodeDenied:
 		return &robots{verdict: robotsAllowAll, expires: now.Add(DefaultRobotsTTL)}
-	case airlock.ReasonOf(err) == errReasonRedirects:
+	case airlock.ReasonOf(err) == airlock.ReasonRedirectLimit:
 		return &robots{verdict: robotsAllowAll, expires: now.Add(DefaultRobotsTTL), cache: true}
 	default:
 		return &robots{verdict: robotsDisallowAll, expires: now.Add(RobotsRetryTTL), cache: true,

@@ -26,13 +26,13 @@ func TestCheckRobots(t *testing.T) {
 		t.Errorf("/yes: %v", err)
 	}
 	err := check("a", "/no/x")
-	if airlock.CodeOf(err) != airlock.CodeDenied || airlock.ReasonOf(err) != ReasonRobots || !strings.Contains(err.Error(), "robots.txt") {
+	if airlock.CodeOf(err) != airlock.CodeDenied || airlock.ReasonOf(err) != airlock.ReasonRobots || !strings.Contains(err.Error(), "robots.txt") {
 		t.Errorf("/no/x: %v, want denied (robots)", err)
 	}
 	if n := s.count("/robots.txt"); n != 1 {
 		t.Errorf("robots.txt fetched %d times for one partition, want 1", n)
 	}
-	if err := check("b", "/no/x"); airlock.ReasonOf(err) != ReasonRobots || s.count("/robots.txt") != 2 {
+	if err := check("b", "/no/x"); airlock.ReasonOf(err) != airlock.ReasonRobots || s.count("/robots.txt") != 2 {
 		t.Errorf("partition b: %v after %d robots.txt requests, want its own request", err, s.count("/robots.txt"))
 	}
 	if h := s.hits(); len(h) == 0 || h[0].ua != "airlock/test" {
@@ -52,7 +52,7 @@ func TestCheckRobots(t *testing.T) {
 	}
 	// Unreachable: refused, saying why.
 	d.fail = func(string) error { return airlock.Errorf(airlock.CodeUpstream, "connect", "connection refused") }
-	if err := check("d", "/yes"); airlock.ReasonOf(err) != ReasonRobots || !strings.Contains(err.Error(), "unreachable") {
+	if err := check("d", "/yes"); airlock.ReasonOf(err) != airlock.ReasonRobots || !strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("unreachable robots.txt: %v, want denied (robots) saying unreachable", err)
 	}
 }

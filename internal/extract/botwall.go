@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/airlockhq/airlock"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 )
@@ -32,10 +33,10 @@ func (e *BotWallError) Error() string {
 }
 
 // ErrorCode returns "upstream".
-func (e *BotWallError) ErrorCode() string { return "upstream" }
+func (e *BotWallError) ErrorCode() string { return string(airlock.CodeUpstream) }
 
 // ErrorReason returns "bot_wall".
-func (e *BotWallError) ErrorReason() string { return ReasonBotWall }
+func (e *BotWallError) ErrorReason() string { return string(airlock.ReasonBotWall) }
 
 // wallMaxText is the most visible text a wall page has. Walls are short;
 // a page with more text than this is content, whatever scripts it loads

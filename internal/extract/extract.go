@@ -22,16 +22,6 @@ import (
 // Options.MaxInputBytes is zero.
 const DefaultMaxInputBytes = 10 << 20
 
-// Reasons of the errors this package returns (the codes are the
-// vocabulary's: too_large, upstream, timeout).
-const (
-	ReasonInputTooLarge = "input_too_large" // the body is larger than Options.MaxInputBytes
-	ReasonBotWall       = "bot_wall"        // see BotWallError
-	ReasonPDF           = "pdf"             // the PDF could not be read
-	ReasonCPUDeadline   = "cpu_deadline"    // the PDF reader ran out of time (wall clock or CPU)
-	ReasonMemoryLimit   = "memory_limit"    // the PDF reader ran out of memory
-)
-
 // Input is one fetched response to extract.
 type Input struct {
 	// URL is the final URL of the response: the base for relative links
@@ -117,13 +107,13 @@ func Extract(ctx context.Context, in Input, o Options) (*airlock.Page, error) {
 		limit = DefaultMaxInputBytes
 	}
 	if int64(len(in.Body)) > limit {
-		return nil, airlock.Errorf(airlock.CodeTooLarge, ReasonInputTooLarge,
+		return nil, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonInputTooLarge,
 			"extract: body of %d bytes is over the %d-byte cap", len(in.Body), limit)
 	}
 	switch o.Mode {
 	case "", airlock.ExtractFull, airlock.ExtractNone:
 	default:
-		return nil, airlock.Errorf(airlock.CodeInvalid, "extract_mode", "extract: unknown mode %q", o.Mode)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonExtractMode, "extract: unknown mode %q", o.Mode)
 	}
 	if b, ok := ctx.Value(budgetKey{}).(Budget); ok {
 		release, err := b.Acquire(ctx, int64(len(in.Body)))
@@ -284,7 +274,7 @@ func extractHTML(ctx context.Context, in Input, o Options, base *url.URL, p *air
 	body, _ := toUTF8(in.Body, in.ContentType, true)
 	doc, err := parseHTML(body)
 	if err != nil {
-		return airlock.Errorf(airlock.CodeUpstream, "html", "extract: parse HTML: %w", err)
+		return airlock.Errorf(airlock.CodeUpstream, airlock.ReasonHTML, "extract: parse HTML: %w", err)
 	}
 	if wall := detectBotWall(doc, in.Header); wall != nil {
 		return wall

@@ -471,8 +471,8 @@ func TestSizeCap(t *testing.T) {
 	t.Parallel()
 	body := bytes.Repeat([]byte("a"), 1001)
 	_, err := Extract(context.Background(), Input{Body: body, ContentType: "text/plain"}, Options{MaxInputBytes: 1000})
-	if airlock.CodeOf(err) != airlock.CodeTooLarge || airlock.ReasonOf(err) != ReasonInputTooLarge {
-		t.Errorf("err = %v (%s/%s), want too_large/%s", err, airlock.CodeOf(err), airlock.ReasonOf(err), ReasonInputTooLarge)
+	if airlock.CodeOf(err) != airlock.CodeTooLarge || airlock.ReasonOf(err) != airlock.ReasonInputTooLarge {
+		t.Errorf("err = %v (%s/%s), want too_large/%s", err, airlock.CodeOf(err), airlock.ReasonOf(err), airlock.ReasonInputTooLarge)
 	}
 	if _, err := Extract(context.Background(), Input{Body: body[:1000], ContentType: "text/plain"}, Options{MaxInputBytes: 1000}); err != nil {
 		t.Errorf("at the cap: %v", err)
@@ -694,8 +694,8 @@ func TestPDF(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Extract(context.Background(), Input{Body: corrupt, ContentType: "application/pdf"}, Options{})
-	if airlock.CodeOf(err) != airlock.CodeUpstream || airlock.ReasonOf(err) != ReasonPDF {
-		t.Errorf("corrupt PDF: err = %v, want upstream/%s", err, ReasonPDF)
+	if airlock.CodeOf(err) != airlock.CodeUpstream || airlock.ReasonOf(err) != airlock.ReasonPDF {
+		t.Errorf("corrupt PDF: err = %v, want upstream/%s", err, airlock.ReasonPDF)
 	}
 }
 
@@ -705,8 +705,8 @@ func TestPDFKilledAtDeadline(t *testing.T) {
 	PDFCommand, PDFTimeout = helperCommand("hang"), 200*time.Millisecond
 	start := time.Now()
 	_, err := Extract(context.Background(), Input{Body: minimalPDF("x"), ContentType: "application/pdf"}, Options{})
-	if airlock.CodeOf(err) != airlock.CodeTimeout || airlock.ReasonOf(err) != ReasonCPUDeadline {
-		t.Errorf("err = %v, want timeout/%s", err, ReasonCPUDeadline)
+	if airlock.CodeOf(err) != airlock.CodeTimeout || airlock.ReasonOf(err) != airlock.ReasonCPUDeadline {
+		t.Errorf("err = %v, want timeout/%s", err, airlock.ReasonCPUDeadline)
 	}
 	// Not a timing assertion on the work, only that the kill happened:
 	// the helper sleeps an hour.

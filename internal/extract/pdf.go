@@ -71,7 +71,7 @@ func pdfText(parent context.Context, body []byte) (string, error) {
 	defer cancel()
 	cmd, err := PDFCommand(ctx)
 	if err != nil {
-		return "", airlock.Errorf(airlock.CodeUnavailable, ReasonPDF, "extract: PDF reader: %w", err)
+		return "", airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonPDF, "extract: PDF reader: %w", err)
 	}
 	var out, errOut capBuffer
 	out.max, errOut.max = MaxPDFTextBytes+1, 4096
@@ -84,18 +84,18 @@ func pdfText(parent context.Context, body []byte) (string, error) {
 	}
 	switch {
 	case ctx.Err() != nil:
-		return "", airlock.Errorf(airlock.CodeTimeout, ReasonCPUDeadline, "extract: PDF reader killed after %s", PDFTimeout)
+		return "", airlock.Errorf(airlock.CodeTimeout, airlock.ReasonCPUDeadline, "extract: PDF reader killed after %s", PDFTimeout)
 	case errors.Is(err, child.ErrCPULimit):
-		return "", airlock.Errorf(airlock.CodeTimeout, ReasonCPUDeadline, "extract: PDF reader stopped at its CPU limit: %w", err)
+		return "", airlock.Errorf(airlock.CodeTimeout, airlock.ReasonCPUDeadline, "extract: PDF reader stopped at its CPU limit: %w", err)
 	case err != nil && goOutOfMemory(errOut.String()):
-		return "", airlock.Errorf(airlock.CodeTooLarge, ReasonMemoryLimit,
+		return "", airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonMemoryLimit,
 			"extract: PDF reader stopped at its memory limit of %d bytes", PDFMemoryLimit)
 	case err != nil:
 		msg := strings.TrimSpace(firstLine(errOut.String()))
 		if msg == "" {
 			msg = err.Error()
 		}
-		return "", airlock.Errorf(airlock.CodeUpstream, ReasonPDF, "extract: read PDF: %s", msg)
+		return "", airlock.Errorf(airlock.CodeUpstream, airlock.ReasonPDF, "extract: read PDF: %s", msg)
 	}
 	text := out.String()
 	if len(text) > MaxPDFTextBytes {

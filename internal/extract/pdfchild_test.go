@@ -99,8 +99,8 @@ func TestPDFChildCPULimit(t *testing.T) {
 	PDFTimeout, PDFCPULimit = 5*time.Minute, time.Second // the timeout is only a hang guard here
 	start := time.Now()
 	_, err := Extract(context.Background(), Input{Body: cyclicPDF(), ContentType: "application/pdf"}, Options{})
-	if airlock.CodeOf(err) != airlock.CodeTimeout || airlock.ReasonOf(err) != ReasonCPUDeadline {
-		t.Fatalf("err = %v, want timeout/%s", err, ReasonCPUDeadline)
+	if airlock.CodeOf(err) != airlock.CodeTimeout || airlock.ReasonOf(err) != airlock.ReasonCPUDeadline {
+		t.Fatalf("err = %v, want timeout/%s", err, airlock.ReasonCPUDeadline)
 	}
 	if !errors.Is(err, child.ErrCPULimit) {
 		t.Fatalf("err = %v: not the CPU limit (child.ErrCPULimit)", err)
@@ -118,8 +118,8 @@ func TestPDFChildMemoryLimit(t *testing.T) {
 	defer func(c func(context.Context) (*exec.Cmd, error), m int64) { PDFCommand, PDFMemoryLimit = c, m }(PDFCommand, PDFMemoryLimit)
 	PDFCommand, PDFMemoryLimit = helperCommand("alloc"), 256<<20
 	_, err := Extract(context.Background(), Input{Body: minimalPDF("x"), ContentType: "application/pdf"}, Options{})
-	if airlock.CodeOf(err) != airlock.CodeTooLarge || airlock.ReasonOf(err) != ReasonMemoryLimit {
-		t.Fatalf("err = %v, want too_large/%s", err, ReasonMemoryLimit)
+	if airlock.CodeOf(err) != airlock.CodeTooLarge || airlock.ReasonOf(err) != airlock.ReasonMemoryLimit {
+		t.Fatalf("err = %v, want too_large/%s", err, airlock.ReasonMemoryLimit)
 	}
 }
 

@@ -50,7 +50,7 @@ type Fleet struct {
 func Open(ctx context.Context, rawURL string, logger *slog.Logger) (*Fleet, error) {
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "redis_url", "state.redis_url: %v", err)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonRedisURL, "state.redis_url: %v", err)
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -97,7 +97,7 @@ func unavailable(op string, err error) error {
 	if errors.As(err, &ae) {
 		return err
 	}
-	return airlock.Errorf(airlock.CodeUnavailable, "redis", "shared state (Redis) %s: %v", op, err)
+	return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonRedis, "shared state (Redis) %s: %v", op, err)
 }
 
 // setLogger routes go-redis's own log (a package-level setting) to the

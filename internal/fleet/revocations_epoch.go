@@ -264,7 +264,7 @@ func (g *ReplicaRevocations) loadMark(ctx context.Context) error {
 	}
 	m, err := g.local.RevocationMark(ctx)
 	if err != nil {
-		return airlock.Errorf(airlock.CodeUnavailable, "store", "read the replica's revocation mark: %v", err)
+		return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonStore, "read the replica's revocation mark: %v", err)
 	}
 	g.seen, g.seenGen = m.Epoch, m.Generation
 	g.copied = [2]uint64{uint64(m.Epoch), m.Generation}

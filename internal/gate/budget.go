@@ -24,18 +24,13 @@ const (
 	BudgetExtract     = "extract_bytes"    // estimated memory of the extractions running
 )
 
-// ReasonBudget is the reason of a refusal for want of a budget: rate_limited
-// when the budget had no room within the wait, too_large when one request
-// alone is larger than the whole budget.
-const ReasonBudget = "budget"
-
 // DefaultBudgetRetryAfter is the Retry-After of a budget refusal: budgets
 // free as calls end, so a short pause is the honest hint.
 const DefaultBudgetRetryAfter = time.Second
 
 // BudgetError is a refusal for want of a budget. Its code is rate_limited
 // (Full) or too_large (the request alone is over the limit); its reason is
-// ReasonBudget.
+// airlock.ReasonBudget.
 type BudgetError struct {
 	Budget string // a Budget* name
 	Scope  string // "process" or "tenant <name>"
@@ -60,8 +55,8 @@ func (e *BudgetError) ErrorCode() string {
 	return string(airlock.CodeTooLarge)
 }
 
-// ErrorReason returns ReasonBudget.
-func (e *BudgetError) ErrorReason() string { return ReasonBudget }
+// ErrorReason returns airlock.ReasonBudget.
+func (e *BudgetError) ErrorReason() string { return string(airlock.ReasonBudget) }
 
 // RetryAfter is the pause after which a retry may find room (0 for a
 // request that can never fit).
@@ -211,7 +206,7 @@ func (b *Budgets) acquire(ctx context.Context, name, tenant string, n int64, wai
 // ConnSlots returns the connection budget of tenant as egress's hook: each
 // connection the tenant's dialer opens holds one unit until it is closed.
 // A refusal is an *egress.Error (code rate_limited or too_large, reason
-// ReasonBudget) wrapping the *BudgetError.
+// airlock.ReasonBudget) wrapping the *BudgetError.
 func (b *Budgets) ConnSlots(tenant string) egress.ConnSlots {
 	return connSlots{b: b, tenant: tenant}
 }
@@ -225,7 +220,7 @@ func (c connSlots) Acquire(ctx context.Context) (func(), error) {
 	release, err := c.b.Acquire(ctx, BudgetConnections, c.tenant, 1)
 	var be *BudgetError
 	if errors.As(err, &be) {
-		return nil, &egress.Error{Code: egress.Code(be.ErrorCode()), Reason: ReasonBudget, Op: "dial", Detail: be.Error(), Err: be}
+		return nil, &egress.Error{Code: egress.Code(be.ErrorCode()), Reason: egress.Reason(airlock.ReasonBudget), Op: "dial", Detail: be.Error(), Err: be}
 	}
 	return release, err
 }

@@ -36,7 +36,7 @@ func TestBudgetTenantShare(t *testing.T) {
 		}
 	}
 	_, err := b.Acquire(ctx, BudgetConnections, "a", 1)
-	if got := airlock.CodeOf(err); got != airlock.CodeRateLimited || airlock.ReasonOf(err) != ReasonBudget {
+	if got := airlock.CodeOf(err); got != airlock.CodeRateLimited || airlock.ReasonOf(err) != airlock.ReasonBudget {
 		t.Fatalf("a past its share: got %v (%s), want rate_limited budget", err, got)
 	}
 	if airlock.RetryAfter(err) <= 0 {
@@ -83,7 +83,7 @@ func usageOf(b *Budgets, name, scope string) Usage {
 func TestBudgetTooLarge(t *testing.T) {
 	b := testBudgets(time.Hour, map[string]BudgetLimit{BudgetExtract: {Process: 100}})
 	_, err := b.Acquire(context.Background(), BudgetExtract, "a", 101)
-	if got := airlock.CodeOf(err); got != airlock.CodeTooLarge || airlock.ReasonOf(err) != ReasonBudget {
+	if got := airlock.CodeOf(err); got != airlock.CodeTooLarge || airlock.ReasonOf(err) != airlock.ReasonBudget {
 		t.Fatalf("over the whole budget: got %v (%s), want too_large budget", err, got)
 	}
 	if airlock.RetryAfter(err) != 0 {
@@ -227,7 +227,7 @@ func TestBudgetConnSlots(t *testing.T) {
 	}
 	_, err = s.Acquire(context.Background())
 	var ee *egress.Error
-	if !errors.As(err, &ee) || ee.Code != egress.CodeRateLimited || ee.Reason != ReasonBudget {
+	if !errors.As(err, &ee) || ee.Code != egress.CodeRateLimited || ee.Reason != egress.Reason(airlock.ReasonBudget) {
 		t.Fatalf("second slot: got %v, want an egress rate_limited budget error", err)
 	}
 	if airlock.RetryAfter(err) <= 0 {
@@ -267,7 +267,7 @@ func TestBudgetReader(t *testing.T) {
 	r, release = b.Reader(context.Background(), BudgetBytes, "a", strings.NewReader(strings.Repeat("x", 2<<20)))
 	_, err := io.Copy(io.Discard, r)
 	release()
-	if airlock.CodeOf(err) != airlock.CodeTooLarge || airlock.ReasonOf(err) != ReasonBudget {
+	if airlock.CodeOf(err) != airlock.CodeTooLarge || airlock.ReasonOf(err) != airlock.ReasonBudget {
 		t.Errorf("a body over the whole budget: got %v, want too_large budget", err)
 	}
 	// Bodies that fit alone but not together: the second waits, then is
@@ -280,7 +280,7 @@ func TestBudgetReader(t *testing.T) {
 	r2, rel2 := b.Reader(context.Background(), BudgetBytes, "a", strings.NewReader(strings.Repeat("x", 700<<10)))
 	defer rel2()
 	_, err = io.Copy(io.Discard, r2)
-	if airlock.CodeOf(err) != airlock.CodeRateLimited || airlock.ReasonOf(err) != ReasonBudget {
+	if airlock.CodeOf(err) != airlock.CodeRateLimited || airlock.ReasonOf(err) != airlock.ReasonBudget {
 		t.Errorf("a body that does not fit beside another: got %v, want rate_limited budget", err)
 	}
 }

@@ -17,20 +17,6 @@ import (
 	"github.com/airlockhq/airlock/egress"
 )
 
-// Reasons the gate itself produces.
-const (
-	ReasonRevoked       = "revoked"
-	ReasonTenantRate    = "tenant_rate"
-	ReasonConnectRate   = "connect_rate"
-	ReasonCapability    = airlock.ReasonCapability
-	ReasonUnknownTenant = "unknown_tenant"
-	ReasonBadPrincipal  = "principal"
-	// ReasonRevocationsStale: the shared revocation set could not be
-	// refreshed in time (see RevocationSet.SetMaxStale) or was lost (see
-	// LostStore).
-	ReasonRevocationsStale = airlock.ReasonRevocationsStale
-)
-
 // Outcomes of an audit record.
 const (
 	OutcomeAllow = "allow"
@@ -104,14 +90,14 @@ func New(cfg Config) *Gate {
 func (g *Gate) connectLimiter(ctx context.Context, key string) error {
 	ok, retry, err := g.limiter.Allow(ctx, "connect:"+key, g.connect)
 	if err != nil {
-		return &egress.Error{Code: egress.CodeUnavailable, Reason: ReasonConnectRate, Op: "limit", Err: err}
+		return &egress.Error{Code: egress.CodeUnavailable, Reason: egress.Reason(airlock.ReasonConnectRate), Op: "limit", Err: err}
 	}
 	if !ok {
 		// Err carries the retry-after, so airlock.RetryAfter finds it through
 		// the egress error and the call's *airlock.Error.
-		return &egress.Error{Code: egress.CodeRateLimited, Reason: ReasonConnectRate, Op: "limit",
+		return &egress.Error{Code: egress.CodeRateLimited, Reason: egress.Reason(airlock.ReasonConnectRate), Op: "limit",
 			Detail: fmt.Sprintf("connect attempts over %d per %s", g.connect.Burst, limitWindow(g.connect)),
-			Err:    &RateLimitedError{Reason: ReasonConnectRate, After: retry}}
+			Err:    &RateLimitedError{Reason: airlock.ReasonConnectRate, After: retry}}
 	}
 	return nil
 }
@@ -174,11 +160,11 @@ type RevokedError struct{ Principal airlock.Principal }
 
 func (e *RevokedError) Error() string       { return "gate: " + e.Principal.String() + " is revoked" }
 func (e *RevokedError) ErrorCode() string   { return string(airlock.CodeRevoked) }
-func (e *RevokedError) ErrorReason() string { return ReasonRevoked }
+func (e *RevokedError) ErrorReason() string { return string(airlock.ReasonRevoked) }
 
 // RateLimitedError carries the time after which a retry can succeed.
 type RateLimitedError struct {
-	Reason string
+	Reason airlock.Reason
 	After  time.Duration
 }
 
@@ -186,7 +172,7 @@ func (e *RateLimitedError) Error() string {
 	return fmt.Sprintf("gate: rate limited (%s); retry after %s", e.Reason, e.After.Round(time.Millisecond))
 }
 func (e *RateLimitedError) ErrorCode() string         { return string(airlock.CodeRateLimited) }
-func (e *RateLimitedError) ErrorReason() string       { return e.Reason }
+func (e *RateLimitedError) ErrorReason() string       { return string(e.Reason) }
 func (e *RateLimitedError) RetryAfter() time.Duration { return e.After }
 
 // Begin runs the cadence up to the policy: principal known, not revoked,
@@ -198,29 +184,29 @@ func (g *Gate) Begin(ctx context.Context, p airlock.Principal, capability airloc
 	now := time.Now()
 	c := &Call{ID: g.ids.next(now), Principal: p, Broker: broker, Target: target, start: now, g: g}
 	if !p.Valid() {
-		return nil, c.refuse(airlock.CodeInvalid, ReasonBadPrincipal, "bad principal "+fmt.Sprintf("%q", p.String()), nil)
+		return nil, c.refuse(airlock.CodeInvalid, airlock.ReasonPrincipal, "bad principal "+fmt.Sprintf("%q", p.String()), nil)
 	}
 	t := g.tenants[p.Tenant]
 	if t == nil {
-		return nil, c.refuse(airlock.CodeDenied, ReasonUnknownTenant, "unknown tenant "+fmt.Sprintf("%q", p.Tenant), nil)
+		return nil, c.refuse(airlock.CodeDenied, airlock.ReasonUnknownTenant, "unknown tenant "+fmt.Sprintf("%q", p.Tenant), nil)
 	}
 	c.Tenant = t
 	if g.revs != nil && g.revs.Stale() {
-		return nil, c.refuse(airlock.CodeUnavailable, ReasonRevocationsStale, "the revocation set cannot be refreshed from the shared store", nil)
+		return nil, c.refuse(airlock.CodeUnavailable, airlock.ReasonRevocationsStale, "the revocation set cannot be refreshed from the shared store", nil)
 	}
 	if g.revs != nil && g.revs.Revoked(p) {
-		return nil, c.refuse(airlock.CodeRevoked, ReasonRevoked, p.String()+" is revoked", &RevokedError{Principal: p})
+		return nil, c.refuse(airlock.CodeRevoked, airlock.ReasonRevoked, p.String()+" is revoked", &RevokedError{Principal: p})
 	}
 	ok, retry, err := g.limiter.Allow(ctx, t.limitKey, t.Limit)
 	if err != nil {
-		return nil, c.refuse(airlock.CodeUnavailable, ReasonTenantRate, "rate limiter unavailable", err)
+		return nil, c.refuse(airlock.CodeUnavailable, airlock.ReasonTenantRate, "rate limiter unavailable", err)
 	}
 	if !ok {
-		rl := &RateLimitedError{Reason: ReasonTenantRate, After: retry}
-		return nil, c.refuse(airlock.CodeRateLimited, ReasonTenantRate, rl.Error(), rl)
+		rl := &RateLimitedError{Reason: airlock.ReasonTenantRate, After: retry}
+		return nil, c.refuse(airlock.CodeRateLimited, airlock.ReasonTenantRate, rl.Error(), rl)
 	}
 	if capability != "" && !t.Profile.Has(capability) {
-		return nil, c.refuse(airlock.CodeDenied, ReasonCapability,
+		return nil, c.refuse(airlock.CodeDenied, airlock.ReasonCapability,
 			fmt.Sprintf("capability %s is not granted by profile %s", capability, t.Profile.Name), nil)
 	}
 	// The call's context names its principal for whatever serves the call
@@ -232,10 +218,10 @@ func (g *Gate) Begin(ctx context.Context, p airlock.Principal, capability airloc
 	return c, nil
 }
 
-func (c *Call) refuse(code airlock.Code, reason, msg string, cause error) error {
+func (c *Call) refuse(code airlock.Code, reason airlock.Reason, msg string, cause error) error {
 	c.ended = true
 	c.g.audit.Record(Record{ID: c.ID, Time: c.start, Tenant: c.Principal.Tenant, Instance: c.Principal.Instance,
-		Broker: c.Broker, Outcome: OutcomeDeny, Code: string(code), Reason: reason, Target: c.Target, Detail: msg,
+		Broker: c.Broker, Outcome: OutcomeDeny, Code: string(code), Reason: string(reason), Target: c.Target, Detail: msg,
 		DurationMS: time.Since(c.start).Milliseconds()})
 	return &airlock.Error{Code: code, Reason: reason, Message: msg, DecisionID: c.ID, Err: cause}
 }
@@ -266,13 +252,13 @@ func (c *Call) End(err error, bytesIn, bytesOut int64) error {
 		Broker: c.Broker, Outcome: OutcomeAllow, Target: c.Target,
 		DurationMS: time.Since(c.start).Milliseconds(), BytesIn: bytesIn, BytesOut: bytesOut}
 	if err == nil {
-		rec.Reason = "ok"
+		rec.Reason = string(airlock.ReasonOK)
 		rec.Detail = c.Note
 		c.g.audit.Record(rec)
 		return nil
 	}
 	code := airlock.CodeOf(err)
-	rec.Code, rec.Reason, rec.Detail = string(code), airlock.ReasonOf(err), err.Error()
+	rec.Code, rec.Reason, rec.Detail = string(code), string(airlock.ReasonOf(err)), err.Error()
 	if c.Note != "" {
 		rec.Detail += " (" + c.Note + ")"
 	}
@@ -287,7 +273,7 @@ func (c *Call) End(err error, bytesIn, bytesOut int64) error {
 	}
 	// The audit record has the full detail; the caller gets the public
 	// text (no resolved address, resolver answer or DNS server).
-	return &airlock.Error{Code: code, Reason: rec.Reason, Message: airlock.PublicMessageOf(err), DecisionID: c.ID, Err: err}
+	return &airlock.Error{Code: code, Reason: airlock.ReasonOf(err), Message: airlock.PublicMessageOf(err), DecisionID: c.ID, Err: err}
 }
 
 // RefusedRequest records a request of a Batch call that the policy
@@ -303,7 +289,7 @@ func (c *Call) RefusedRequest(target string, err error) {
 	}
 	now := time.Now()
 	c.g.audit.Record(Record{ID: c.g.ids.next(now), Time: now, Tenant: c.Principal.Tenant, Instance: c.Principal.Instance,
-		Broker: c.Broker, Outcome: OutcomeDeny, Code: string(code), Reason: airlock.ReasonOf(err), Target: target,
+		Broker: c.Broker, Outcome: OutcomeDeny, Code: string(code), Reason: string(airlock.ReasonOf(err)), Target: target,
 		Detail: err.Error() + " (in call " + c.ID + ")"})
 }
 

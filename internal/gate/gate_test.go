@@ -78,7 +78,7 @@ func builtinTenant(name, profile string, lim Limit) *Tenant {
 	return &Tenant{Name: name, Profile: BuiltinProfiles()[profile], Limit: lim}
 }
 
-func wantAirlockErr(t *testing.T, err error, code airlock.Code, reason string) *airlock.Error {
+func wantAirlockErr(t *testing.T, err error, code airlock.Code, reason airlock.Reason) *airlock.Error {
 	t.Helper()
 	var ae *airlock.Error
 	if !errors.As(err, &ae) {
@@ -118,17 +118,17 @@ func TestBeginCadence(t *testing.T) {
 		reason     string
 	}{
 		{"allowed", airlock.Principal{Tenant: "net", Instance: "i1"}, airlock.CapabilityHTTP, "", ""},
-		{"capability absent", airlock.Principal{Tenant: "net"}, airlock.CapabilityBrowser, airlock.CodeDenied, ReasonCapability},
-		{"compute has nothing", airlock.Principal{Tenant: "compute"}, airlock.CapabilityTCP, airlock.CodeDenied, ReasonCapability},
+		{"capability absent", airlock.Principal{Tenant: "net"}, airlock.CapabilityBrowser, airlock.CodeDenied, string(airlock.ReasonCapability)},
+		{"compute has nothing", airlock.Principal{Tenant: "compute"}, airlock.CapabilityTCP, airlock.CodeDenied, string(airlock.ReasonCapability)},
 		{"empty capability skips the check", airlock.Principal{Tenant: "compute"}, "", "", ""},
-		{"unknown tenant", airlock.Principal{Tenant: "nobody"}, airlock.CapabilityHTTP, airlock.CodeDenied, ReasonUnknownTenant},
-		{"bad principal", airlock.Principal{Tenant: "a b"}, airlock.CapabilityHTTP, airlock.CodeInvalid, ReasonBadPrincipal},
-		{"zero principal", airlock.Principal{}, airlock.CapabilityHTTP, airlock.CodeInvalid, ReasonBadPrincipal},
-		{"rate limited", airlock.Principal{Tenant: "slow"}, airlock.CapabilityHTTP, airlock.CodeRateLimited, ReasonTenantRate},
+		{"unknown tenant", airlock.Principal{Tenant: "nobody"}, airlock.CapabilityHTTP, airlock.CodeDenied, string(airlock.ReasonUnknownTenant)},
+		{"bad principal", airlock.Principal{Tenant: "a b"}, airlock.CapabilityHTTP, airlock.CodeInvalid, string(airlock.ReasonPrincipal)},
+		{"zero principal", airlock.Principal{}, airlock.CapabilityHTTP, airlock.CodeInvalid, string(airlock.ReasonPrincipal)},
+		{"rate limited", airlock.Principal{Tenant: "slow"}, airlock.CapabilityHTTP, airlock.CodeRateLimited, string(airlock.ReasonTenantRate)},
 		// Revocation comes before the rate limit: a revoked tenant does not
 		// spend tokens, and says revoked rather than rate_limited.
-		{"revoked before rate", airlock.Principal{Tenant: "gone", Instance: "x"}, airlock.CapabilityHTTP, airlock.CodeRevoked, ReasonRevoked},
-		{"revoked before capability", airlock.Principal{Tenant: "gone"}, airlock.CapabilityBrowser, airlock.CodeRevoked, ReasonRevoked},
+		{"revoked before rate", airlock.Principal{Tenant: "gone", Instance: "x"}, airlock.CapabilityHTTP, airlock.CodeRevoked, string(airlock.ReasonRevoked)},
+		{"revoked before capability", airlock.Principal{Tenant: "gone"}, airlock.CapabilityBrowser, airlock.CodeRevoked, string(airlock.ReasonRevoked)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,7 +146,7 @@ func TestBeginCadence(t *testing.T) {
 				if c != nil {
 					t.Error("Begin returned a call with an error")
 				}
-				ae := wantAirlockErr(t, err, tt.code, tt.reason)
+				ae := wantAirlockErr(t, err, tt.code, airlock.Reason(tt.reason))
 				id = ae.DecisionID
 				if tt.code == airlock.CodeRateLimited && airlock.RetryAfter(err) <= 0 {
 					t.Errorf("RetryAfter = %s, want > 0", airlock.RetryAfter(err))
@@ -200,10 +200,10 @@ func TestEndOutcomes(t *testing.T) {
 	}{
 		{"ok", nil, OutcomeAllow, "", "ok"},
 		{"egress denial", &egress.Error{Code: egress.CodeDenied, Reason: egress.ReasonLoopback}, OutcomeDeny, airlock.CodeDenied, "loopback"},
-		{"rate limited", &egress.Error{Code: egress.CodeRateLimited, Reason: ReasonConnectRate}, OutcomeDeny, airlock.CodeRateLimited, ReasonConnectRate},
+		{"rate limited", &egress.Error{Code: egress.CodeRateLimited, Reason: egress.Reason(airlock.ReasonConnectRate)}, OutcomeDeny, airlock.CodeRateLimited, string(airlock.ReasonConnectRate)},
 		{"upstream failure", &egress.Error{Code: egress.CodeUpstream, Reason: egress.ReasonConnect}, OutcomeError, airlock.CodeUpstream, "connect"},
 		{"too large", &egress.Error{Code: egress.CodeTooLarge, Reason: egress.ReasonBodyTooLarge}, OutcomeError, airlock.CodeTooLarge, "body_too_large"},
-		{"deadline", context.DeadlineExceeded, OutcomeError, airlock.CodeTimeout, airlock.ReasonTimeout},
+		{"deadline", context.DeadlineExceeded, OutcomeError, airlock.CodeTimeout, string(airlock.ReasonTimeout)},
 		{"unclassified", errors.New("boom"), OutcomeError, airlock.CodeInternal, ""},
 	}
 	for _, tt := range tests {
@@ -218,7 +218,7 @@ func TestEndOutcomes(t *testing.T) {
 					t.Fatalf("End(nil) = %v", err)
 				}
 			} else {
-				ae := wantAirlockErr(t, err, tt.code, tt.reason)
+				ae := wantAirlockErr(t, err, tt.code, airlock.Reason(tt.reason))
 				if ae.DecisionID != c.ID {
 					t.Errorf("error decision id %s, want the call's %s", ae.DecisionID, c.ID)
 				}
@@ -296,11 +296,11 @@ func TestRevocationMidFlight(t *testing.T) {
 					t.Errorf("%s: cancel cause = %v, want a *RevokedError", p, context.Cause(c.Ctx))
 				}
 				// Whatever the work reports, the call ends revoked.
-				wantAirlockErr(t, c.End(c.Ctx.Err(), 0, 0), airlock.CodeRevoked, ReasonRevoked)
+				wantAirlockErr(t, c.End(c.Ctx.Err(), 0, 0), airlock.CodeRevoked, airlock.ReasonRevoked)
 				if _, err := tg.Begin(ctx, p, airlock.CapabilityHTTP, "http", "x"); err == nil {
 					t.Errorf("%s: next call allowed after revocation", p)
 				} else {
-					wantAirlockErr(t, err, airlock.CodeRevoked, ReasonRevoked)
+					wantAirlockErr(t, err, airlock.CodeRevoked, airlock.ReasonRevoked)
 				}
 			}
 			for _, p := range tt.spared {
@@ -343,7 +343,7 @@ func TestRevocationPoll(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the poller never applied the revocation to the call in flight")
 	}
-	wantAirlockErr(t, c.End(c.Ctx.Err(), 0, 0), airlock.CodeRevoked, ReasonRevoked)
+	wantAirlockErr(t, c.End(c.Ctx.Err(), 0, 0), airlock.CodeRevoked, airlock.ReasonRevoked)
 	if got := tg.revs.List(); len(got) != 1 || got[0].Subject != "acme" || got[0].Reason != "elsewhere" {
 		t.Errorf("List() = %v, want [acme elsewhere]", got)
 	}
@@ -377,7 +377,7 @@ func TestConnectLimiter(t *testing.T) {
 	}
 	err := d.Limiter(ctx, "t/a")
 	var ee *egress.Error
-	if !errors.As(err, &ee) || ee.Code != egress.CodeRateLimited || ee.Reason != ReasonConnectRate {
+	if !errors.As(err, &ee) || ee.Code != egress.CodeRateLimited || ee.Reason != egress.Reason(airlock.ReasonConnectRate) {
 		t.Fatalf("third attempt = %v, want an *egress.Error rate_limited/connect_rate", err)
 	}
 	if airlock.RetryAfter(err) <= 0 {
@@ -503,8 +503,8 @@ func TestStaleRevocationsFailClosed(t *testing.T) {
 		t.Fatal("not stale after the bound")
 	}
 	_, err = g.Begin(context.Background(), p, airlock.CapabilityHTTP, "http", "x")
-	if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != ReasonRevocationsStale {
-		t.Fatalf("stale: %v, want unavailable/%s", err, ReasonRevocationsStale)
+	if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != airlock.ReasonRevocationsStale {
+		t.Fatalf("stale: %v, want unavailable/%s", err, airlock.ReasonRevocationsStale)
 	}
 	fr.fail.Store(false)
 	deadline := time.Now().Add(5 * time.Second)

@@ -8,9 +8,6 @@ import (
 	"github.com/airlockhq/airlock"
 )
 
-// ReasonInitiator is the reason of a request whose initiator is unknown
-// (invalid) or one its tenant may not claim (denied).
-const ReasonInitiator = "initiator"
 
 // Identities a tenant maps an initiator to: what the engine sends when it
 // fetches on the initiator's behalf.
@@ -61,14 +58,14 @@ func (t *Tenant) Initiator(name string) (Initiator, error) {
 		name = airlock.InitiatorModel
 	}
 	if !KnownInitiator(name) {
-		return Initiator{}, airlock.Errorf(airlock.CodeInvalid, ReasonInitiator, "initiator %q: want %s or %s", name, airlock.InitiatorModel, airlock.InitiatorPerson)
+		return Initiator{}, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonInitiator, "initiator %q: want %s or %s", name, airlock.InitiatorModel, airlock.InitiatorPerson)
 	}
 	i, ok := t.Initiators[name]
 	if !ok && name == airlock.InitiatorModel && len(t.Initiators) == 0 {
 		i, ok = DefaultInitiators()[name], true
 	}
 	if !ok {
-		return Initiator{}, airlock.Errorf(airlock.CodeDenied, ReasonInitiator,
+		return Initiator{}, airlock.Errorf(airlock.CodeDenied, airlock.ReasonInitiator,
 			"tenant %s may not make requests as initiator %s (tenants.%s.initiators: %s)", t.Name, name, t.Name, t.initiatorList())
 	}
 	return i, nil

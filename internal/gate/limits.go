@@ -10,14 +10,6 @@ import (
 	"github.com/airlockhq/airlock"
 )
 
-// ReasonLimit is the reason of a request refused because a value it gives
-// is above its operator ceiling (or negative): code invalid.
-const ReasonLimit = airlock.ReasonLimit
-
-// ReasonIgnoreRobots is the reason of a crawl asking to ignore robots.txt
-// for a tenant whose configuration does not allow it: code denied.
-const ReasonIgnoreRobots = "ignore_robots"
-
 // LimitKind says what a limit's value measures.
 type LimitKind int
 
@@ -276,14 +268,14 @@ func (c *Ceiling) format(v int64) string {
 func (l *Limits) CheckValue(name, field string, v int64) error {
 	c := ceilingByName[name]
 	if c == nil {
-		return airlock.Errorf(airlock.CodeInternal, ReasonLimit, "limits: no ceiling named %q", name)
+		return airlock.Errorf(airlock.CodeInternal, airlock.ReasonLimit, "limits: no ceiling named %q", name)
 	}
 	ceil := l.Ceiling(name)
 	switch {
 	case v < 0:
-		return airlock.Errorf(airlock.CodeInvalid, ReasonLimit, "%s %s is negative; the ceiling is %s (%s)", field, c.format(v), c.format(ceil), l.Key(name))
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonLimit, "%s %s is negative; the ceiling is %s (%s)", field, c.format(v), c.format(ceil), l.Key(name))
 	case v > ceil:
-		return airlock.Errorf(airlock.CodeInvalid, ReasonLimit, "%s %s is above the ceiling %s (%s)", field, c.format(v), c.format(ceil), l.Key(name))
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonLimit, "%s %s is above the ceiling %s (%s)", field, c.format(v), c.format(ceil), l.Key(name))
 	}
 	return nil
 }
@@ -305,7 +297,7 @@ func (l *Limits) Check(req any, variant string) error {
 		v = v.Elem()
 	}
 	if v.Kind() != reflect.Struct {
-		return airlock.Errorf(airlock.CodeInternal, ReasonLimit, "limits: %T is not a request struct", req)
+		return airlock.Errorf(airlock.CodeInternal, airlock.ReasonLimit, "limits: %T is not a request struct", req)
 	}
 	t := v.Type()
 	for i := range t.NumField() {
@@ -321,7 +313,7 @@ func (l *Limits) Check(req any, variant string) error {
 		fv := v.Field(i)
 		if c == nil {
 			if _, exempt := ExemptFields[id]; !exempt && numeric(f.Type) {
-				return airlock.Errorf(airlock.CodeInternal, ReasonLimit, "limits: request field %s has no ceiling", id)
+				return airlock.Errorf(airlock.CodeInternal, airlock.ReasonLimit, "limits: request field %s has no ceiling", id)
 			}
 			continue
 		}
@@ -449,7 +441,7 @@ func (t *Tenant) CheckCrawl(req airlock.CrawlRequest) error {
 		}
 	}
 	if req.IgnoreRobots && !t.AllowIgnoreRobots {
-		return airlock.Errorf(airlock.CodeDenied, ReasonIgnoreRobots,
+		return airlock.Errorf(airlock.CodeDenied, airlock.ReasonIgnoreRobots,
 			"ignore_robots is not allowed for tenant %s (tenants.%s.allow_ignore_robots)", t.Name, t.Name)
 	}
 	return nil

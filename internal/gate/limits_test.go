@@ -21,7 +21,7 @@ func mustLimits(t *testing.T, tenant string, global, override map[string]int64) 
 	return l
 }
 
-func wantLimitErr(t *testing.T, err error, code airlock.Code, reason, msg string) {
+func wantLimitErr(t *testing.T, err error, code airlock.Code, reason airlock.Reason, msg string) {
 	t.Helper()
 	var ae *airlock.Error
 	if !errors.As(err, &ae) || ae.Code != code || ae.Reason != reason || (msg != "" && ae.Message != msg) {
@@ -74,7 +74,7 @@ func TestLimitsCheck(t *testing.T) {
 				}
 				return
 			}
-			wantLimitErr(t, err, tt.code, airlock.ReasonLimit, tt.msg)
+			wantLimitErr(t, err, tt.code, airlock.Reason(string(airlock.ReasonLimit)), tt.msg)
 		})
 	}
 }
@@ -89,10 +89,10 @@ func TestLimitsMilliseconds(t *testing.T) {
 	if err := l.Check(Op{TimeoutMS: 1000}, ""); err != nil {
 		t.Fatalf("1000 ms: %v", err)
 	}
-	wantLimitErr(t, l.Check(Op{TimeoutMS: 1001}, ""), airlock.CodeInvalid, airlock.ReasonLimit,
+	wantLimitErr(t, l.Check(Op{TimeoutMS: 1001}, ""), airlock.CodeInvalid, airlock.Reason(string(airlock.ReasonLimit)),
 		"timeout_ms 1.001s is above the ceiling 1s (tenants.acme.limits.browser_wait_timeout)")
 	// No overflow into a negative number.
-	wantLimitErr(t, l.Check(Op{TimeoutMS: 1 << 62}, ""), airlock.CodeInvalid, airlock.ReasonLimit, "")
+	wantLimitErr(t, l.Check(Op{TimeoutMS: 1 << 62}, ""), airlock.CodeInvalid, airlock.Reason(string(airlock.ReasonLimit)), "")
 }
 
 // HTTPRequest is a fixture: a request type with a numeric field that the
@@ -110,7 +110,7 @@ func TestLimitsUnmappedFieldFailsClosed(t *testing.T) {
 	if got := gate.NumericFields(reflect.TypeFor[HTTPRequest]()); !reflect.DeepEqual(got, []string{"HTTPRequest.Retries"}) {
 		t.Fatalf("NumericFields = %v", got)
 	}
-	wantLimitErr(t, mustLimits(t, "acme", nil, nil).Check(HTTPRequest{}, ""), airlock.CodeInternal, airlock.ReasonLimit,
+	wantLimitErr(t, mustLimits(t, "acme", nil, nil).Check(HTTPRequest{}, ""), airlock.CodeInternal, airlock.Reason(string(airlock.ReasonLimit)),
 		"limits: request field HTTPRequest.Retries has no ceiling")
 }
 
@@ -146,14 +146,14 @@ func TestNewLimits(t *testing.T) {
 func TestCheckCrawlIgnoreRobots(t *testing.T) {
 	l := mustLimits(t, "acme", nil, nil)
 	req := airlock.CrawlRequest{Seed: "http://example.com/", IgnoreRobots: true}
-	wantLimitErr(t, (&gate.Tenant{Name: "acme", Limits: l}).CheckCrawl(req), airlock.CodeDenied, gate.ReasonIgnoreRobots,
+	wantLimitErr(t, (&gate.Tenant{Name: "acme", Limits: l}).CheckCrawl(req), airlock.CodeDenied, airlock.ReasonIgnoreRobots,
 		"ignore_robots is not allowed for tenant acme (tenants.acme.allow_ignore_robots)")
 	if err := (&gate.Tenant{Name: "acme", Limits: l, AllowIgnoreRobots: true}).CheckCrawl(req); err != nil {
 		t.Fatalf("allowed tenant: %v", err)
 	}
 	// A list without max_pages asks for every URL.
 	small := &gate.Tenant{Name: "acme", Limits: mustLimits(t, "acme", nil, map[string]int64{gate.LimitCrawlMaxPages: 2})}
-	wantLimitErr(t, small.CheckCrawl(airlock.CrawlRequest{URLs: []string{"a", "b", "c"}}), airlock.CodeInvalid, airlock.ReasonLimit,
+	wantLimitErr(t, small.CheckCrawl(airlock.CrawlRequest{URLs: []string{"a", "b", "c"}}), airlock.CodeInvalid, airlock.Reason(string(airlock.ReasonLimit)),
 		"urls 3 is above the ceiling 2 (tenants.acme.limits.crawl_max_pages)")
 	if err := small.CheckCrawl(airlock.CrawlRequest{URLs: []string{"a", "b", "c"}, MaxPages: 2}); err != nil {
 		t.Fatalf("a list with max_pages: %v", err)

@@ -109,13 +109,13 @@ func Profiles(custom map[string]ProfileSpec) (map[string]Profile, error) {
 			p.Caps[c] = true
 		}
 		if spec.MemoryMiB < 0 || spec.MemoryMiB > 4096 {
-			return nil, airlock.Errorf(airlock.CodeInvalid, "config", "profile %q: memory_mib %d out of range 1..4096", name, spec.MemoryMiB)
+			return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "profile %q: memory_mib %d out of range 1..4096", name, spec.MemoryMiB)
 		}
 		if spec.MemoryMiB > 0 {
 			p.Memory = int64(spec.MemoryMiB) * mib
 		}
 		if spec.Deadline < 0 {
-			return nil, airlock.Errorf(airlock.CodeInvalid, "config", "profile %q: negative deadline", name)
+			return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "profile %q: negative deadline", name)
 		}
 		if spec.Deadline > 0 {
 			p.Deadline = spec.Deadline

@@ -12,10 +12,6 @@ import (
 // RedactedMark replaces a credential in what a caller receives.
 const RedactedMark = "[REDACTED]"
 
-// ReasonRouteCredentialInRedirect: a route's upstream redirected to a URL
-// that carries the route's credential; the hop is refused.
-const ReasonRouteCredentialInRedirect = "route_credential_in_redirect"
-
 // Redactor finds and replaces a credential in the strings a caller
 // receives. It matches the credential verbatim, in its percent-encoded
 // forms (query and path escaping, with upper- or lower-case hex digits)
@@ -153,7 +149,7 @@ func (r *Redactor) CheckRedirect(next *url.URL) error {
 	if !r.URLCarries(next) {
 		return nil
 	}
-	return airlock.Errorf(airlock.CodeDenied, ReasonRouteCredentialInRedirect,
+	return airlock.Errorf(airlock.CodeDenied, airlock.ReasonRouteCredentialInRedirect,
 		"the route's upstream redirected to a URL that carries the route's credential")
 }
 
@@ -181,6 +177,6 @@ func (e *redactedError) Error() string         { return e.full }
 func (e *redactedError) PublicMessage() string { return e.public }
 func (e *redactedError) Unwrap() error         { return e.err }
 func (e *redactedError) ErrorCode() string     { return string(airlock.CodeOf(e.err)) }
-func (e *redactedError) ErrorReason() string   { return airlock.ReasonOf(e.err) }
+func (e *redactedError) ErrorReason() string   { return string(airlock.ReasonOf(e.err)) }
 
 var _ airlock.PublicMessager = (*redactedError)(nil)

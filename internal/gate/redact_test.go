@@ -36,7 +36,7 @@ func TestRedactor(t *testing.T) {
 		t.Errorf("Header = %v", h)
 	}
 	u, _ := url.Parse("https://api.test/cb?token=" + url.QueryEscape(cred))
-	if !r.URLCarries(u) || r.CheckRedirect(u) == nil || airlock.ReasonOf(r.CheckRedirect(u)) != ReasonRouteCredentialInRedirect {
+	if !r.URLCarries(u) || r.CheckRedirect(u) == nil || airlock.ReasonOf(r.CheckRedirect(u)) != airlock.ReasonRouteCredentialInRedirect {
 		t.Errorf("a redirect carrying the credential is not refused")
 	}
 	if u, _ := url.Parse("https://api.test/cb?token=other"); r.CheckRedirect(u) != nil {

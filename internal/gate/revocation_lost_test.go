@@ -77,8 +77,8 @@ func TestLostRevocationsFailClosed(t *testing.T) {
 	g := New(Config{Tenants: map[string]*Tenant{"acme": {Name: "acme", Profile: BuiltinProfiles()[ProfilePosix]}}, Revocations: revs, Auditor: a})
 	for _, inst := range []string{"p", "q"} {
 		_, err := g.Begin(ctx, airlock.Principal{Tenant: "acme", Instance: inst}, airlock.CapabilityHTTP, "http", "x")
-		if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != ReasonRevocationsStale {
-			t.Fatalf("acme/%s while lost: %v, want unavailable/%s", inst, err, ReasonRevocationsStale)
+		if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != airlock.ReasonRevocationsStale {
+			t.Fatalf("acme/%s while lost: %v, want unavailable/%s", inst, err, airlock.ReasonRevocationsStale)
 		}
 	}
 	time.Sleep(50 * time.Millisecond) // polls fail meanwhile; still lost

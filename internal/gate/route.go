@@ -101,7 +101,7 @@ func (r *Route) Request(method, path string, header map[string][]string) (string
 		method = http.MethodGet
 	}
 	if !r.methods[method] {
-		return "", "", nil, airlock.Errorf(airlock.CodeDenied, "route_method", "route %s does not allow %s", r.name, method)
+		return "", "", nil, airlock.Errorf(airlock.CodeDenied, airlock.ReasonRouteMethod, "route %s does not allow %s", r.name, method)
 	}
 	u, err := r.join(path)
 	if err != nil {
@@ -123,7 +123,7 @@ func (r *Route) Request(method, path string, header map[string][]string) (string
 
 func (r *Route) join(path string) (string, error) {
 	bad := func(why string) error {
-		return airlock.Errorf(airlock.CodeInvalid, "route_path", "route %s: path %q %s", r.name, path, why)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonRoutePath, "route %s: path %q %s", r.name, path, why)
 	}
 	if !strings.HasPrefix(path, "/") || strings.HasPrefix(path, "//") {
 		return "", bad("must start with a single /")

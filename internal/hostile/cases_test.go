@@ -52,7 +52,7 @@ func cases() []hcase {
 			name:   "bomb_" + strings.Join(codings, "_"),
 			server: bomb(codings...),
 			call:   callFetch, path: "/",
-			code: tooLarge, reason: decoded,
+			code: tooLarge, reason: airlock.Reason(decoded),
 			// The decoders' windows (br's is 16 MiB) and the read buffer's
 			// doublings; about 19 × under the race detector.
 			capBytes: decodedCap, k: 12,
@@ -63,7 +63,7 @@ func cases() []hcase {
 			name:   "bomb_three_codings",
 			server: bomb("gzip", "gzip", "gzip"),
 			call:   callFetch, path: "/",
-			code: airlock.CodeUpstream, reason: string(egress.ReasonEncoding),
+			code: airlock.CodeUpstream, reason: airlock.Reason(string(egress.ReasonEncoding)),
 			capBytes: bodyCap, k: 4,
 		},
 
@@ -72,14 +72,14 @@ func cases() []hcase {
 			name:   "endless_body",
 			server: func() http.Handler { return endless("text/html") },
 			call:   callFetch, path: "/",
-			code: tooLarge, reason: string(egress.ReasonBodyTooLarge),
+			code: tooLarge, reason: airlock.Reason(string(egress.ReasonBodyTooLarge)),
 			capBytes: bodyCap, k: 8,
 		},
 		hcase{
 			name:   "endless_body_http",
 			server: func() http.Handler { return endless("application/octet-stream") },
 			call:   callHTTP, path: "/",
-			code: tooLarge, reason: string(egress.ReasonBodyTooLarge),
+			code: tooLarge, reason: airlock.Reason(string(egress.ReasonBodyTooLarge)),
 			capBytes: bodyCap, k: 8,
 		},
 		hcase{
@@ -87,7 +87,7 @@ func cases() []hcase {
 			server: func() http.Handler { return egresstest.Trickle(10*time.Millisecond, 1<<20) },
 			call:   callFetch, path: "/",
 			timeout: shortTimeout, minElapsed: shortTimeout,
-			code: airlock.CodeTimeout, reason: string(egress.ReasonTimeout),
+			code: airlock.CodeTimeout, reason: airlock.Reason(string(egress.ReasonTimeout)),
 			capBytes: bodyCap, k: 4,
 		},
 
@@ -97,21 +97,21 @@ func cases() []hcase {
 			server: func() http.Handler { return egresstest.TrickleHeader(time.Second, 10*time.Second) },
 			call:   callFetch, path: "/",
 			timeout: shortTimeout, minElapsed: shortTimeout,
-			code: airlock.CodeTimeout, reason: string(egress.ReasonTimeout),
+			code: airlock.CodeTimeout, reason: airlock.Reason(string(egress.ReasonTimeout)),
 			capBytes: bodyCap, k: 4,
 		},
 		hcase{
 			name:   "100k_headers",
 			server: func() http.Handler { return manyHeaders(100_000) },
 			call:   callFetch, path: "/",
-			code: tooLarge, reason: string(egress.ReasonHeaderTooLarge),
+			code: tooLarge, reason: airlock.Reason(string(egress.ReasonHeaderTooLarge)),
 			capBytes: egress.DefaultMaxHeaderBytes, k: 16,
 		},
 		hcase{
 			name:   "huge_header",
 			server: func() http.Handler { return egresstest.HugeHeader(16 << 20) },
 			call:   callFetch, path: "/",
-			code: tooLarge, reason: string(egress.ReasonHeaderTooLarge),
+			code: tooLarge, reason: airlock.Reason(string(egress.ReasonHeaderTooLarge)),
 			capBytes: egress.DefaultMaxHeaderBytes, k: 16,
 		},
 
@@ -120,7 +120,7 @@ func cases() []hcase {
 			name:   "redirect_loop",
 			server: func() http.Handler { return egresstest.RedirectLoop(http.StatusFound) },
 			call:   callFetch, path: "/",
-			code: airlock.CodeUpstream, reason: string(egress.ReasonRedirectLimit),
+			code: airlock.CodeUpstream, reason: airlock.Reason(string(egress.ReasonRedirectLimit)),
 			capBytes: bodyCap, k: 1,
 			check: func(t *testing.T, r result, h *hits) {
 				if n := h.all(); n != maxRedirects+1 {
@@ -132,7 +132,7 @@ func cases() []hcase {
 			name:   "redirect_chain",
 			server: func() http.Handler { return egresstest.RedirectChain(http.StatusMovedPermanently) },
 			call:   callHTTP, path: "/0",
-			code: airlock.CodeUpstream, reason: string(egress.ReasonRedirectLimit),
+			code: airlock.CodeUpstream, reason: airlock.Reason(string(egress.ReasonRedirectLimit)),
 			capBytes: bodyCap, k: 1,
 			check: func(t *testing.T, r result, h *hits) {
 				if n := h.all(); n != maxRedirects+1 {
@@ -149,7 +149,7 @@ func cases() []hcase {
 			name:   "reset_mid_body",
 			server: func() http.Handler { return egresstest.ResetMidBody(8<<20, 256<<10) },
 			call:   callFetch, path: "/",
-			code: airlock.CodeUpstream, reason: string(egress.ReasonProtocol),
+			code: airlock.CodeUpstream, reason: airlock.Reason(string(egress.ReasonProtocol)),
 			capBytes: bodyCap, k: 4,
 		},
 
@@ -269,7 +269,7 @@ func cases() []hcase {
 				// crawl fails closed: the origin is refused. (RFC 9309 §2.5
 				// would have the first crawl.MaxRobotsBytes parsed; that
 				// needs a per-request read limit the Doer does not have.)
-				if r.Pages != 0 || r.skippedFor(crawl.ReasonRobots) != 1 {
+				if r.Pages != 0 || r.skippedFor(string(airlock.ReasonRobots)) != 1 {
 					t.Errorf("%d pages, skipped %v: want none, the seed refused for robots.txt", r.Pages, r.Skipped)
 				}
 			},
@@ -287,7 +287,7 @@ func cases() []hcase {
 			crawl:    airlock.CrawlRequest{MaxPages: 3, Depth: 1, Timeout: shortTimeout},
 			capBytes: bodyCap, k: 8,
 			check: func(t *testing.T, r result, h *hits) {
-				if r.Pages != 0 || r.skippedFor(crawl.ReasonRobots) != 1 || h.count("/") != 0 {
+				if r.Pages != 0 || r.skippedFor(string(airlock.ReasonRobots)) != 1 || h.count("/") != 0 {
 					t.Errorf("%d pages, skipped %v, seed fetched %d times: want the seed refused for robots.txt, unfetched", r.Pages, r.Skipped, h.count("/"))
 				}
 			},
@@ -362,7 +362,7 @@ func cases() []hcase {
 			server: func() http.Handler { return static("application/pdf", "", cyclicPDF()) },
 			call:   callFetch, path: "/",
 			pdfTimeout: time.Second, minElapsed: time.Second,
-			code: airlock.CodeTimeout, reason: extract.ReasonCPUDeadline,
+			code: airlock.CodeTimeout, reason: airlock.ReasonCPUDeadline,
 			capBytes: bodyCap, k: 48,
 		},
 		hcase{
@@ -378,7 +378,7 @@ func cases() []hcase {
 			call:   callFetch, path: "/",
 			// 112 MB of content takes the reader about 5 s: past the limit.
 			pdfTimeout: time.Second, minElapsed: time.Second,
-			code: airlock.CodeTimeout, reason: extract.ReasonCPUDeadline,
+			code: airlock.CodeTimeout, reason: airlock.ReasonCPUDeadline,
 			capBytes: extract.MaxPDFTextBytes, k: 8,
 		},
 	)

@@ -90,7 +90,7 @@ type hcase struct {
 	egress     func(*engine.EgressConfig) // changes to the caps above
 	// code and reason are the error wanted ("" and "": success).
 	code   airlock.Code
-	reason string
+	reason airlock.Reason
 	// minElapsed, when set, is how long the call must at least take: the
 	// cases about a timeout end because of it, not of something earlier.
 	minElapsed time.Duration
@@ -160,7 +160,7 @@ type result struct {
 func (r result) skippedFor(reason string) int {
 	n := 0
 	for _, s := range r.Skipped {
-		if s.Reason == reason {
+		if s.Reason == airlock.Reason(reason) {
 			n++
 		}
 	}
@@ -261,7 +261,7 @@ func runParent(t *testing.T, sp *spawner, c hcase) {
 	t.Logf("%s: code=%q reason=%q in %d ms, peak RSS %.1f MiB (VmHWM %.1f MiB, bound %.1f MiB), server saw %d requests; PDF child peak %.1f MiB; message: %s",
 		c.name, r.Code, r.Reason, r.ElapsedMS, mib(maxRSS), mib(r.HWMKB<<10), mib(c.rssBound()), h.all(), mib(r.ChildMaxRSSKB<<10), clip(r.Message, 300))
 
-	if r.Code != c.code || r.Reason != c.reason {
+	if r.Code != c.code || airlock.Reason(r.Reason) != c.reason {
 		t.Errorf("got code %q reason %q (%s), want code %q reason %q", r.Code, r.Reason, clip(r.Message, 300), c.code, c.reason)
 	}
 	if maxRSS > c.rssBound() {
@@ -368,7 +368,7 @@ func runChild(c hcase, base string) (result, error) {
 
 func (r *result) setErr(err error) {
 	if err != nil {
-		r.Code, r.Reason, r.Message = airlock.CodeOf(err), airlock.ReasonOf(err), err.Error()
+		r.Code, r.Reason, r.Message = airlock.CodeOf(err), string(airlock.ReasonOf(err)), err.Error()
 	}
 }
 

@@ -121,7 +121,7 @@ func (r *Runner) leaveSharedJob(run *jobRun, sj store.Job, callID string, sum *a
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(run.ctx), jobStoreTimeout)
 	defer cancel()
 	cause := context.Cause(run.ctx)
-	interrupted := airlock.ReasonOf(cause) == reasonShuttingDown
+	interrupted := airlock.ReasonOf(cause) == airlock.ReasonShuttingDown
 	res := fleetRunResult{Replica: r.cfg.Replica, Summary: sum, Cancelled: errors.Is(cause, errJobCancelled)}
 	if err != nil && !res.Cancelled && !interrupted && !errors.Is(cause, errJobConcluded) {
 		res.Error, _ = json.Marshal(pub(err, callID))

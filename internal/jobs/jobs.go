@@ -59,10 +59,6 @@ const (
 	jobWatchBuffer   = 16
 	jobReplayBatch   = 100
 	jobStoreTimeout  = 10 * time.Second
-	reasonCrawlJob   = "crawl_job"
-	// reasonShuttingDown is the engine's reason for a call refused or
-	// stopped by its Close.
-	reasonShuttingDown = "shutting_down"
 )
 
 // Crawler runs crawls as principals: the engine's gate and browse
@@ -304,17 +300,17 @@ func (r *Runner) release(run *jobRun) {
 }
 
 func errShuttingDown() *airlock.Error {
-	return airlock.Errorf(airlock.CodeUnavailable, reasonShuttingDown, "engine is shutting down")
+	return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonShuttingDown, "engine is shutting down")
 }
 
 var errJobCancelled = airlock.Errorf(airlock.CodeTimeout, airlock.ReasonCanceled, "crawl job cancelled")
 
 func jobNotFound(id string) error {
-	return airlock.Errorf(airlock.CodeNotFound, reasonCrawlJob, "no crawl job %q", id)
+	return airlock.Errorf(airlock.CodeNotFound, airlock.ReasonCrawlJob, "no crawl job %q", id)
 }
 
 func storeErr(what string, err error) error {
-	return airlock.Errorf(airlock.CodeUnavailable, "store", "%s: %v", what, err)
+	return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonStore, "%s: %v", what, err)
 }
 
 func pub(err error, id string) *airlock.Error {

@@ -78,7 +78,7 @@ func newRunner(t *testing.T, st store.Jobs, f *fakeCrawl) *Runner {
 		Store: st, Crawler: f.crawler(), NewID: f.gate.NewID,
 		CheckReader: func(p airlock.Principal) error {
 			if f.gate.Tenant(p.Tenant) == nil {
-				return airlock.Errorf(airlock.CodeDenied, gate.ReasonUnknownTenant, "unknown tenant %q", p.Tenant)
+				return airlock.Errorf(airlock.CodeDenied, airlock.ReasonUnknownTenant, "unknown tenant %q", p.Tenant)
 			}
 			return nil
 		},
@@ -216,10 +216,10 @@ func TestRunnerCloseInterrupts(t *testing.T) {
 		}
 	}()
 	r.Close(ctx)
-	if _, err := r.Start(ctx, acme, airlock.CrawlRequest{Seed: "https://example.com/"}); airlock.ReasonOf(err) != reasonShuttingDown {
+	if _, err := r.Start(ctx, acme, airlock.CrawlRequest{Seed: "https://example.com/"}); airlock.ReasonOf(err) != airlock.ReasonShuttingDown {
 		t.Errorf("Start after Close: %v, want shutting_down", err)
 	}
-	if _, err := r.Watch(ctx, acme, job.ID, 0); airlock.ReasonOf(err) != reasonShuttingDown {
+	if _, err := r.Watch(ctx, acme, job.ID, 0); airlock.ReasonOf(err) != airlock.ReasonShuttingDown {
 		t.Errorf("Watch after Close: %v, want shutting_down", err)
 	}
 	sj, err := st.GetJob(ctx, job.ID)

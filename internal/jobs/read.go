@@ -147,7 +147,7 @@ func (r *Runner) List(ctx context.Context, p airlock.Principal, limit int) ([]ai
 // yet (or none left, once the job is finished).
 func (r *Runner) Pages(ctx context.Context, p airlock.Principal, id string, after, limit int) ([]airlock.JobPage, error) {
 	if after < 0 {
-		return nil, airlock.Errorf(airlock.CodeInvalid, reasonCrawlJob, "after %d: want 0 or a page's seq", after)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonCrawlJob, "after %d: want 0 or a page's seq", after)
 	}
 	limit, err := r.listLimit(p, limit)
 	if err != nil {
@@ -196,7 +196,7 @@ func (r *Runner) Cancel(ctx context.Context, p airlock.Principal, id string) err
 	}
 	run := r.local(id)
 	if run == nil {
-		return airlock.Errorf(airlock.CodeUnavailable, "crawl_job_elsewhere",
+		return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonCrawlJobElsewhere,
 			"crawl job %s runs in another airlock process (a replica, or a process sharing the data directory): cancel it there", id)
 	}
 	run.cancel(errJobCancelled)
@@ -223,7 +223,7 @@ func (r *Runner) Cancel(ctx context.Context, p airlock.Principal, id string) err
 // the store.
 func (r *Runner) Watch(ctx context.Context, p airlock.Principal, id string, after int) (<-chan airlock.CrawlJobEvent, error) {
 	if after < 0 {
-		return nil, airlock.Errorf(airlock.CodeInvalid, reasonCrawlJob, "after %d: want 0 or a page's seq", after)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonCrawlJob, "after %d: want 0 or a page's seq", after)
 	}
 	if _, err := r.jobFor(ctx, p, id); err != nil {
 		return nil, err

@@ -85,7 +85,7 @@ func (r *Runner) Start(ctx context.Context, p airlock.Principal, req airlock.Cra
 		return fail(errShuttingDown())
 	case r.running[p.Tenant] >= MaxRunningJobs:
 		r.mu.Unlock()
-		return fail(airlock.Errorf(airlock.CodeRateLimited, "crawl_jobs",
+		return fail(airlock.Errorf(airlock.CodeRateLimited, airlock.ReasonCrawlJobs,
 			"tenant %s already runs %d crawl jobs, the most at once; wait for one to finish or cancel one", p.Tenant, MaxRunningJobs))
 	}
 	r.running[p.Tenant]++
@@ -126,7 +126,7 @@ func (r *Runner) writeJob(run *jobRun, sj *store.Job) {
 	}
 	err := r.store.UpdateJob(ctx, *sj)
 	if errors.Is(err, store.ErrConflict) {
-		run.cancel(airlock.Errorf(airlock.CodeUnavailable, "crawl_job_lost", "crawl job %s was taken over: its lease lapsed", sj.ID))
+		run.cancel(airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonCrawlJobLost, "crawl job %s was taken over: its lease lapsed", sj.ID))
 	}
 	if err != nil {
 		r.logger.Error("crawl job: store state", slog.String("job", sj.ID), slog.String("state", sj.State), slog.String("error", err.Error()))
@@ -157,7 +157,7 @@ func (r *Runner) runJob(call *gate.Call, run *jobRun, sj store.Job, req airlock.
 		mu.Lock()
 		defer mu.Unlock()
 		if seq >= MaxJobPages {
-			return airlock.Errorf(airlock.CodeTooLarge, "crawl_job_pages", "the crawl gave more than %d pages, the most a job stores", MaxJobPages)
+			return airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonCrawlJobPages, "the crawl gave more than %d pages, the most a job stores", MaxJobPages)
 		}
 		data, err := json.Marshal(pg)
 		if err != nil {
@@ -202,7 +202,7 @@ func (r *Runner) runJob(call *gate.Call, run *jobRun, sj store.Job, req airlock.
 	if sum != nil {
 		sum.DecisionID = call.ID
 		if call.Ctx.Err() != nil && sum.Stopped == "" {
-			sum.Stopped = airlock.ReasonOf(context.Cause(call.Ctx))
+			sum.Stopped = string(airlock.ReasonOf(context.Cause(call.Ctx)))
 		}
 	}
 	err = call.End(err, in, 0)
@@ -216,7 +216,7 @@ func (r *Runner) runJob(call *gate.Call, run *jobRun, sj store.Job, req airlock.
 	switch {
 	case errors.Is(cause, errJobCancelled):
 		sj.State, stopped = airlock.JobCancelled, StoppedCancelled
-	case airlock.ReasonOf(cause) == reasonShuttingDown:
+	case airlock.ReasonOf(cause) == airlock.ReasonShuttingDown:
 		sj.State, stopped = airlock.JobInterrupted, StoppedInterrupted
 	case err != nil:
 		sj.State = airlock.JobFailed

@@ -21,25 +21,25 @@ func decodeArgs(tool string, sch *jsonschema.Schema, res *jsonschema.Resolved, r
 	args := map[string]any{}
 	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &args); err != nil {
-			return invalid("arguments", "The arguments of %s must be a JSON object.", tool)
+			return invalid(airlock.ReasonArguments, "The arguments of %s must be a JSON object.", tool)
 		}
 	}
 	if err := checkArgs(tool, sch, args); err != nil {
 		return err
 	}
 	if err := res.ApplyDefaults(&args); err != nil {
-		return invalid("arguments", "The arguments of %s could not take their defaults: %v.", tool, err)
+		return invalid(airlock.ReasonArguments, "The arguments of %s could not take their defaults: %v.", tool, err)
 	}
 	// What checkArgs does not look at (nested objects) the validator does.
 	if err := res.Validate(args); err != nil {
-		return invalid("arguments", "The arguments do not match the input schema of %s: %v.", tool, err)
+		return invalid(airlock.ReasonArguments, "The arguments do not match the input schema of %s: %v.", tool, err)
 	}
 	b, err := json.Marshal(args)
 	if err == nil {
 		err = json.Unmarshal(b, in)
 	}
 	if err != nil {
-		return invalid("arguments", "The arguments of %s could not be read: %v.", tool, err)
+		return invalid(airlock.ReasonArguments, "The arguments of %s could not be read: %v.", tool, err)
 	}
 	return nil
 }
@@ -54,12 +54,12 @@ func checkArgs(tool string, sch *jsonschema.Schema, args map[string]any) error {
 	slices.Sort(names)
 	for _, k := range names {
 		if _, ok := sch.Properties[k]; !ok && sch.AdditionalProperties != nil {
-			return invalid("arguments", "%s has no argument %q; its arguments are %s.", tool, k, orList(propNames(sch), "and"))
+			return invalid(airlock.ReasonArguments, "%s has no argument %q; its arguments are %s.", tool, k, orList(propNames(sch), "and"))
 		}
 	}
 	for _, r := range sch.Required {
 		if _, ok := args[r]; !ok {
-			return invalid("arguments", "The argument %s is required.", r)
+			return invalid(airlock.ReasonArguments, "The argument %s is required.", r)
 		}
 	}
 	for _, k := range names {
@@ -74,18 +74,18 @@ func checkArgs(tool string, sch *jsonschema.Schema, args map[string]any) error {
 
 func checkValue(what, name string, p *jsonschema.Schema, v any) error {
 	if want := p.Type; want != "" && !hasType(v, want) {
-		return invalid("arguments", "%s must be %s, not %s.", what, article(want), describe(v))
+		return invalid(airlock.ReasonArguments, "%s must be %s, not %s.", what, article(want), describe(v))
 	}
 	if len(p.Enum) > 0 && !slices.ContainsFunc(p.Enum, func(e any) bool { return e == v }) {
 		opts := make([]string, len(p.Enum))
 		for i, e := range p.Enum {
 			opts[i] = fmt.Sprint(e)
 		}
-		return invalid("arguments", "%s must be one of %s, not %s.", what, orList(opts, "or"), describe(v))
+		return invalid(airlock.ReasonArguments, "%s must be one of %s, not %s.", what, orList(opts, "or"), describe(v))
 	}
 	if n, ok := v.(float64); ok {
 		if p.Minimum != nil && n < *p.Minimum {
-			return invalid("arguments", "%s must be at least %s, not %s.", what, num(*p.Minimum), num(n))
+			return invalid(airlock.ReasonArguments, "%s must be at least %s, not %s.", what, num(*p.Minimum), num(n))
 		}
 		if p.Maximum != nil && n > *p.Maximum {
 			return invalid(airlock.ReasonLimit, "%s is %s, above the most this tool takes, %s.", what, num(n), num(*p.Maximum))

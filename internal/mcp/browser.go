@@ -208,17 +208,17 @@ func addBrowserTools(s *sdkmcp.Server) {
 		Annotations: writeTool("Run a sequence of browser steps"), InputSchema: schema[InteractInput](noTune)},
 		func(ctx context.Context, en *engine.Engine, p airlock.Principal, in InteractInput) (*sdkmcp.CallToolResult, error) {
 			if len(in.Actions) == 0 {
-				return nil, invalid("browser_action", "actions: at least one step is required")
+				return nil, invalid(airlock.ReasonBrowserAction, "actions: at least one step is required")
 			}
 			actions := make([]engine.BrowserAction, 0, len(in.Actions))
 			for i, a := range in.Actions {
 				raw, err := json.Marshal(a)
 				if err != nil {
-					return nil, invalid("browser_action", "actions[%d]: %v", i, err)
+					return nil, invalid(airlock.ReasonBrowserAction, "actions[%d]: %v", i, err)
 				}
 				act, err := engine.ParseBrowserAction(raw)
 				if err != nil {
-					return nil, invalid("browser_action", "actions[%d]: %v", i, err)
+					return nil, invalid(airlock.ReasonBrowserAction, "actions[%d]: %v", i, err)
 				}
 				actions = append(actions, act)
 			}
@@ -285,7 +285,7 @@ func browserKey(ctx context.Context, p airlock.Principal) (*state, string) {
 func browserSession(ctx context.Context, en *engine.Engine, p airlock.Principal) (string, error) {
 	st, key := browserKey(ctx, p)
 	if st == nil {
-		return "", airlock.Errorf(airlock.CodeInternal, "mcp_state", "mcp: no server state")
+		return "", airlock.Errorf(airlock.CodeInternal, airlock.ReasonMCPState, "mcp: no server state")
 	}
 	st.mu.Lock()
 	id := st.browsers[key]

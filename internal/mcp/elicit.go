@@ -267,7 +267,7 @@ func elicitInResult[T any](ctx context.Context, st *state, en *engine.Engine, p 
 		}
 		st.mu.Unlock()
 		if po == nil {
-			return zero, airlock.Errorf(airlock.CodeInvalid, "request_state", "mcp: requestState names no waiting browser call of this session (expired or answered)")
+			return zero, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonRequestState, "mcp: requestState names no waiting browser call of this session (expired or answered)")
 		}
 		allow := false
 		if r, ok := answers["approval"].(*sdkmcp.ElicitResult); ok && r.Action == "accept" {
@@ -329,7 +329,7 @@ func elicitInResult[T any](ctx context.Context, st *state, en *engine.Engine, p 
 				InputRequests: sdkmcp.InputRequestMap{"approval": &sdkmcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: approvalSchema}}}}
 		case <-ctx.Done():
 			go func() { <-po.done; po.stop() }()
-			return zero, airlock.Errorf(airlock.CodeTimeout, "canceled", "mcp: the call was cancelled while the browser op ran")
+			return zero, airlock.Errorf(airlock.CodeTimeout, airlock.ReasonCanceled, "mcp: the call was cancelled while the browser op ran")
 		}
 	}
 }

@@ -176,7 +176,7 @@ func AddTool[In any](s *sdkmcp.Server, t *sdkmcp.Tool, h Handler[In]) {
 		}
 		p := st.principal(ctx)
 		if !p.Valid() {
-			return toolError(st.logger, airlock.Errorf(airlock.CodeDenied, "principal", "no principal for this connection")), nil
+			return toolError(st.logger, airlock.Errorf(airlock.CodeDenied, airlock.ReasonPrincipal, "no principal for this connection")), nil
 		}
 		res, err := h(ctx, st.en, p, in)
 		if ir, ok := err.(*inputRequired); ok {
@@ -209,8 +209,8 @@ var hints = map[airlock.Code]string{
 }
 
 // reasonHints replace the hint of a code for a reason that says more.
-var reasonHints = map[string]string{
-	"robots": "The site's robots.txt does not allow automated fetching of this page: tell the user, who can open it themselves; retrying will fail again.",
+var reasonHints = map[airlock.Reason]string{
+	airlock.ReasonRobots: "The site's robots.txt does not allow automated fetching of this page: tell the user, who can open it themselves; retrying will fail again.",
 }
 
 // sdkLogger passes on the SDK's warnings and errors only: its info records

@@ -165,7 +165,7 @@ func ptr[T any](v T) *T { return &v }
 
 func jsonRaw(s string) []byte { return []byte(s) }
 
-func invalid(reason, format string, args ...any) error {
+func invalid(reason airlock.Reason, format string, args ...any) error {
 	return airlock.Errorf(airlock.CodeInvalid, reason, format, args...)
 }
 
@@ -177,7 +177,7 @@ func toolFormat(f string) (string, error) {
 	case "text", "org", "json":
 		return f, nil
 	}
-	return "", invalid("format", "format %q: want markdown, text, org or json", f)
+	return "", invalid(airlock.ReasonFormat, "format %q: want markdown, text, org or json", f)
 }
 
 func formatName(f string) string {
@@ -189,7 +189,7 @@ func formatName(f string) string {
 
 func webFetch(ctx context.Context, en *engine.Engine, p airlock.Principal, in FetchInput) (*sdkmcp.CallToolResult, error) {
 	if strings.TrimSpace(in.URL) == "" {
-		return nil, invalid("url", "url is required")
+		return nil, invalid(airlock.ReasonURL, "url is required")
 	}
 	format, err := toolFormat(in.Format)
 	if err != nil {
@@ -198,7 +198,7 @@ func webFetch(ctx context.Context, en *engine.Engine, p airlock.Principal, in Fe
 	maxLen := in.MaxLength
 	switch {
 	case maxLen < 0:
-		return nil, invalid("max_length", "max_length %d: want a positive number of characters", maxLen)
+		return nil, invalid(airlock.ReasonMaxLength, "max_length %d: want a positive number of characters", maxLen)
 	case maxLen == 0:
 		maxLen = int(min(DefaultFetchLength, en.Ceiling(p, engine.LimitMCPMaxLength)))
 	}
@@ -206,7 +206,7 @@ func webFetch(ctx context.Context, en *engine.Engine, p airlock.Principal, in Fe
 		return nil, err
 	}
 	if in.StartIndex < 0 {
-		return nil, invalid("start_index", "start_index %d: want 0 or more", in.StartIndex)
+		return nil, invalid(airlock.ReasonStartIndex, "start_index %d: want 0 or more", in.StartIndex)
 	}
 	variant := format
 	if in.Raw {
@@ -226,7 +226,7 @@ func webFetch(ctx context.Context, en *engine.Engine, p airlock.Principal, in Fe
 	content := page.Content
 	total := utf8.RuneCountInString(content)
 	if in.StartIndex > 0 && in.StartIndex >= total {
-		return nil, invalid("start_index", "start_index %d is past the end of the content (%s characters as %s); nothing more to read",
+		return nil, invalid(airlock.ReasonStartIndex, "start_index %d is past the end of the content (%s characters as %s); nothing more to read",
 			in.StartIndex, thousands(total), variantName(variant))
 	}
 	lo := runeOffset(content, 0, in.StartIndex)
@@ -282,12 +282,12 @@ func runeOffset(s string, from, n int) int {
 
 func webSearch(ctx context.Context, en *engine.Engine, p airlock.Principal, in SearchInput) (*sdkmcp.CallToolResult, error) {
 	if strings.TrimSpace(in.Query) == "" {
-		return nil, invalid("query", "query is required")
+		return nil, invalid(airlock.ReasonQuery, "query is required")
 	}
 	limit := in.Limit
 	switch {
 	case limit < 0:
-		return nil, invalid("limit", "limit %d: want a positive number of results", limit)
+		return nil, invalid(airlock.ReasonLimit, "limit %d: want a positive number of results", limit)
 	case limit == 0:
 		limit = int(min(DefaultSearchLimit, en.Ceiling(p, engine.LimitSearchResults)))
 	}
@@ -322,9 +322,9 @@ func webCrawl(ctx context.Context, en *engine.Engine, p airlock.Principal, in Cr
 	seed := strings.TrimSpace(in.Seed)
 	switch {
 	case seed != "" && len(in.URLs) > 0:
-		return nil, invalid("crawl_input", "give seed or urls, not both")
+		return nil, invalid(airlock.ReasonCrawlInput, "give seed or urls, not both")
 	case seed == "" && len(in.URLs) == 0:
-		return nil, invalid("crawl_input", "seed or urls is required")
+		return nil, invalid(airlock.ReasonCrawlInput, "seed or urls is required")
 	}
 	format, err := toolFormat(in.Format)
 	if err != nil {
@@ -333,7 +333,7 @@ func webCrawl(ctx context.Context, en *engine.Engine, p airlock.Principal, in Cr
 	maxPages := in.MaxPages
 	switch {
 	case maxPages < 0:
-		return nil, invalid("max_pages", "max_pages %d: want a positive number of pages", maxPages)
+		return nil, invalid(airlock.ReasonMaxPages, "max_pages %d: want a positive number of pages", maxPages)
 	case maxPages == 0:
 		maxPages = int(min(DefaultCrawlPages, en.Ceiling(p, engine.LimitMCPCrawlPages), en.Ceiling(p, engine.LimitCrawlMaxPages)))
 	}
@@ -341,7 +341,7 @@ func webCrawl(ctx context.Context, en *engine.Engine, p airlock.Principal, in Cr
 		return nil, err
 	}
 	if in.Depth < 0 {
-		return nil, invalid("depth", "depth %d: want 0 or more", in.Depth)
+		return nil, invalid(airlock.ReasonDepth, "depth %d: want 0 or more", in.Depth)
 	}
 	req := airlock.CrawlRequest{Initiator: airlock.InitiatorModel, Seed: seed, URLs: in.URLs, MaxPages: maxPages, Depth: in.Depth, Extract: airlock.ExtractFull}
 	var mu sync.Mutex
@@ -383,7 +383,7 @@ func webCrawl(ctx context.Context, en *engine.Engine, p airlock.Principal, in Cr
 				fmt.Fprintf(&tail, "- and %d more\n", len(sum.Skipped)-i)
 				break
 			}
-			line := oneLine(s.URL) + ": " + s.Reason
+			line := oneLine(s.URL) + ": " + string(s.Reason)
 			if d := oneLine(s.Detail); d != "" {
 				line += " (" + d + ")"
 			}

@@ -28,10 +28,6 @@ const (
 	FormatOrg      = "org"
 )
 
-// ReasonUnknownFormat is the reason of the CodeInvalid error that the
-// renderers return for a format they do not know.
-const ReasonUnknownFormat = "unknown_format"
-
 // ErrUnknownFormat is the cause (errors.Is) of the error that the renderers
 // return for a format they do not know.
 var ErrUnknownFormat = errors.New("render: unknown format")
@@ -63,7 +59,7 @@ func Formats() []string {
 
 // ParseFormat returns the canonical name of format ("markdown" becomes
 // "md"), or an *airlock.Error with code invalid and reason
-// ReasonUnknownFormat that wraps ErrUnknownFormat.
+// airlock.ReasonUnknownFormat that wraps ErrUnknownFormat.
 func ParseFormat(format string) (string, error) {
 	switch format {
 	case FormatJSON, FormatJSONL, FormatMarkdown, FormatText, FormatOrg:
@@ -73,7 +69,7 @@ func ParseFormat(format string) (string, error) {
 	}
 	return "", &airlock.Error{
 		Code:    airlock.CodeInvalid,
-		Reason:  ReasonUnknownFormat,
+		Reason:  airlock.ReasonUnknownFormat,
 		Message: fmt.Sprintf("unknown format %q: want json, jsonl, md, text or org", format),
 		Err:     ErrUnknownFormat,
 	}

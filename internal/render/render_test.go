@@ -271,8 +271,8 @@ func TestRenderUnknownFormat(t *testing.T) {
 			if !errors.As(err, &ae) {
 				t.Fatalf("got %v (%T), want *airlock.Error", err, err)
 			}
-			if ae.Code != airlock.CodeInvalid || ae.Reason != ReasonUnknownFormat {
-				t.Errorf("got code %q reason %q, want invalid %s", ae.Code, ae.Reason, ReasonUnknownFormat)
+			if ae.Code != airlock.CodeInvalid || ae.Reason != airlock.ReasonUnknownFormat {
+				t.Errorf("got code %q reason %q, want invalid %s", ae.Code, ae.Reason, airlock.ReasonUnknownFormat)
 			}
 			if !errors.Is(err, ErrUnknownFormat) {
 				t.Errorf("errors.Is(err, ErrUnknownFormat) = false")

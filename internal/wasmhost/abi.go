@@ -140,7 +140,7 @@ func (h *Host) instantiateAirlock(ctx context.Context, rt wazero.Runtime, p engi
 		fb.Export(name)
 	}
 	if _, err := b.Instantiate(ctx); err != nil {
-		return airlock.Errorf(airlock.CodeInternal, "", "wasmhost: instantiate the airlock module: %v", err)
+		return airlock.Errorf(airlock.CodeInternal, airlock.ReasonNone, "wasmhost: instantiate the airlock module: %v", err)
 	}
 	return nil
 }
@@ -165,19 +165,19 @@ func brokered(f function) api.GoModuleFunc {
 			ptr, n := api.DecodeU32(stack[i]), api.DecodeU32(stack[i+1])
 			i += 2
 			if n > s.max {
-				stack[0] = inv.fail(airlock.Errorf(airlock.CodeTooLarge, "argument", "%s of %d bytes; at most %d", s.name, n, s.max))
+				stack[0] = inv.fail(airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonArgument, "%s of %d bytes; at most %d", s.name, n, s.max))
 				return
 			}
 			b, ok := mem.Read(ptr, n)
 			if !ok {
-				stack[0] = inv.fail(airlock.Errorf(airlock.CodeInvalid, "bounds", "%s [%d, +%d) is outside guest memory", s.name, ptr, n))
+				stack[0] = inv.fail(airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBounds, "%s [%d, +%d) is outside guest memory", s.name, ptr, n))
 				return
 			}
 			args[k].b = bytes.Clone(b)
 		}
 		outPtr, outCap := api.DecodeU32(stack[i]), api.DecodeU32(stack[i+1])
 		if uint64(outPtr)+uint64(outCap) > uint64(mem.Size()) {
-			stack[0] = inv.fail(airlock.Errorf(airlock.CodeInvalid, "bounds", "out buffer [%d, +%d) is outside guest memory", outPtr, outCap))
+			stack[0] = inv.fail(airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBounds, "out buffer [%d, +%d) is outside guest memory", outPtr, outCap))
 			return
 		}
 		cctx, cancel := context.WithTimeout(ctx, f.lane)
@@ -195,7 +195,7 @@ func brokered(f function) api.GoModuleFunc {
 // buffer and returns the full length.
 func (inv *invocation) deliver(mem api.Memory, res []byte, outPtr, outCap uint32) uint64 {
 	if len(res) > math.MaxInt32 {
-		return inv.fail(airlock.Errorf(airlock.CodeTooLarge, "result", "result of %d bytes does not fit the ABI", len(res)))
+		return inv.fail(airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonResult, "result of %d bytes does not fit the ABI", len(res)))
 	}
 	inv.result = res
 	if res == nil {
@@ -203,7 +203,7 @@ func (inv *invocation) deliver(mem api.Memory, res []byte, outPtr, outCap uint32
 	}
 	n := min(uint32(len(res)), outCap)
 	if n > 0 && !mem.Write(outPtr, res[:n]) {
-		return inv.fail(airlock.Errorf(airlock.CodeInvalid, "bounds", "out buffer [%d, +%d) is outside guest memory", outPtr, n))
+		return inv.fail(airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBounds, "out buffer [%d, +%d) is outside guest memory", outPtr, n))
 	}
 	return api.EncodeI32(int32(len(res)))
 }
@@ -244,7 +244,7 @@ func copyOut(mem api.Memory, b []byte, ptr, capacity uint32) uint64 {
 }
 
 func invalidJSON(what string, err error) error {
-	return airlock.Errorf(airlock.CodeInvalid, "json", "%s: %s", what, cut(err.Error(), 200))
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonJSON, "%s: %s", what, cut(err.Error(), 200))
 }
 
 // decodeJSON decodes a guest's JSON strictly: unknown fields are errors,
@@ -256,7 +256,7 @@ func decodeJSON(what string, b []byte, v any) error {
 		return invalidJSON(what, err)
 	}
 	if dec.More() {
-		return airlock.Errorf(airlock.CodeInvalid, "json", "%s: trailing data", what)
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonJSON, "%s: trailing data", what)
 	}
 	return nil
 }
@@ -311,7 +311,7 @@ func doHTTPRequest(ctx context.Context, b Broker, p airlock.Principal, a []arg) 
 		return nil, err
 	}
 	if len(r.URL) > MaxURLBytes {
-		return nil, airlock.Errorf(airlock.CodeTooLarge, "argument", "url of %d bytes; at most %d", len(r.URL), MaxURLBytes)
+		return nil, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonArgument, "url of %d bytes; at most %d", len(r.URL), MaxURLBytes)
 	}
 	resp, err := b.HTTP(ctx, p, airlock.HTTPRequest{Method: r.Method, URL: r.URL, Header: r.Headers, Body: r.Body, MaxRedirects: r.MaxRedirects})
 	if err != nil {
@@ -328,15 +328,15 @@ func doHTTPGetMany(ctx context.Context, b Broker, p airlock.Principal, a []arg) 
 			continue
 		}
 		if len(line) > MaxURLBytes {
-			return nil, airlock.Errorf(airlock.CodeTooLarge, "argument", "a url of %d bytes; at most %d", len(line), MaxURLBytes)
+			return nil, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonArgument, "a url of %d bytes; at most %d", len(line), MaxURLBytes)
 		}
 		urls = append(urls, line)
 	}
 	if len(urls) == 0 {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "argument", "http_get_many: no URLs")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonArgument, "http_get_many: no URLs")
 	}
 	if len(urls) > MaxBatchURLs {
-		return nil, airlock.Errorf(airlock.CodeTooLarge, "batch", "%d URLs in one batch; at most %d", len(urls), MaxBatchURLs)
+		return nil, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonBatch, "%d URLs in one batch; at most %d", len(urls), MaxBatchURLs)
 	}
 	results, _, err := b.FetchMany(ctx, p, urls, airlock.FetchRequest{})
 	if err != nil {
@@ -347,7 +347,7 @@ func doHTTPGetMany(ctx context.Context, b Broker, p airlock.Principal, a []arg) 
 	enc.SetEscapeHTML(false)
 	for _, r := range results {
 		if err := enc.Encode(r); err != nil {
-			return nil, airlock.Errorf(airlock.CodeInternal, "", "encode a batch result: %v", err)
+			return nil, airlock.Errorf(airlock.CodeInternal, airlock.ReasonNone, "encode a batch result: %v", err)
 		}
 	}
 	return out.Bytes(), nil
@@ -364,7 +364,7 @@ func exchangeFunction(lane string, timeout time.Duration) function {
 		do: func(ctx context.Context, b Broker, p airlock.Principal, a []arg) ([]byte, error) {
 			port := a[1].n
 			if port == 0 || port > 65535 {
-				return nil, airlock.Errorf(airlock.CodeInvalid, "port", "%s: port %d out of range 1..65535", lane, int32(port))
+				return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonPort, "%s: port %d out of range 1..65535", lane, int32(port))
 			}
 			target := net.JoinHostPort(string(a[0].b), strconv.Itoa(int(port)))
 			// The reply cap and timeout are the engine's defaults for the
@@ -399,7 +399,7 @@ func doRoute(ctx context.Context, b Broker, p airlock.Principal, a []arg) ([]byt
 		return nil, err
 	}
 	if len(r.Path) > MaxURLBytes {
-		return nil, airlock.Errorf(airlock.CodeTooLarge, "argument", "path of %d bytes; at most %d", len(r.Path), MaxURLBytes)
+		return nil, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonArgument, "path of %d bytes; at most %d", len(r.Path), MaxURLBytes)
 	}
 	resp, err := b.Route(ctx, p, airlock.RouteRequest{Name: string(a[0].b), Method: r.Method, Path: r.Path, Header: r.Headers, Body: r.Body})
 	if err != nil {

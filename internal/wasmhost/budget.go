@@ -12,12 +12,6 @@ import (
 	"github.com/airlockhq/airlock"
 )
 
-// Reasons of the budget's refusals.
-const (
-	ReasonGuestInstances = "guest_instances" // the host, or the principal, runs as many instances as its budget allows
-	ReasonGuestMemory    = "guest_memory"    // the memory caps of the running instances fill the host's budget
-)
-
 // Defaults of a Budget.
 const (
 	// DefaultInstancesPerCPU: instances at once per usable CPU.
@@ -55,7 +49,7 @@ func DefaultBudget() Budget {
 // withDefaults fills b's zero fields; negative fields are a config error.
 func (b Budget) withDefaults() (Budget, error) {
 	if b.Instances < 0 || b.InstancesPerPrincipal < 0 || b.Memory < 0 {
-		return b, airlock.Errorf(airlock.CodeInvalid, "config", "wasmhost: a negative guest budget (%+v)", b)
+		return b, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "wasmhost: a negative guest budget (%+v)", b)
 	}
 	d := DefaultBudget()
 	if b.Instances == 0 {
@@ -105,12 +99,13 @@ func newBudget(b Budget) *budget { return &budget{b: b, byPrincipal: map[string]
 // budgetError is a refusal for lack of room: unavailable, with a
 // Retry-After.
 type budgetError struct {
-	reason, msg string
+	reason airlock.Reason
+	msg    string
 }
 
 func (e *budgetError) Error() string             { return e.msg }
 func (e *budgetError) ErrorCode() string         { return string(airlock.CodeUnavailable) }
-func (e *budgetError) ErrorReason() string       { return e.reason }
+func (e *budgetError) ErrorReason() string       { return string(e.reason) }
 func (e *budgetError) RetryAfter() time.Duration { return budgetRetryAfter }
 
 // acquire takes a slot for one instance of principal with a memory cap of
@@ -120,11 +115,11 @@ func (b *budget) acquire(principal string, mem int64) (release func(), err error
 	defer b.mu.Unlock()
 	switch {
 	case b.running >= b.b.Instances:
-		return nil, &budgetError{ReasonGuestInstances, fmt.Sprintf("the host runs %d guest instances, its budget; retry later", b.b.Instances)}
+		return nil, &budgetError{airlock.ReasonGuestInstances, fmt.Sprintf("the host runs %d guest instances, its budget; retry later", b.b.Instances)}
 	case b.byPrincipal[principal] >= b.b.InstancesPerPrincipal:
-		return nil, &budgetError{ReasonGuestInstances, fmt.Sprintf("%s runs %d guest instances, its budget; retry later", principal, b.b.InstancesPerPrincipal)}
+		return nil, &budgetError{airlock.ReasonGuestInstances, fmt.Sprintf("%s runs %d guest instances, its budget; retry later", principal, b.b.InstancesPerPrincipal)}
 	case b.memory+mem > b.b.Memory:
-		return nil, &budgetError{ReasonGuestMemory, fmt.Sprintf("the guests' memory budget of %d MiB is in use; retry later", b.b.Memory>>20)}
+		return nil, &budgetError{airlock.ReasonGuestMemory, fmt.Sprintf("the guests' memory budget of %d MiB is in use; retry later", b.b.Memory>>20)}
 	}
 	b.running++
 	b.memory += mem

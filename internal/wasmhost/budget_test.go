@@ -46,17 +46,17 @@ func TestBudgetAcquire(t *testing.T) {
 			releases = append(releases, rel)
 			return
 		}
-		if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != reason || airlock.RetryAfter(err) <= 0 {
+		if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != airlock.Reason(reason) || airlock.RetryAfter(err) <= 0 {
 			t.Fatalf("%s: %v, want unavailable %s with a retry-after", p, err, reason)
 		}
 	}
 	take("a/1", 64*mib, "")
 	take("a/1", 64*mib, "")
-	take("a/1", 64*mib, ReasonGuestInstances) // per principal
+	take("a/1", 64*mib, string(airlock.ReasonGuestInstances)) // per principal
 	take("b/1", 64*mib, "")
-	take("c/1", 64*mib, ReasonGuestMemory) // 4 × 64 MiB > 200 MiB
+	take("c/1", 64*mib, string(airlock.ReasonGuestMemory)) // 4 × 64 MiB > 200 MiB
 	take("c/1", 8*mib, "")
-	take("d/1", 8*mib, ReasonGuestInstances) // 4 at once
+	take("d/1", 8*mib, string(airlock.ReasonGuestInstances)) // 4 at once
 	if running, peak := b.stats(); running != 4 || peak != 4 {
 		t.Fatalf("running %d, peak %d; want 4, 4", running, peak)
 	}

@@ -192,7 +192,7 @@ func wantCode(t testing.TB, err error, code airlock.Code, reason string) {
 	if got := airlock.CodeOf(err); got != code {
 		t.Fatalf("error %v: code %q, want %q", err, got, code)
 	}
-	if reason != "" && airlock.ReasonOf(err) != reason {
+	if reason != "" && airlock.ReasonOf(err) != airlock.Reason(reason) {
 		t.Fatalf("error %v: reason %q, want %q", err, airlock.ReasonOf(err), reason)
 	}
 }

@@ -20,15 +20,6 @@ import (
 	"github.com/airlockhq/airlock/engine"
 )
 
-// Reasons of the errors this package produces.
-const (
-	ReasonCPUDeadline = "cpu_deadline" // the guest passed its wall-clock deadline and was stopped
-	ReasonMemoryLimit = "memory_limit" // the guest asked for more linear memory than its profile allows
-	ReasonTrap        = "trap"         // the guest trapped (unreachable, out-of-bounds access, ...)
-	ReasonModule      = "module"       // the bytes are not a valid module, or it does not instantiate
-	ReasonNoStart     = "no_start"     // the module exports no _start: not a command module
-)
-
 // Defaults of one invocation's standard streams.
 const (
 	DefaultMaxStdout = 8 << 20 // bytes of guest stdout kept; the rest is dropped
@@ -91,7 +82,7 @@ type runtime struct {
 // New builds a Host. The compilation cache directory is created if needed.
 func New(ctx context.Context, cfg Config) (*Host, error) {
 	if cfg.Broker == nil {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "config", "wasmhost: no broker")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "wasmhost: no broker")
 	}
 	b, err := cfg.Budget.withDefaults()
 	if err != nil {
@@ -105,11 +96,11 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		h.cache = wazero.NewCompilationCache()
 	} else {
 		if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
-			return nil, airlock.Errorf(airlock.CodeUnavailable, "cache", "wasmhost: compilation cache: %v", err)
+			return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonCache, "wasmhost: compilation cache: %v", err)
 		}
 		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {
-			return nil, airlock.Errorf(airlock.CodeUnavailable, "cache", "wasmhost: compilation cache: %v", err)
+			return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonCache, "wasmhost: compilation cache: %v", err)
 		}
 		h.cache = c
 	}
@@ -148,7 +139,7 @@ func (h *Host) runtimeFor(ctx context.Context, p engine.GuestProfile) (*runtime,
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return nil, airlock.Errorf(airlock.CodeUnavailable, "closed", "wasmhost: host is closed")
+		return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonClosed, "wasmhost: host is closed")
 	}
 	if r := h.runtimes[key]; r != nil {
 		return r, nil
@@ -159,7 +150,7 @@ func (h *Host) runtimeFor(ctx context.Context, p engine.GuestProfile) (*runtime,
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		rt.Close(ctx)
-		return nil, airlock.Errorf(airlock.CodeInternal, "", "wasmhost: instantiate WASI: %v", err)
+		return nil, airlock.Errorf(airlock.CodeInternal, airlock.ReasonNone, "wasmhost: instantiate WASI: %v", err)
 	}
 	if err := h.instantiateAirlock(ctx, rt, p); err != nil {
 		rt.Close(ctx)
@@ -206,7 +197,7 @@ func (h *Host) Load(ctx context.Context, p airlock.Principal, name string, wasm 
 
 func (h *Host) load(ctx context.Context, p airlock.Principal, name string, wasm []byte) (*Guest, error) {
 	if len(wasm) > MaxModuleBytes {
-		return nil, airlock.Errorf(airlock.CodeTooLarge, ReasonModule, "wasmhost: module of %d bytes; at most %d", len(wasm), MaxModuleBytes)
+		return nil, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonModule, "wasmhost: module of %d bytes; at most %d", len(wasm), MaxModuleBytes)
 	}
 	prof, err := h.broker.GuestProfile(p.Tenant)
 	if err != nil {
@@ -214,7 +205,7 @@ func (h *Host) load(ctx context.Context, p airlock.Principal, name string, wasm 
 	}
 	if prof.Memory > h.budget.b.Memory {
 		// No run could ever start: say so now rather than at each run.
-		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonGuestMemory, "wasmhost: profile %s's memory cap of %d MiB is over the guests' memory budget of %d MiB",
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonGuestMemory, "wasmhost: profile %s's memory cap of %d MiB is over the guests' memory budget of %d MiB",
 			prof.Name, prof.Memory>>20, h.budget.b.Memory>>20)
 	}
 	// The grant is checked twice: on the import section before any code is
@@ -228,7 +219,7 @@ func (h *Host) load(ctx context.Context, p airlock.Principal, name string, wasm 
 	}
 	cm, err := r.rt.CompileModule(ctx, wasm)
 	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonModule, "wasmhost: compile: %v", err)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonModule, "wasmhost: compile: %v", err)
 	}
 	if err := checkImports(cm.ImportedFunctions(), prof); err != nil {
 		cm.Close(ctx)
@@ -236,12 +227,12 @@ func (h *Host) load(ctx context.Context, p airlock.Principal, name string, wasm 
 	}
 	if len(cm.ImportedMemories()) > 0 {
 		cm.Close(ctx)
-		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonModule, "wasmhost: the module imports a memory; it must define its own")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonModule, "wasmhost: the module imports a memory; it must define its own")
 	}
 	for _, m := range cm.ExportedMemories() {
 		if int64(m.Min())*pageSize > prof.Memory {
 			cm.Close(ctx)
-			return nil, airlock.Errorf(airlock.CodeTooLarge, ReasonMemoryLimit, "wasmhost: the module starts with %d bytes of memory; profile %s allows %d",
+			return nil, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonMemoryLimit, "wasmhost: the module starts with %d bytes of memory; profile %s allows %d",
 				int64(m.Min())*pageSize, prof.Name, prof.Memory)
 		}
 	}
@@ -318,7 +309,7 @@ type Invocation struct {
 // (revoked, rate_limited, denied); invalid/no_start.
 func (g *Guest) Start(ctx context.Context, broker, target string) (*Invocation, error) {
 	if !g.hasStart {
-		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonNoStart, "wasmhost: %s exports no _start (not a WASI command module)", g.name)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNoStart, "wasmhost: %s exports no _start (not a WASI command module)", g.name)
 	}
 	release, err := g.h.budget.acquire(g.p.String(), g.profile.Memory)
 	if err != nil {
@@ -340,7 +331,7 @@ func (i *Invocation) ID() string { return i.call.ID() }
 // with the outcome.
 func (i *Invocation) Run(o RunOptions) (*Result, error) {
 	if !i.ran.CompareAndSwap(false, true) {
-		return nil, airlock.Errorf(airlock.CodeInternal, "", "wasmhost: an invocation run twice")
+		return nil, airlock.Errorf(airlock.CodeInternal, airlock.ReasonNone, "wasmhost: an invocation run twice")
 	}
 	defer i.release()
 	res, err := i.g.run(i.call.Context(), o)
@@ -401,7 +392,7 @@ func (h *Host) runtimeOf(g *Guest) wazero.Runtime {
 }
 
 func (g *Guest) memErr(mem *cappedAllocator) error {
-	return airlock.Errorf(airlock.CodeTooLarge, ReasonMemoryLimit, "wasmhost: %s asked for %d bytes of memory; profile %s allows %d",
+	return airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonMemoryLimit, "wasmhost: %s asked for %d bytes of memory; profile %s allows %d",
 		g.name, mem.requested, g.profile.Name, g.profile.Memory)
 }
 
@@ -413,13 +404,13 @@ func (g *Guest) classify(ctx, dctx context.Context, mem *cappedAllocator, err er
 	case ctx.Err() != nil:
 		return airlock.Errorf(airlock.CodeTimeout, airlock.ReasonOf(ctx.Err()), "wasmhost: %s stopped: %w", g.name, ctx.Err())
 	case dctx.Err() != nil:
-		return airlock.Errorf(airlock.CodeTimeout, ReasonCPUDeadline, "wasmhost: %s stopped at its deadline of %s (profile %s)", g.name, g.profile.Deadline, g.profile.Name)
+		return airlock.Errorf(airlock.CodeTimeout, airlock.ReasonCPUDeadline, "wasmhost: %s stopped at its deadline of %s (profile %s)", g.name, g.profile.Deadline, g.profile.Name)
 	}
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
-		return airlock.Errorf(airlock.CodeUpstream, ReasonTrap, "wasmhost: %s exited with code %d during instantiation", g.name, exit.ExitCode())
+		return airlock.Errorf(airlock.CodeUpstream, airlock.ReasonTrap, "wasmhost: %s exited with code %d during instantiation", g.name, exit.ExitCode())
 	}
-	return airlock.Errorf(airlock.CodeUpstream, ReasonTrap, "wasmhost: %s: %v", g.name, err)
+	return airlock.Errorf(airlock.CodeUpstream, airlock.ReasonTrap, "wasmhost: %s: %v", g.name, err)
 }
 
 func orDefault(v, d int64) int64 {

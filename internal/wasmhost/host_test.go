@@ -127,7 +127,7 @@ func TestSSRFFromGuestDeniedAndAudited(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		args   []string
-		reason string
+		reason airlock.Reason
 		target string // what the audit record must name
 	}{
 		{"fetch metadata", []string{"fetch", "http://169.254.169.254/latest/meta-data/"}, "metadata", "169.254.169.254"},
@@ -209,14 +209,14 @@ func TestRunawayGuestStoppedAtDeadline(t *testing.T) {
 	start := time.Now()
 	o := run(t, h, "tight", testGuest(t, "probe"), "spin")
 	elapsed := time.Since(start)
-	wantCode(t, o.err, airlock.CodeTimeout, wasmhost.ReasonCPUDeadline)
+	wantCode(t, o.err, airlock.CodeTimeout, string(airlock.ReasonCPUDeadline))
 	// Not a speed assertion: a guest that was not preempted would spin
 	// forever; this bounds the test instead of hanging it.
 	if elapsed > 30*time.Second {
 		t.Fatalf("the runaway ran %s past a 300ms deadline", elapsed)
 	}
 	t.Logf("runaway stopped after %s (deadline 300ms, including load)", elapsed)
-	wantAudit(t, en, "tight/g1", wasmhost.ReasonCPUDeadline, "error")
+	wantAudit(t, en, "tight/g1", string(airlock.ReasonCPUDeadline), "error")
 	// The host is healthy: the next guest runs.
 	srv := httptest.NewServer(titled("still here"))
 	defer srv.Close()
@@ -237,7 +237,7 @@ func TestCallerCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	_, err = g.Run(ctx, wasmhost.RunOptions{Args: []string{"spin"}})
-	wantCode(t, err, airlock.CodeTimeout, airlock.ReasonCanceled)
+	wantCode(t, err, airlock.CodeTimeout, string(airlock.ReasonCanceled))
 }
 
 func TestMemoryCap(t *testing.T) {
@@ -252,15 +252,15 @@ func TestMemoryCap(t *testing.T) {
 		t.Fatalf("4 MiB under a 24 MiB cap: %v %q %q", o.err, o.stdout, o.stderr)
 	}
 	o = run(t, h, "small", testGuest(t, "probe"), "mem", "64")
-	wantCode(t, o.err, airlock.CodeTooLarge, wasmhost.ReasonMemoryLimit)
+	wantCode(t, o.err, airlock.CodeTooLarge, string(airlock.ReasonMemoryLimit))
 	if !strings.Contains(o.err.Error(), "profile small allows 25165824") {
 		t.Fatalf("error %q does not name the cap", o.err)
 	}
-	wantAudit(t, en, "small/g1", wasmhost.ReasonMemoryLimit, "error")
+	wantAudit(t, en, "small/g1", string(airlock.ReasonMemoryLimit), "error")
 	// A profile whose cap alone is over the host's memory budget could
 	// never run: refused when loaded.
 	o = run(t, newHostBudget(t, en, wasmhost.Budget{Memory: 16 << 20}), "small", testGuest(t, "probe"), "mem", "4")
-	wantCode(t, o.err, airlock.CodeInvalid, wasmhost.ReasonGuestMemory)
+	wantCode(t, o.err, airlock.CodeInvalid, string(airlock.ReasonGuestMemory))
 }
 
 func TestOutputCapped(t *testing.T) {

@@ -66,7 +66,7 @@ func checkImportSection(wasm []byte, p engine.GuestProfile) error {
 	}
 	for _, im := range imps {
 		if im.kind != 0 {
-			return airlock.Errorf(airlock.CodeInvalid, "unknown_import", "%s.%s: only functions can be imported (kind %d)", cut(im.module, 64), cut(im.name, 64), im.kind)
+			return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonUnknownImport, "%s.%s: only functions can be imported (kind %d)", cut(im.module, 64), cut(im.name, 64), im.kind)
 		}
 		if err := checkImport(im.module, im.name, p); err != nil {
 			return err
@@ -99,7 +99,7 @@ func checkImport(mod, name string, p engine.GuestProfile) error {
 	case ModuleName:
 		c, known := grants[name]
 		if !known {
-			return airlock.Errorf(airlock.CodeInvalid, "unknown_import", "%s.%s is not a function of the Airlock ABI", mod, cut(name, 64))
+			return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonUnknownImport, "%s.%s is not a function of the Airlock ABI", mod, cut(name, 64))
 		}
 		if c != "" && !p.Has(c) {
 			err := airlock.Errorf(airlock.CodeDenied, airlock.ReasonCapability, "%s.%s is not granted by profile %s", mod, name, p.Name)
@@ -108,7 +108,7 @@ func checkImport(mod, name string, p engine.GuestProfile) error {
 		}
 		return nil
 	}
-	return airlock.Errorf(airlock.CodeInvalid, "unknown_import", "%s.%s: module %q is not provided (only %s and %s)",
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonUnknownImport, "%s.%s: module %q is not provided (only %s and %s)",
 		cut(mod, 64), cut(name, 64), cut(mod, 64), ModuleName, wasi_snapshot_preview1.ModuleName)
 }
 

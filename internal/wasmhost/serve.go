@@ -35,12 +35,6 @@ const (
 	clientTableMax = 65536
 )
 
-// Reasons of the handler's own refusals.
-const (
-	ReasonClientRate      = "client_rate"      // the client's request rate
-	ReasonClientInstances = "client_instances" // the client's instances at once
-)
-
 // ServeConfig configures a Handler.
 type ServeConfig struct {
 	// Guest handles each request in a fresh instance (required). Its
@@ -89,10 +83,10 @@ type client struct {
 // NewHandler builds a Handler.
 func NewHandler(cfg ServeConfig) (*Handler, error) {
 	if cfg.Guest == nil {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "config", "wasmhost: a served guest needs a guest")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "wasmhost: a served guest needs a guest")
 	}
 	if cfg.ClientRate < 0 || cfg.ClientBurst < 0 || cfg.ClientInstances < 0 || cfg.MaxBody < 0 || cfg.MaxResponse < 0 {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "config", "wasmhost: a negative limit for a served guest")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "wasmhost: a negative limit for a served guest")
 	}
 	if cfg.ClientInstances == 0 {
 		fits := cfg.Guest.h.budget.fits(cfg.Guest.profile.Memory)
@@ -143,7 +137,7 @@ func clientKey(ip netip.Addr) netip.Prefix {
 // admitClient checks the client's rate and its instances at once, and
 // takes one of its instance slots; release gives it back. On refusal it
 // returns the reason and when to retry.
-func (h *Handler) admitClient(key netip.Prefix) (release func(), reason string, retry time.Duration) {
+func (h *Handler) admitClient(key netip.Prefix) (release func(), reason airlock.Reason, retry time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := h.clients[key]
@@ -155,19 +149,19 @@ func (h *Handler) admitClient(key netip.Prefix) (release func(), reason string, 
 				}
 			}
 			if len(h.clients) >= clientTableMax {
-				return nil, ReasonClientRate, time.Second
+				return nil, airlock.ReasonClientRate, time.Second
 			}
 		}
 		c = &client{lim: rate.NewLimiter(rate.Limit(h.cfg.ClientRate), h.cfg.ClientBurst)}
 		h.clients[key] = c
 	}
 	if c.active >= h.cfg.ClientInstances {
-		return nil, ReasonClientInstances, budgetRetryAfter
+		return nil, airlock.ReasonClientInstances, budgetRetryAfter
 	}
 	r := c.lim.Reserve()
 	if d := r.Delay(); d > 0 {
 		r.Cancel()
-		return nil, ReasonClientRate, d
+		return nil, airlock.ReasonClientRate, d
 	}
 	c.active++
 	var once sync.Once
@@ -187,7 +181,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if release == nil {
 		setRetryAfter(w, retry)
 		msg := "too many requests from %s"
-		if reason == ReasonClientInstances {
+		if reason == airlock.ReasonClientInstances {
 			msg = "too many requests at once from %s"
 		}
 		h.fail(w, http.StatusTooManyRequests, airlock.Errorf(airlock.CodeRateLimited, reason, msg, clientKey(ip)))
@@ -195,16 +189,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	if r.ContentLength > h.cfg.MaxBody {
-		h.fail(w, http.StatusRequestEntityTooLarge, airlock.Errorf(airlock.CodeTooLarge, "body", "request body of %d bytes; at most %d", r.ContentLength, h.cfg.MaxBody))
+		h.fail(w, http.StatusRequestEntityTooLarge, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonBody, "request body of %d bytes; at most %d", r.ContentLength, h.cfg.MaxBody))
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, h.cfg.MaxBody+1))
 	if err != nil {
-		h.fail(w, http.StatusBadRequest, airlock.Errorf(airlock.CodeInvalid, "body", "read the request body: %v", err))
+		h.fail(w, http.StatusBadRequest, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBody, "read the request body: %v", err))
 		return
 	}
 	if int64(len(body)) > h.cfg.MaxBody {
-		h.fail(w, http.StatusRequestEntityTooLarge, airlock.Errorf(airlock.CodeTooLarge, "body", "request body over %d bytes", h.cfg.MaxBody))
+		h.fail(w, http.StatusRequestEntityTooLarge, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonBody, "request body over %d bytes", h.cfg.MaxBody))
 		return
 	}
 	inv, err := h.cfg.Guest.Start(r.Context(), "serve", cut(r.Method+" "+r.URL.Path, 256))
@@ -237,10 +231,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, status, err)
 		return
 	case res.ExitCode != 0:
-		h.fail(w, http.StatusBadGateway, airlock.Errorf(airlock.CodeUpstream, "guest_exit", "the guest exited with code %d", res.ExitCode))
+		h.fail(w, http.StatusBadGateway, airlock.Errorf(airlock.CodeUpstream, airlock.ReasonGuestExit, "the guest exited with code %d", res.ExitCode))
 		return
 	case int64(out.Len()) > h.cfg.MaxResponse:
-		h.fail(w, http.StatusBadGateway, airlock.Errorf(airlock.CodeTooLarge, "response", "the guest's response is over %d bytes", h.cfg.MaxResponse))
+		h.fail(w, http.StatusBadGateway, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonResponse, "the guest's response is over %d bytes", h.cfg.MaxResponse))
 		return
 	}
 	h.respond(w, out.Bytes())
@@ -287,17 +281,17 @@ func (h *Handler) respond(w http.ResponseWriter, out []byte) {
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(out)), nil)
 	if err != nil {
-		h.fail(w, http.StatusBadGateway, airlock.Errorf(airlock.CodeUpstream, "response", "the guest's response is malformed: %s", cut(err.Error(), 200)))
+		h.fail(w, http.StatusBadGateway, airlock.Errorf(airlock.CodeUpstream, airlock.ReasonResponse, "the guest's response is malformed: %s", cut(err.Error(), 200)))
 		return
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 {
-		h.fail(w, http.StatusBadGateway, airlock.Errorf(airlock.CodeUpstream, "response", "the guest answered status %d", resp.StatusCode))
+		h.fail(w, http.StatusBadGateway, airlock.Errorf(airlock.CodeUpstream, airlock.ReasonResponse, "the guest answered status %d", resp.StatusCode))
 		return
 	}
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		h.fail(w, http.StatusBadGateway, airlock.Errorf(airlock.CodeUpstream, "response", "the guest's response body is malformed: %s", cut(err.Error(), 200)))
+		h.fail(w, http.StatusBadGateway, airlock.Errorf(airlock.CodeUpstream, airlock.ReasonResponse, "the guest's response body is malformed: %s", cut(err.Error(), 200)))
 		return
 	}
 	for k, vs := range resp.Header {

@@ -118,7 +118,7 @@ func (m *Manager) Approve(ctx context.Context, approver, id, approvalID string, 
 		Broker: "browser_approval", Outcome: gate.OutcomeAllow, Target: AuditTarget(id + " " + approvalID),
 		Detail: verb + " by " + approver}
 	if err != nil {
-		rec.Outcome, rec.Code, rec.Reason = gate.OutcomeError, string(airlock.CodeOf(err)), airlock.ReasonOf(err)
+		rec.Outcome, rec.Code, rec.Reason = gate.OutcomeError, string(airlock.CodeOf(err)), string(airlock.ReasonOf(err))
 		rec.Detail = "answer by " + approver + ": " + airlock.PublicMessageOf(err)
 	}
 	m.deps.Audit(rec)

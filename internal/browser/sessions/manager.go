@@ -164,7 +164,7 @@ func (m *Manager) root() (string, error) {
 	if m.tmpRoot == "" {
 		d, err := os.MkdirTemp("", "airlock-browser-")
 		if err != nil {
-			return "", airlock.Errorf(airlock.CodeUnavailable, "browser_launch", "browser: temporary directory: %v", err)
+			return "", airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonBrowserLaunch, "browser: temporary directory: %v", err)
 		}
 		m.tmpRoot = d
 	}
@@ -178,7 +178,7 @@ func randomHex(n int) string {
 }
 
 func errShuttingDown() *airlock.Error {
-	return airlock.Errorf(airlock.CodeUnavailable, "shutting_down", "engine is shutting down")
+	return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonShuttingDown, "engine is shutting down")
 }
 
 // Open opens a session for p: its Chromium sends every request through
@@ -202,7 +202,7 @@ func (m *Manager) Open(ctx context.Context, p airlock.Principal, req OpenRequest
 
 func (m *Manager) open(ctx context.Context, p airlock.Principal, req OpenRequest, pooled bool) (*Session, error) {
 	if req.Profile != "" && !profileNameRE.MatchString(req.Profile) {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "bad_profile",
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBadProfile,
 			"browser: profile name %q: want 1 to 64 of A-Z a-z 0-9 . _ -, not starting with a dot", req.Profile)
 	}
 	narrow, err := m.deps.Narrow(req.Narrow)
@@ -250,14 +250,14 @@ func (m *Manager) open(ctx context.Context, p airlock.Principal, req OpenRequest
 	}
 	if n >= m.cfg.MaxSessions && !pooled {
 		m.mu.Unlock()
-		return nil, airlock.Errorf(airlock.CodeRateLimited, "browser_sessions",
+		return nil, airlock.Errorf(airlock.CodeRateLimited, airlock.ReasonBrowserSessions,
 			"browser: tenant %s has %d open sessions (browser.max_sessions); close one first", p.Tenant, n)
 	}
 	pkey := p.Tenant + "/" + req.Profile
 	if req.Profile != "" {
 		if id, busy := m.profiles[pkey]; busy {
 			m.mu.Unlock()
-			return nil, airlock.Errorf(airlock.CodeUnavailable, "profile_in_use",
+			return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonProfileInUse,
 				"browser: profile %q is open in session %s", req.Profile, id)
 		}
 		m.profiles[pkey] = bs.id
@@ -330,7 +330,7 @@ func decideURL(chk, narrow *egress.Checker, raw string) error {
 			continue
 		}
 		if v := c.CheckName(egress.LaneHTTP, t); !v.Allow {
-			return airlock.Errorf(airlock.CodeDenied, string(v.Reason), "%s refused by policy: %s", t.Host, v.Reason)
+			return airlock.Errorf(airlock.CodeDenied, airlock.Reason(v.Reason), "%s refused by policy: %s", t.Host, v.Reason)
 		}
 	}
 	return nil

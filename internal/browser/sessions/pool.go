@@ -82,7 +82,7 @@ func (rp *renderPool) get(ctx context.Context, m *Manager, p airlock.Principal) 
 		select {
 		case <-w:
 		case <-ctx.Done():
-			return nil, nil, airlock.Errorf(airlock.CodeTimeout, "render_pool", "chromium provider: waiting for a browser: %v", ctx.Err())
+			return nil, nil, airlock.Errorf(airlock.CodeTimeout, airlock.ReasonRenderPool, "chromium provider: waiting for a browser: %v", ctx.Err())
 		}
 	}
 }

@@ -30,11 +30,11 @@ func (m *Manager) proxy(tenant string) (*tenantProxy, error) {
 	}
 	d := m.deps.Dialer(tenant)
 	if d == nil {
-		return nil, airlock.Errorf(airlock.CodeDenied, "unknown_tenant", "browser: unknown tenant %q", tenant)
+		return nil, airlock.Errorf(airlock.CodeDenied, airlock.ReasonUnknownTenant, "browser: unknown tenant %q", tenant)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeUnavailable, "browser_proxy", "browser: start the egress proxy: %v", err)
+		return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonBrowserProxy, "browser: start the egress proxy: %v", err)
 	}
 	tp := &tenantProxy{dialer: d, ln: ln}
 	tp.p = &egress.Proxy{Dialer: d, Logger: m.deps.Logger, HeaderTimeout: m.cfg.ProxyHeaderTimeout,
@@ -151,7 +151,7 @@ func (m *Manager) authorize(tenant, user, pass string) (egress.ProxyClient, bool
 	s := bs.s
 	m.mu.Unlock()
 	admit := func(egress.Target, []netip.Addr) error {
-		return &egress.Error{Code: egress.CodeDenied, Reason: "session_starting", Op: "check", Detail: "the browser session is not open yet"}
+		return &egress.Error{Code: egress.CodeDenied, Reason: egress.Reason(airlock.ReasonSessionStarting), Op: "check", Detail: "the browser session is not open yet"}
 	}
 	if s != nil {
 		admit = s.Admit

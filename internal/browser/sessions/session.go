@@ -104,7 +104,7 @@ func (m *Manager) Get(p airlock.Principal, id string) (*Session, error) {
 }
 
 func errNoSession(id string) error {
-	return airlock.Errorf(airlock.CodeNotFound, "no_session", "browser: no session %q", id)
+	return airlock.Errorf(airlock.CodeNotFound, airlock.ReasonNoSession, "browser: no session %q", id)
 }
 
 func (m *Manager) elsewhere(ctx context.Context, id string) error {
@@ -172,7 +172,7 @@ func (m *Manager) closeSession(ctx context.Context, bs *Session, wipe bool) erro
 	bs.subMu.Unlock()
 	if wipe {
 		if rerr := os.RemoveAll(bs.dir); rerr != nil {
-			err = errors.Join(err, airlock.Errorf(airlock.CodeInternal, "browser_wipe", "browser: wipe %s: %v", bs.id, rerr))
+			err = errors.Join(err, airlock.Errorf(airlock.CodeInternal, airlock.ReasonBrowserWipe, "browser: wipe %s: %v", bs.id, rerr))
 		}
 	}
 	return err

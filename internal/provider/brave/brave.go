@@ -46,15 +46,6 @@ const (
 	TLSProfile = "go"
 )
 
-// Reasons of errors.
-const (
-	ReasonAuth          = "provider_auth"
-	ReasonRateLimited   = "rate_limited"
-	ReasonHTTPStatus    = "http_status"
-	ReasonProviderError = "provider_error"
-	ReasonConfig        = "provider_config"
-)
-
 // Options configure a Provider.
 type Options struct {
 	// APIKey is BRAVE_SEARCH_API_KEY, the subscription token. Required.
@@ -75,7 +66,7 @@ type Provider struct {
 func New(opts Options) (*Provider, error) {
 	key := strings.TrimSpace(opts.APIKey)
 	if key == "" {
-		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonConfig, "brave-api: %s is empty", EnvAPIKey)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonProviderConfig, "brave-api: %s is empty", EnvAPIKey)
 	}
 	base := opts.BaseURL
 	if base == "" {
@@ -83,7 +74,7 @@ func New(opts Options) (*Provider, error) {
 	}
 	u, err := url.Parse(strings.TrimSuffix(base, "/") + SearchPath)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonConfig, "brave-api: base URL %q is not an absolute http(s) URL without userinfo", base)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonProviderConfig, "brave-api: base URL %q is not an absolute http(s) URL without userinfo", base)
 	}
 	return &Provider{endpoint: u, key: key}, nil
 }
@@ -124,7 +115,7 @@ type errorResponse struct {
 func (p *Provider) Search(ctx context.Context, d airlock.Doer, req airlock.SearchRequest) ([]airlock.SearchResult, error) {
 	q := strings.TrimSpace(req.Query)
 	if q == "" {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "empty_query", "brave-api: empty query")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEmptyQuery, "brave-api: empty query")
 	}
 	limit := req.Limit
 	if limit <= 0 {
@@ -188,14 +179,14 @@ func (p *Provider) page(ctx context.Context, d airlock.Doer, q string, count, of
 	}
 	var r response
 	if err := json.Unmarshal(resp.Body, &r); err != nil {
-		return nil, &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: ReasonProviderError,
+		return nil, &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: airlock.ReasonProviderError,
 			Message: "unreadable answer: " + p.redact(err.Error())}
 	}
 	return &r, nil
 }
 
 func (p *Provider) httpError(resp *airlock.HTTPResponse) error {
-	e := &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: ReasonHTTPStatus}
+	e := &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: airlock.ReasonHTTPStatus}
 	var er errorResponse
 	if json.Unmarshal(resp.Body, &er) == nil && (er.Error.Code != "" || er.Error.Detail != "") {
 		e.APICode, e.Message = er.Error.Code, p.redact(er.Error.Detail)
@@ -204,9 +195,9 @@ func (p *Provider) httpError(resp *airlock.HTTPResponse) error {
 	}
 	switch resp.Status {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		e.Code, e.Reason = airlock.CodeUnavailable, ReasonAuth
+		e.Code, e.Reason = airlock.CodeUnavailable, airlock.ReasonProviderAuth
 	case http.StatusTooManyRequests:
-		e.Code, e.Reason, e.Wait = airlock.CodeRateLimited, ReasonRateLimited, apiutil.RetryAfter(resp.Header, "X-RateLimit-Reset")
+		e.Code, e.Reason, e.Wait = airlock.CodeRateLimited, airlock.ReasonRateLimited, apiutil.RetryAfter(resp.Header, "X-RateLimit-Reset")
 	}
 	return e
 }
@@ -219,8 +210,8 @@ type Error struct {
 	Status  int    // the HTTP status
 	APICode string // the API's error code (e.g. SUBSCRIPTION_TOKEN_INVALID), "" when none
 	Code    airlock.Code
-	Reason  string // ReasonAuth, ReasonRateLimited, ReasonHTTPStatus or ReasonProviderError
-	Message string // the API's detail, the key redacted
+	Reason  airlock.Reason // airlock.ReasonProviderAuth, airlock.ReasonRateLimited, airlock.ReasonHTTPStatus or airlock.ReasonProviderError
+	Message string         // the API's detail, the key redacted
 	Wait    time.Duration
 }
 
@@ -239,7 +230,7 @@ func (e *Error) Error() string {
 func (e *Error) ErrorCode() string { return string(e.Code) }
 
 // ErrorReason returns e.Reason.
-func (e *Error) ErrorReason() string { return e.Reason }
+func (e *Error) ErrorReason() string { return string(e.Reason) }
 
 // RetryAfter returns how long the API asked to wait, or 0.
 func (e *Error) RetryAfter() time.Duration { return e.Wait }

@@ -169,7 +169,7 @@ func TestCredentialRedacted(t *testing.T) {
 	})
 	p, d := newProvider(t, echo)
 	_, err := p.Search(context.Background(), d, airlock.SearchRequest{Query: "q"})
-	if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != ReasonAuth {
+	if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != airlock.ReasonProviderAuth {
 		t.Fatalf("err = %v, want unavailable provider_auth", err)
 	}
 	if strings.Contains(err.Error(), canaryKey) || !strings.Contains(err.Error(), apiutil.Redacted) {
@@ -195,13 +195,13 @@ func TestErrors(t *testing.T) {
 		body       string
 		header     map[string]string
 		wantCode   airlock.Code
-		wantReason string
+		wantReason airlock.Reason
 		wantWait   time.Duration
 	}{
-		{"429 rate limit", 429, `{"type":"ErrorResponse","error":{"status":429,"code":"RATE_LIMITED","detail":"Request rate limit exceeded for plan."}}`, map[string]string{"X-RateLimit-Reset": "1, 1419704"}, airlock.CodeRateLimited, ReasonRateLimited, time.Second},
-		{"422 bad param", 422, `{"type":"ErrorResponse","error":{"status":422,"code":"VALIDATION","detail":"Unable to validate request parameter(s)"}}`, nil, airlock.CodeUpstream, ReasonHTTPStatus, 0},
-		{"502 html", 502, `<html>Bad Gateway</html>`, nil, airlock.CodeUpstream, ReasonHTTPStatus, 0},
-		{"200 not json", 200, `not json`, nil, airlock.CodeUpstream, ReasonProviderError, 0},
+		{"429 rate limit", 429, `{"type":"ErrorResponse","error":{"status":429,"code":"RATE_LIMITED","detail":"Request rate limit exceeded for plan."}}`, map[string]string{"X-RateLimit-Reset": "1, 1419704"}, airlock.CodeRateLimited, airlock.ReasonRateLimited, time.Second},
+		{"422 bad param", 422, `{"type":"ErrorResponse","error":{"status":422,"code":"VALIDATION","detail":"Unable to validate request parameter(s)"}}`, nil, airlock.CodeUpstream, airlock.ReasonHTTPStatus, 0},
+		{"502 html", 502, `<html>Bad Gateway</html>`, nil, airlock.CodeUpstream, airlock.ReasonHTTPStatus, 0},
+		{"200 not json", 200, `not json`, nil, airlock.CodeUpstream, airlock.ReasonProviderError, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -86,7 +86,7 @@ func (c *Provider) Fetch(ctx context.Context, d airlock.Doer, req airlock.FetchR
 func (c *Provider) render(ctx context.Context, url string) (browser.Rendered, error) {
 	p, ok := airlock.PrincipalFromContext(ctx)
 	if !ok || c.opts.Renderer == nil {
-		return browser.Rendered{}, airlock.Errorf(airlock.CodeInternal, "chromium", "chromium provider: not an engine call")
+		return browser.Rendered{}, airlock.Errorf(airlock.CodeInternal, airlock.ReasonChromium, "chromium provider: not an engine call")
 	}
 	return c.opts.Renderer.Render(ctx, p, url)
 }

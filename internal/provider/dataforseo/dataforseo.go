@@ -48,15 +48,6 @@ const (
 	TLSProfile = "go"
 )
 
-// Reasons of errors.
-const (
-	ReasonAuth          = "provider_auth"  // the credential was refused
-	ReasonRateLimited   = "rate_limited"   // the API's rate limit
-	ReasonHTTPStatus    = "http_status"    // an HTTP error status
-	ReasonProviderError = "provider_error" // an error status_code in a 200 answer, or an unreadable answer
-	ReasonConfig        = "provider_config"
-)
-
 // Options configure a Provider.
 type Options struct {
 	// Auth is DATAFORSEO_AUTH: either "login:password" (the API access
@@ -94,7 +85,7 @@ func New(opts Options) (*Provider, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonConfig, "dataforseo: base URL %q is not an absolute http(s) URL without userinfo", base)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonProviderConfig, "dataforseo: base URL %q is not an absolute http(s) URL without userinfo", base)
 	}
 	p := &Provider{
 		endpoint: strings.TrimSuffix(u.String(), "/") + LivePath,
@@ -118,7 +109,7 @@ func New(opts Options) (*Provider, error) {
 func basicAuth(s string) (string, []string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return "", nil, airlock.Errorf(airlock.CodeInvalid, ReasonConfig, "dataforseo: %s is empty", EnvAuth)
+		return "", nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonProviderConfig, "dataforseo: %s is empty", EnvAuth)
 	}
 	raw := s
 	if !strings.Contains(s, ":") {
@@ -130,12 +121,12 @@ func basicAuth(s string) (string, []string, error) {
 			}
 		}
 		if raw == "" {
-			return "", nil, airlock.Errorf(airlock.CodeInvalid, ReasonConfig, "dataforseo: %s is neither login:password nor the base64 of it", EnvAuth)
+			return "", nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonProviderConfig, "dataforseo: %s is neither login:password nor the base64 of it", EnvAuth)
 		}
 	}
 	login, password, _ := strings.Cut(raw, ":")
 	if login == "" || password == "" {
-		return "", nil, airlock.Errorf(airlock.CodeInvalid, ReasonConfig, "dataforseo: %s needs both a login and a password", EnvAuth)
+		return "", nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonProviderConfig, "dataforseo: %s needs both a login and a password", EnvAuth)
 	}
 	token := base64.StdEncoding.EncodeToString([]byte(raw))
 	return "Basic " + token, []string{s, raw, token, password}, nil
@@ -188,7 +179,7 @@ const statusOK = 20000
 func (p *Provider) Search(ctx context.Context, d airlock.Doer, req airlock.SearchRequest) ([]airlock.SearchResult, error) {
 	q := strings.TrimSpace(req.Query)
 	if q == "" {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "empty_query", "dataforseo: empty query")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEmptyQuery, "dataforseo: empty query")
 	}
 	limit := req.Limit
 	if limit <= 0 {
@@ -219,7 +210,7 @@ func (p *Provider) Search(ctx context.Context, d airlock.Doer, req airlock.Searc
 	}
 	var r response
 	if err := json.Unmarshal(resp.Body, &r); err != nil {
-		return nil, &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: ReasonProviderError,
+		return nil, &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: airlock.ReasonProviderError,
 			Message: "unreadable answer: " + apiutil.Redact(err.Error(), p.secrets...)}
 	}
 	if r.StatusCode != statusOK {
@@ -263,7 +254,7 @@ func (p *Provider) Search(ctx context.Context, d airlock.Doer, req airlock.Searc
 
 // httpError classifies a non-2xx answer.
 func (p *Provider) httpError(resp *airlock.HTTPResponse) error {
-	e := &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: ReasonHTTPStatus}
+	e := &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: airlock.ReasonHTTPStatus}
 	var r response
 	if json.Unmarshal(resp.Body, &r) == nil && r.StatusMessage != "" {
 		e.APICode, e.Message = r.StatusCode, apiutil.Redact(r.StatusMessage, p.secrets...)
@@ -272,9 +263,9 @@ func (p *Provider) httpError(resp *airlock.HTTPResponse) error {
 	}
 	switch resp.Status {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		e.Code, e.Reason = airlock.CodeUnavailable, ReasonAuth
+		e.Code, e.Reason = airlock.CodeUnavailable, airlock.ReasonProviderAuth
 	case http.StatusTooManyRequests:
-		e.Code, e.Reason, e.Wait = airlock.CodeRateLimited, ReasonRateLimited, apiutil.RetryAfter(resp.Header)
+		e.Code, e.Reason, e.Wait = airlock.CodeRateLimited, airlock.ReasonRateLimited, apiutil.RetryAfter(resp.Header)
 	}
 	return e
 }
@@ -282,13 +273,13 @@ func (p *Provider) httpError(resp *airlock.HTTPResponse) error {
 // apiError classifies an error status_code of the API (appendix/errors):
 // 401xx refused credentials, 402xx account and rate-limit problems.
 func (p *Provider) apiError(status, code int, msg string) error {
-	e := &Error{Status: status, APICode: code, Code: airlock.CodeUpstream, Reason: ReasonProviderError, Message: apiutil.Redact(msg, p.secrets...)}
+	e := &Error{Status: status, APICode: code, Code: airlock.CodeUpstream, Reason: airlock.ReasonProviderError, Message: apiutil.Redact(msg, p.secrets...)}
 	lower := strings.ToLower(msg)
 	switch {
 	case code >= 40100 && code < 40200:
-		e.Code, e.Reason = airlock.CodeUnavailable, ReasonAuth
+		e.Code, e.Reason = airlock.CodeUnavailable, airlock.ReasonProviderAuth
 	case strings.Contains(lower, "rate-limit") || strings.Contains(lower, "rate limit") || strings.Contains(lower, "too many requests"):
-		e.Code, e.Reason = airlock.CodeRateLimited, ReasonRateLimited
+		e.Code, e.Reason = airlock.CodeRateLimited, airlock.ReasonRateLimited
 	}
 	return e
 }
@@ -300,8 +291,8 @@ type Error struct {
 	Status  int // the HTTP status
 	APICode int // the API's status_code, 0 when none was read
 	Code    airlock.Code
-	Reason  string // ReasonAuth, ReasonRateLimited, ReasonHTTPStatus or ReasonProviderError
-	Message string // the API's message, credentials redacted
+	Reason  airlock.Reason // airlock.ReasonProviderAuth, airlock.ReasonRateLimited, airlock.ReasonHTTPStatus or airlock.ReasonProviderError
+	Message string         // the API's message, credentials redacted
 	Wait    time.Duration
 }
 
@@ -320,7 +311,7 @@ func (e *Error) Error() string {
 func (e *Error) ErrorCode() string { return string(e.Code) }
 
 // ErrorReason returns e.Reason.
-func (e *Error) ErrorReason() string { return e.Reason }
+func (e *Error) ErrorReason() string { return string(e.Reason) }
 
 // RetryAfter returns how long the API asked to wait, or 0.
 func (e *Error) RetryAfter() time.Duration { return e.Wait }

@@ -194,7 +194,7 @@ func TestAuthForms(t *testing.T) {
 	}
 	for _, auth := range []string{"", "   ", "no-colon-and-not-base64!", base64.StdEncoding.EncodeToString([]byte("nocolon")), ":" + canaryPassword, canaryLogin + ":"} {
 		_, err := New(Options{Auth: auth})
-		if airlock.CodeOf(err) != airlock.CodeInvalid || airlock.ReasonOf(err) != ReasonConfig {
+		if airlock.CodeOf(err) != airlock.CodeInvalid || airlock.ReasonOf(err) != airlock.ReasonProviderConfig {
 			t.Errorf("New(%q) = %v, want invalid provider_config", auth, err)
 		}
 		if err != nil {
@@ -221,7 +221,7 @@ func TestCredentialRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = p.Search(context.Background(), d, airlock.SearchRequest{Query: "q"})
-	if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != ReasonAuth {
+	if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != airlock.ReasonProviderAuth {
 		t.Fatalf("err = %v, want unavailable provider_auth", err)
 	}
 	assertNoSecret(t, "error", err.Error())
@@ -248,19 +248,19 @@ func TestErrors(t *testing.T) {
 		answer     string
 		header     map[string]string
 		wantCode   airlock.Code
-		wantReason string
+		wantReason airlock.Reason
 		wantWait   time.Duration
 		wantAPI    int
 	}{
-		{"401", 401, `{"status_code":40100,"status_message":"You are not authorized to access this resource."}`, nil, airlock.CodeUnavailable, ReasonAuth, 0, 40100},
-		{"403 html", 403, `<html>Forbidden</html>`, nil, airlock.CodeUnavailable, ReasonAuth, 0, 0},
-		{"429", 429, `{}`, map[string]string{"Retry-After": "7"}, airlock.CodeRateLimited, ReasonRateLimited, 7 * time.Second, 0},
-		{"402", 402, `{"status_code":40200,"status_message":"Payment Required."}`, nil, airlock.CodeUpstream, ReasonHTTPStatus, 0, 40200},
-		{"500", 500, `oops`, nil, airlock.CodeUpstream, ReasonHTTPStatus, 0, 0},
-		{"200 with auth status", 200, `{"status_code":40104,"status_message":"Please verify your account before using the API.","tasks":[]}`, nil, airlock.CodeUnavailable, ReasonAuth, 0, 40104},
-		{"200 with rate limit", 200, `{"status_code":40202,"status_message":"Rate-limit/minute exceeded. Please contact support.","tasks":[]}`, nil, airlock.CodeRateLimited, ReasonRateLimited, 0, 40202},
-		{"200 with task error", 200, `{"status_code":20000,"status_message":"Ok.","tasks":[{"status_code":40501,"status_message":"Invalid Field: 'location_code'.","result":null}]}`, nil, airlock.CodeUpstream, ReasonProviderError, 0, 40501},
-		{"200 not json", 200, `<html>maintenance</html>`, nil, airlock.CodeUpstream, ReasonProviderError, 0, 0},
+		{"401", 401, `{"status_code":40100,"status_message":"You are not authorized to access this resource."}`, nil, airlock.CodeUnavailable, airlock.ReasonProviderAuth, 0, 40100},
+		{"403 html", 403, `<html>Forbidden</html>`, nil, airlock.CodeUnavailable, airlock.ReasonProviderAuth, 0, 0},
+		{"429", 429, `{}`, map[string]string{"Retry-After": "7"}, airlock.CodeRateLimited, airlock.ReasonRateLimited, 7 * time.Second, 0},
+		{"402", 402, `{"status_code":40200,"status_message":"Payment Required."}`, nil, airlock.CodeUpstream, airlock.ReasonHTTPStatus, 0, 40200},
+		{"500", 500, `oops`, nil, airlock.CodeUpstream, airlock.ReasonHTTPStatus, 0, 0},
+		{"200 with auth status", 200, `{"status_code":40104,"status_message":"Please verify your account before using the API.","tasks":[]}`, nil, airlock.CodeUnavailable, airlock.ReasonProviderAuth, 0, 40104},
+		{"200 with rate limit", 200, `{"status_code":40202,"status_message":"Rate-limit/minute exceeded. Please contact support.","tasks":[]}`, nil, airlock.CodeRateLimited, airlock.ReasonRateLimited, 0, 40202},
+		{"200 with task error", 200, `{"status_code":20000,"status_message":"Ok.","tasks":[{"status_code":40501,"status_message":"Invalid Field: 'location_code'.","result":null}]}`, nil, airlock.CodeUpstream, airlock.ReasonProviderError, 0, 40501},
+		{"200 not json", 200, `<html>maintenance</html>`, nil, airlock.CodeUpstream, airlock.ReasonProviderError, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

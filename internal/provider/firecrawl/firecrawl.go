@@ -74,15 +74,6 @@ const (
 	maxNextPages = 1000
 )
 
-// Reasons of errors.
-const (
-	ReasonAuth          = "provider_auth"
-	ReasonRateLimited   = "rate_limited"
-	ReasonHTTPStatus    = "http_status"
-	ReasonProviderError = "provider_error"
-	ReasonConfig        = "provider_config"
-)
-
 // Extractor turns the HTML of pageURL into a Page, in mode
 // airlock.ExtractFull or airlock.ExtractNone. The engine passes the same
 // extractor the native provider uses (internal/extract.Extract with an
@@ -128,11 +119,11 @@ func New(opts Options) (*Provider, error) {
 	}
 	u, err := url.Parse(strings.TrimSuffix(raw, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
-		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonConfig, "firecrawl: base URL %q is not an absolute http(s) URL without userinfo or query", raw)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonProviderConfig, "firecrawl: base URL %q is not an absolute http(s) URL without userinfo or query", raw)
 	}
 	key := strings.TrimSpace(opts.APIKey)
 	if key == "" && opts.BaseURL == "" {
-		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonConfig, "firecrawl: %s is empty (only a self-hosted base URL may go without a key)", EnvAPIKey)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonProviderConfig, "firecrawl: %s is empty (only a self-hosted base URL may go without a key)", EnvAPIKey)
 	}
 	format := opts.Format
 	switch format {
@@ -140,7 +131,7 @@ func New(opts Options) (*Provider, error) {
 		format = FormatHTML
 	case FormatHTML, FormatRawHTML:
 	default:
-		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonConfig, "firecrawl: format %q is neither %s nor %s", format, FormatHTML, FormatRawHTML)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonProviderConfig, "firecrawl: format %q is neither %s nor %s", format, FormatHTML, FormatRawHTML)
 	}
 	poll := opts.PollInterval
 	if poll <= 0 {
@@ -333,7 +324,7 @@ func (e *StatusError) Error() string {
 func (e *StatusError) ErrorCode() string { return string(airlock.CodeUpstream) }
 
 // ErrorReason returns http_status.
-func (e *StatusError) ErrorReason() string { return ReasonHTTPStatus }
+func (e *StatusError) ErrorReason() string { return string(airlock.ReasonHTTPStatus) }
 
 // ---------------------------------------------------------------------------
 // Crawl
@@ -371,7 +362,7 @@ func (p *Provider) Crawl(ctx context.Context, d airlock.Doer, req airlock.CrawlR
 	case len(req.URLs) > 0:
 		err = c.list(ctx)
 	default:
-		return nil, airlock.Errorf(airlock.CodeInvalid, "crawl_target", "firecrawl: crawl needs a seed or URLs")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonCrawlTarget, "firecrawl: crawl needs a seed or URLs")
 	}
 	return c.summary(), err
 }
@@ -431,9 +422,9 @@ func (c *crawler) take(ctx context.Context, doc *document, asked string) error {
 	c.seen[key] = true
 	c.sum.Fetched++
 	if st := doc.meta.StatusCode; st >= 400 || (doc.meta.Error != "" && doc.html(c.p.format) == "") {
-		reason, detail := ReasonHTTPStatus, "HTTP "+strconv.Itoa(st)
+		reason, detail := airlock.ReasonHTTPStatus, "HTTP "+strconv.Itoa(st)
 		if st < 400 {
-			reason, detail = "error", ""
+			reason, detail = airlock.ReasonError, ""
 		}
 		if doc.meta.Error != "" {
 			detail = strings.TrimSpace(detail + " " + c.p.redact(doc.meta.Error))
@@ -447,7 +438,7 @@ func (c *crawler) take(ctx context.Context, doc *document, asked string) error {
 	page, err := c.p.page(ctx, doc, final, c.mode)
 	if err != nil {
 		c.mu.Lock()
-		c.skip(final, "error", airlock.PublicMessageOf(err))
+		c.skip(final, airlock.ReasonError, airlock.PublicMessageOf(err))
 		c.mu.Unlock()
 		return nil
 	}
@@ -480,7 +471,7 @@ func (c *crawler) take(ctx context.Context, doc *document, asked string) error {
 }
 
 // skip records a URL that gave no page; c.mu is held.
-func (c *crawler) skip(u, reason, detail string) {
+func (c *crawler) skip(u string, reason airlock.Reason, detail string) {
 	c.sum.Failed++
 	c.sum.Skipped = append(c.sum.Skipped, airlock.Skipped{URL: u, Reason: reason, Detail: detail})
 }
@@ -583,7 +574,7 @@ func (c *crawler) seed(ctx context.Context) error {
 		case "completed":
 			return nil
 		case "failed", "cancelled":
-			return &Error{Status: http.StatusOK, Code: airlock.CodeUpstream, Reason: ReasonProviderError,
+			return &Error{Status: http.StatusOK, Code: airlock.CodeUpstream, Reason: airlock.ReasonProviderError,
 				Message: c.p.redact(strings.TrimSpace("crawl job " + st.Status + " " + st.Error))}
 		}
 		timer.Reset(c.p.poll)
@@ -660,12 +651,12 @@ loop:
 				return
 			case err != nil:
 				var ae *Error
-				if errors.As(err, &ae) && ae.Reason == ReasonAuth {
+				if errors.As(err, &ae) && ae.Reason == airlock.ReasonProviderAuth {
 					cancel(err) // every other page would fail the same way
 					return
 				}
 				c.mu.Lock()
-				c.skip(u, "error", airlock.PublicMessageOf(err))
+				c.skip(u, airlock.ReasonError, airlock.PublicMessageOf(err))
 				c.mu.Unlock()
 			default:
 				if err := c.take(ctx, doc, u); err != nil {
@@ -701,7 +692,7 @@ loop:
 func (p *Provider) Search(ctx context.Context, d airlock.Doer, req airlock.SearchRequest) ([]airlock.SearchResult, error) {
 	q := strings.TrimSpace(req.Query)
 	if q == "" {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "empty_query", "firecrawl: empty query")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEmptyQuery, "firecrawl: empty query")
 	}
 	limit := req.Limit
 	if limit <= 0 {
@@ -763,7 +754,7 @@ func (p *Provider) sameOrigin(raw string) (string, error) {
 		u = p.base.ResolveReference(u)
 	}
 	if err != nil || u.Scheme != p.base.Scheme || !strings.EqualFold(u.Host, p.base.Host) {
-		return "", &Error{Status: http.StatusOK, Code: airlock.CodeUpstream, Reason: ReasonProviderError,
+		return "", &Error{Status: http.StatusOK, Code: airlock.CodeUpstream, Reason: airlock.ReasonProviderError,
 			Message: "the API pointed the next page of a crawl at another origin; refused"}
 	}
 	return u.String(), nil
@@ -795,14 +786,14 @@ func (p *Provider) call(ctx context.Context, d airlock.Doer, method, u string, b
 		return nil
 	}
 	if err := json.Unmarshal(resp.Body, out); err != nil {
-		return &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: ReasonProviderError,
+		return &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: airlock.ReasonProviderError,
 			Message: "unreadable answer: " + p.redact(err.Error())}
 	}
 	return nil
 }
 
 func (p *Provider) httpError(resp *airlock.HTTPResponse) error {
-	e := &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: ReasonHTTPStatus}
+	e := &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: airlock.ReasonHTTPStatus}
 	var env envelope
 	if json.Unmarshal(resp.Body, &env) == nil && env.Error != "" {
 		e.Message = p.redact(env.Error)
@@ -811,9 +802,9 @@ func (p *Provider) httpError(resp *airlock.HTTPResponse) error {
 	}
 	switch resp.Status {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		e.Code, e.Reason = airlock.CodeUnavailable, ReasonAuth
+		e.Code, e.Reason = airlock.CodeUnavailable, airlock.ReasonProviderAuth
 	case http.StatusTooManyRequests:
-		e.Code, e.Reason, e.Wait = airlock.CodeRateLimited, ReasonRateLimited, apiutil.RetryAfter(resp.Header)
+		e.Code, e.Reason, e.Wait = airlock.CodeRateLimited, airlock.ReasonRateLimited, apiutil.RetryAfter(resp.Header)
 	case http.StatusRequestTimeout:
 		e.Code = airlock.CodeTimeout
 	}
@@ -824,7 +815,7 @@ func (p *Provider) apiError(status int, msg, fallback string) error {
 	if msg == "" {
 		msg = fallback
 	}
-	return &Error{Status: status, Code: airlock.CodeUpstream, Reason: ReasonProviderError, Message: p.redact(msg)}
+	return &Error{Status: status, Code: airlock.CodeUpstream, Reason: airlock.ReasonProviderError, Message: p.redact(msg)}
 }
 
 func (p *Provider) redact(s string) string { return apiutil.Redact(s, p.key) }
@@ -834,8 +825,8 @@ func (p *Provider) redact(s string) string { return apiutil.Redact(s, p.key) }
 type Error struct {
 	Status  int // the HTTP status of the API's answer
 	Code    airlock.Code
-	Reason  string // ReasonAuth, ReasonRateLimited, ReasonHTTPStatus or ReasonProviderError
-	Message string // the API's error, the key redacted
+	Reason  airlock.Reason // airlock.ReasonProviderAuth, airlock.ReasonRateLimited, airlock.ReasonHTTPStatus or airlock.ReasonProviderError
+	Message string         // the API's error, the key redacted
 	Wait    time.Duration
 }
 
@@ -851,7 +842,7 @@ func (e *Error) Error() string {
 func (e *Error) ErrorCode() string { return string(e.Code) }
 
 // ErrorReason returns e.Reason.
-func (e *Error) ErrorReason() string { return e.Reason }
+func (e *Error) ErrorReason() string { return string(e.Reason) }
 
 // RetryAfter returns how long the API asked to wait, or 0.
 func (e *Error) RetryAfter() time.Duration { return e.Wait }

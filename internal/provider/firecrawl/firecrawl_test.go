@@ -283,7 +283,7 @@ func TestFetch(t *testing.T) {
 
 	_, err = p.Fetch(context.Background(), d, airlock.FetchRequest{URL: "https://site.example/gone"})
 	var se *StatusError
-	if !errors.As(err, &se) || se.Status != 404 || airlock.CodeOf(err) != airlock.CodeUpstream || airlock.ReasonOf(err) != ReasonHTTPStatus {
+	if !errors.As(err, &se) || se.Status != 404 || airlock.CodeOf(err) != airlock.CodeUpstream || airlock.ReasonOf(err) != airlock.ReasonHTTPStatus {
 		t.Errorf("404: %v", err)
 	}
 
@@ -450,7 +450,7 @@ func TestCrawlURLList(t *testing.T) {
 	}
 	var reasons []string
 	for _, sk := range sum.Skipped {
-		reasons = append(reasons, sk.URL+" "+sk.Reason)
+		reasons = append(reasons, sk.URL+" "+string(sk.Reason))
 	}
 	slices.Sort(reasons)
 	if want := []string{"https://site.example/gone http_status", "https://site.example/missing error"}; !slices.Equal(reasons, want) {
@@ -477,7 +477,7 @@ func TestCrawlURLList(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = p2.Crawl(context.Background(), d, airlock.CrawlRequest{URLs: urls}, func(*airlock.Page) error { return nil }, nil)
-	if airlock.ReasonOf(err) != ReasonAuth {
+	if airlock.ReasonOf(err) != airlock.ReasonProviderAuth {
 		t.Errorf("bad key: %v", err)
 	}
 
@@ -529,7 +529,7 @@ func TestCredentialRedacted(t *testing.T) {
 	}
 	check := func(what string, err error) {
 		t.Helper()
-		if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != ReasonAuth {
+		if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != airlock.ReasonProviderAuth {
 			t.Errorf("%s: %v, want unavailable provider_auth", what, err)
 		}
 		if err != nil && (strings.Contains(err.Error(), canaryKey) || !strings.Contains(err.Error(), apiutil.Redacted)) {
@@ -556,15 +556,15 @@ func TestErrors(t *testing.T) {
 		status     int
 		body       string
 		wantCode   airlock.Code
-		wantReason string
+		wantReason airlock.Reason
 		wantWait   time.Duration
 	}{
-		{429, `{"success":false,"error":"Rate limit exceeded. Consumed (req/min): 11, Remaining (req/min): 0."}`, airlock.CodeRateLimited, ReasonRateLimited, 12 * time.Second},
-		{402, `{"success":false,"error":"Payment required to access this resource."}`, airlock.CodeUpstream, ReasonHTTPStatus, 0},
-		{408, `{"success":false,"error":"Request timed out"}`, airlock.CodeTimeout, ReasonHTTPStatus, 0},
-		{500, `<html>oops</html>`, airlock.CodeUpstream, ReasonHTTPStatus, 0},
-		{200, `{"success":false,"error":"Unexpected error occurred"}`, airlock.CodeUpstream, ReasonProviderError, 0},
-		{200, `not json`, airlock.CodeUpstream, ReasonProviderError, 0},
+		{429, `{"success":false,"error":"Rate limit exceeded. Consumed (req/min): 11, Remaining (req/min): 0."}`, airlock.CodeRateLimited, airlock.ReasonRateLimited, 12 * time.Second},
+		{402, `{"success":false,"error":"Payment required to access this resource."}`, airlock.CodeUpstream, airlock.ReasonHTTPStatus, 0},
+		{408, `{"success":false,"error":"Request timed out"}`, airlock.CodeTimeout, airlock.ReasonHTTPStatus, 0},
+		{500, `<html>oops</html>`, airlock.CodeUpstream, airlock.ReasonHTTPStatus, 0},
+		{200, `{"success":false,"error":"Unexpected error occurred"}`, airlock.CodeUpstream, airlock.ReasonProviderError, 0},
+		{200, `not json`, airlock.CodeUpstream, airlock.ReasonProviderError, 0},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.status, tt.body), func(t *testing.T) {

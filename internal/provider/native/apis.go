@@ -33,7 +33,7 @@ func (c *WithAPIs) Search(ctx context.Context, d airlock.Doer, req airlock.Searc
 			}
 		}
 		if !slices.Contains(DefaultEngines, req.Engine) {
-			return nil, airlock.Errorf(airlock.CodeInvalid, "engine", "search engine %q is not available (keyless: ddg, brave, bing; APIs need their key: dataforseo, brave-api, searxng)", req.Engine)
+			return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEngine, "search engine %q is not available (keyless: ddg, brave, bing; APIs need their key: dataforseo, brave-api, searxng)", req.Engine)
 		}
 		return c.Keyless.Search(ctx, d, req)
 	}

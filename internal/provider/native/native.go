@@ -50,7 +50,7 @@ func (e *StatusError) Error() string {
 
 // ErrorCode and ErrorReason place it in the error vocabulary.
 func (e *StatusError) ErrorCode() string   { return string(airlock.CodeUpstream) }
-func (e *StatusError) ErrorReason() string { return "http_status" }
+func (e *StatusError) ErrorReason() string { return string(airlock.ReasonHTTPStatus) }
 
 // Fetch implements airlock.Fetcher: one page a caller asked for, with the
 // chrome TLS profile and headers unless the request names another.

@@ -40,13 +40,6 @@ const (
 	SearchTLSProfile = "chrome"
 )
 
-// Reasons of search errors.
-const (
-	ReasonBotWall     = "bot_wall"     // a captcha, challenge or access-denied page instead of results
-	ReasonRateLimited = "rate_limited" // the engine said too many requests
-	ReasonHTTPStatus  = "http_status"  // an unexpected HTTP status
-)
-
 // Kinds of bot walls (SearchError.Kind).
 const (
 	WallCaptcha      = "captcha"
@@ -88,7 +81,7 @@ func (s *Search) Capabilities() []string { return []string{airlock.VerbSearch} }
 func (s *Search) Search(ctx context.Context, d airlock.Doer, req airlock.SearchRequest) ([]airlock.SearchResult, error) {
 	q := strings.TrimSpace(req.Query)
 	if q == "" {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "empty_query", "search: empty query")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEmptyQuery, "search: empty query")
 	}
 	limit := req.Limit
 	switch {
@@ -103,7 +96,7 @@ func (s *Search) Search(ctx context.Context, d airlock.Doer, req airlock.SearchR
 	}
 	if req.Engine != "" {
 		if !slices.Contains([]string{EngineDDG, EngineBrave, EngineBing}, req.Engine) {
-			return nil, airlock.Errorf(airlock.CodeInvalid, "engine",
+			return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEngine,
 				"search: engine %q is not a keyless engine (ddg, brave, bing)", req.Engine)
 		}
 		res, err := s.engine(ctx, d, req.Engine, q, req.Proxy)
@@ -146,11 +139,11 @@ func (s *Search) engine(ctx context.Context, d airlock.Doer, name, q, proxy stri
 	case EngineBing:
 		configured, def, parse = s.BingURL, DefaultBingURL, parseBing
 	default:
-		return nil, airlock.Errorf(airlock.CodeInvalid, "engine", "search: unknown engine %q", name)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEngine, "search: unknown engine %q", name)
 	}
 	base := endpoint(configured, def)
 	if base == nil {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "engine", "search %s: endpoint is not an absolute http(s) URL", name)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEngine, "search %s: endpoint is not an absolute http(s) URL", name)
 	}
 	var hr *airlock.HTTPRequest
 	switch name {
@@ -248,18 +241,18 @@ func rank(in []airlock.SearchResult, limit int) []airlock.SearchResult {
 // challenge or access-denied page), a rate limit, or an unexpected HTTP
 // status. Its code is upstream, or rate_limited for a rate limit.
 type SearchError struct {
-	Engine string // ddg, brave or bing
-	Reason string // ReasonBotWall, ReasonRateLimited or ReasonHTTPStatus
-	Kind   string // for a bot wall: WallCaptcha, WallChallenge or WallAccessDenied
-	Status int    // the HTTP status of the engine's answer
+	Engine string         // ddg, brave or bing
+	Reason airlock.Reason // airlock.ReasonBotWall, airlock.ReasonRateLimited or airlock.ReasonHTTPStatus
+	Kind   string         // for a bot wall: WallCaptcha, WallChallenge or WallAccessDenied
+	Status int            // the HTTP status of the engine's answer
 	Wait   time.Duration
 }
 
 func (e *SearchError) Error() string {
 	switch e.Reason {
-	case ReasonBotWall:
+	case airlock.ReasonBotWall:
 		return fmt.Sprintf("search %s: bot wall (%s) instead of results, HTTP %d", e.Engine, e.Kind, e.Status)
-	case ReasonRateLimited:
+	case airlock.ReasonRateLimited:
 		return fmt.Sprintf("search %s: rate limited, HTTP %d", e.Engine, e.Status)
 	default:
 		return fmt.Sprintf("search %s: HTTP %d %s", e.Engine, e.Status, http.StatusText(e.Status))
@@ -268,14 +261,14 @@ func (e *SearchError) Error() string {
 
 // ErrorCode returns rate_limited for a rate limit and upstream otherwise.
 func (e *SearchError) ErrorCode() string {
-	if e.Reason == ReasonRateLimited {
+	if e.Reason == airlock.ReasonRateLimited {
 		return string(airlock.CodeRateLimited)
 	}
 	return string(airlock.CodeUpstream)
 }
 
 // ErrorReason returns e.Reason.
-func (e *SearchError) ErrorReason() string { return e.Reason }
+func (e *SearchError) ErrorReason() string { return string(e.Reason) }
 
 // RetryAfter returns how long the engine asked to wait, or 0.
 func (e *SearchError) RetryAfter() time.Duration { return e.Wait }
@@ -310,7 +303,7 @@ func (e *CascadeError) ErrorReason() string {
 	if len(e.Errs) == 0 {
 		return ""
 	}
-	return airlock.ReasonOf(e.Errs[0])
+	return string(airlock.ReasonOf(e.Errs[0]))
 }
 
 var (

@@ -292,25 +292,25 @@ var (
 func classify(p page) error {
 	e := &SearchError{Engine: p.engine, Status: p.status}
 	if p.status == 429 {
-		e.Reason, e.Wait = ReasonRateLimited, apiutil.RetryAfter(p.header)
+		e.Reason, e.Wait = airlock.ReasonRateLimited, apiutil.RetryAfter(p.header)
 		return e
 	}
 	if kind := wallKind(p); kind != "" {
-		e.Reason, e.Kind = ReasonBotWall, kind
+		e.Reason, e.Kind = airlock.ReasonBotWall, kind
 		return e
 	}
 	switch {
 	case p.status == 403:
-		e.Reason, e.Kind = ReasonBotWall, WallAccessDenied
+		e.Reason, e.Kind = airlock.ReasonBotWall, WallAccessDenied
 		return e
 	case p.status < 200 || p.status > 299:
-		e.Reason = ReasonHTTPStatus
+		e.Reason = airlock.ReasonHTTPStatus
 		return e
 	}
 	body := strings.ToLower(p.doc.Find("body").Text())
 	for _, ph := range rateLimitPhrases {
 		if strings.Contains(body, ph) {
-			e.Reason = ReasonRateLimited
+			e.Reason = airlock.ReasonRateLimited
 			return e
 		}
 	}

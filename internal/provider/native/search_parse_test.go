@@ -243,19 +243,19 @@ func TestClassify(t *testing.T) {
 		header     map[string][]string
 		body       string
 		wantNil    bool
-		wantReason string
+		wantReason airlock.Reason
 		wantKind   string
 		wantCode   airlock.Code
 		wantWait   int
 	}{
-		{name: "ddg anomaly page (202)", engine: EngineDDG, status: 202, body: string(ddgChallenge), wantReason: ReasonBotWall, wantKind: WallCaptcha, wantCode: airlock.CodeUpstream},
-		{name: "bing captcha", engine: EngineBing, status: 200, body: bingCaptchaPage, wantReason: ReasonBotWall, wantKind: WallCaptcha, wantCode: airlock.CodeUpstream},
-		{name: "brave captcha", engine: EngineBrave, status: 200, body: braveCaptchaPage, wantReason: ReasonBotWall, wantKind: WallCaptcha, wantCode: airlock.CodeUpstream},
-		{name: "cloudflare challenge", engine: EngineBrave, status: 503, body: cloudflarePage, wantReason: ReasonBotWall, wantKind: WallChallenge, wantCode: airlock.CodeUpstream},
-		{name: "429 with Retry-After", engine: EngineBrave, status: 429, header: map[string][]string{"Retry-After": {"30"}}, body: plainHTML, wantReason: ReasonRateLimited, wantCode: airlock.CodeRateLimited, wantWait: 30},
-		{name: "rate-limit wording on 200", engine: EngineBrave, status: 200, body: rateLimitText, wantReason: ReasonRateLimited, wantCode: airlock.CodeRateLimited},
-		{name: "plain 403", engine: EngineBing, status: 403, body: plainHTML, wantReason: ReasonBotWall, wantKind: WallAccessDenied, wantCode: airlock.CodeUpstream},
-		{name: "503", engine: EngineBing, status: 503, body: plainHTML, wantReason: ReasonHTTPStatus, wantCode: airlock.CodeUpstream},
+		{name: "ddg anomaly page (202)", engine: EngineDDG, status: 202, body: string(ddgChallenge), wantReason: airlock.ReasonBotWall, wantKind: WallCaptcha, wantCode: airlock.CodeUpstream},
+		{name: "bing captcha", engine: EngineBing, status: 200, body: bingCaptchaPage, wantReason: airlock.ReasonBotWall, wantKind: WallCaptcha, wantCode: airlock.CodeUpstream},
+		{name: "brave captcha", engine: EngineBrave, status: 200, body: braveCaptchaPage, wantReason: airlock.ReasonBotWall, wantKind: WallCaptcha, wantCode: airlock.CodeUpstream},
+		{name: "cloudflare challenge", engine: EngineBrave, status: 503, body: cloudflarePage, wantReason: airlock.ReasonBotWall, wantKind: WallChallenge, wantCode: airlock.CodeUpstream},
+		{name: "429 with Retry-After", engine: EngineBrave, status: 429, header: map[string][]string{"Retry-After": {"30"}}, body: plainHTML, wantReason: airlock.ReasonRateLimited, wantCode: airlock.CodeRateLimited, wantWait: 30},
+		{name: "rate-limit wording on 200", engine: EngineBrave, status: 200, body: rateLimitText, wantReason: airlock.ReasonRateLimited, wantCode: airlock.CodeRateLimited},
+		{name: "plain 403", engine: EngineBing, status: 403, body: plainHTML, wantReason: airlock.ReasonBotWall, wantKind: WallAccessDenied, wantCode: airlock.CodeUpstream},
+		{name: "503", engine: EngineBing, status: 503, body: plainHTML, wantReason: airlock.ReasonHTTPStatus, wantCode: airlock.CodeUpstream},
 		{name: "no results for a query about captchas", engine: EngineDDG, status: 200, body: noResultsPage, wantNil: true},
 	}
 	for _, tt := range tests {

@@ -194,7 +194,7 @@ func TestSearchForcedEngine(t *testing.T) {
 	s, d = newEngines(t, map[string]answer{"ddg": {status: 202, body: fixture(t, "ddg_challenge.html")}})
 	_, err = s.Search(context.Background(), d, airlock.SearchRequest{Query: "rust", Engine: EngineDDG})
 	var se *SearchError
-	if !errors.As(err, &se) || se.Reason != ReasonBotWall || se.Engine != EngineDDG {
+	if !errors.As(err, &se) || se.Reason != airlock.ReasonBotWall || se.Engine != EngineDDG {
 		t.Fatalf("err = %v, want a DuckDuckGo bot wall", err)
 	}
 }
@@ -210,7 +210,7 @@ func TestSearchEveryEngineWalled(t *testing.T) {
 	if !errors.As(err, &ce) || len(ce.Errs) != 3 {
 		t.Fatalf("err = %v, want a CascadeError of 3", err)
 	}
-	if airlock.CodeOf(err) != airlock.CodeUpstream || airlock.ReasonOf(err) != ReasonBotWall {
+	if airlock.CodeOf(err) != airlock.CodeUpstream || airlock.ReasonOf(err) != airlock.ReasonBotWall {
 		t.Errorf("code, reason = %q, %q; want upstream, bot_wall", airlock.CodeOf(err), airlock.ReasonOf(err))
 	}
 	var se *SearchError
@@ -249,7 +249,7 @@ func TestSearchDoerErrorMovesOn(t *testing.T) {
 		t.Errorf("err = %v (code %q), want the denial first", err, airlock.CodeOf(err))
 	}
 	var se *SearchError
-	if !errors.As(err, &se) || se.Reason != ReasonHTTPStatus || se.Status != 500 {
+	if !errors.As(err, &se) || se.Reason != airlock.ReasonHTTPStatus || se.Status != 500 {
 		t.Errorf("Bing's failure = %+v, want http_status 500", se)
 	}
 }

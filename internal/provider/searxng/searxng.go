@@ -44,16 +44,6 @@ const (
 	TLSProfile = "go"
 )
 
-// Reasons of errors.
-const (
-	ReasonAuth          = "provider_auth"
-	ReasonRateLimited   = "rate_limited"
-	ReasonHTTPStatus    = "http_status"
-	ReasonProviderError = "provider_error"
-	ReasonBotWall       = "bot_wall" // every engine of the instance was walled off
-	ReasonConfig        = "provider_config"
-)
-
 // minTokenLen is the length from which a query parameter value of
 // SEARXNG_URL is taken for a token and redacted.
 const minTokenLen = 8
@@ -83,11 +73,11 @@ type Provider struct {
 func New(opts Options) (*Provider, error) {
 	raw := strings.TrimSpace(opts.URL)
 	if raw == "" {
-		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonConfig, "searxng: %s is empty", EnvURL)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonProviderConfig, "searxng: %s is empty", EnvURL)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, airlock.Errorf(airlock.CodeInvalid, ReasonConfig, "searxng: %s is not an absolute http(s) URL", EnvURL)
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonProviderConfig, "searxng: %s is not an absolute http(s) URL", EnvURL)
 	}
 	p := &Provider{params: u.Query(), opts: opts}
 	if u.User != nil {
@@ -155,7 +145,7 @@ func (r *response) unresponsive() [][]string {
 func (p *Provider) Search(ctx context.Context, d airlock.Doer, req airlock.SearchRequest) ([]airlock.SearchResult, error) {
 	q := strings.TrimSpace(req.Query)
 	if q == "" {
-		return nil, airlock.Errorf(airlock.CodeInvalid, "empty_query", "searxng: empty query")
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonEmptyQuery, "searxng: empty query")
 	}
 	limit := req.Limit
 	if limit <= 0 {
@@ -235,19 +225,19 @@ func (p *Provider) page(ctx context.Context, d airlock.Doer, q string, pageno in
 		return nil, apiutil.Transport(err, "searxng: ", p.secrets...)
 	}
 	if resp.Status < 200 || resp.Status > 299 {
-		e := &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: ReasonHTTPStatus, Message: p.redact(apiutil.Snippet(resp.Body))}
+		e := &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: airlock.ReasonHTTPStatus, Message: p.redact(apiutil.Snippet(resp.Body))}
 		switch resp.Status {
 		case http.StatusUnauthorized, http.StatusForbidden:
-			e.Code, e.Reason = airlock.CodeUnavailable, ReasonAuth
+			e.Code, e.Reason = airlock.CodeUnavailable, airlock.ReasonProviderAuth
 			e.Hint = "the instance refuses format=json (enable json under search.formats in its settings.yml) or needs credentials"
 		case http.StatusTooManyRequests:
-			e.Code, e.Reason, e.Wait = airlock.CodeRateLimited, ReasonRateLimited, apiutil.RetryAfter(resp.Header)
+			e.Code, e.Reason, e.Wait = airlock.CodeRateLimited, airlock.ReasonRateLimited, apiutil.RetryAfter(resp.Header)
 		}
 		return nil, e
 	}
 	var r response
 	if err := json.Unmarshal(resp.Body, &r); err != nil {
-		return nil, &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: ReasonProviderError,
+		return nil, &Error{Status: resp.Status, Code: airlock.CodeUpstream, Reason: airlock.ReasonProviderError,
 			Message: "unreadable answer (is format=json enabled?): " + p.redact(err.Error())}
 	}
 	return &r, nil
@@ -256,7 +246,7 @@ func (p *Provider) page(ctx context.Context, d airlock.Doer, q string, pageno in
 // unresponsiveError explains an empty answer from an instance whose engines
 // failed.
 func (p *Provider) unresponsiveError(pairs [][]string) error {
-	e := &Error{Status: http.StatusOK, Code: airlock.CodeUpstream, Reason: ReasonProviderError}
+	e := &Error{Status: http.StatusOK, Code: airlock.CodeUpstream, Reason: airlock.ReasonProviderError}
 	var parts []string
 	for _, pr := range pairs {
 		if len(pr) == 0 {
@@ -267,7 +257,7 @@ func (p *Provider) unresponsiveError(pairs [][]string) error {
 			s += " (" + pr[1] + ")"
 			l := strings.ToLower(pr[1])
 			if strings.Contains(l, "captcha") || strings.Contains(l, "access denied") || strings.Contains(l, "forbidden") {
-				e.Reason = ReasonBotWall
+				e.Reason = airlock.ReasonBotWall
 			}
 		}
 		parts = append(parts, s)
@@ -283,9 +273,9 @@ func (p *Provider) redact(s string) string { return apiutil.Redact(s, p.secrets.
 type Error struct {
 	Status  int // the HTTP status
 	Code    airlock.Code
-	Reason  string // ReasonAuth, ReasonRateLimited, ReasonHTTPStatus, ReasonProviderError or ReasonBotWall
-	Message string // the instance's answer or the provider's explanation, redacted
-	Hint    string // what to check, when known
+	Reason  airlock.Reason // airlock.ReasonProviderAuth, airlock.ReasonRateLimited, airlock.ReasonHTTPStatus, airlock.ReasonProviderError or airlock.ReasonBotWall
+	Message string         // the instance's answer or the provider's explanation, redacted
+	Hint    string         // what to check, when known
 	Wait    time.Duration
 }
 
@@ -304,7 +294,7 @@ func (e *Error) Error() string {
 func (e *Error) ErrorCode() string { return string(e.Code) }
 
 // ErrorReason returns e.Reason.
-func (e *Error) ErrorReason() string { return e.Reason }
+func (e *Error) ErrorReason() string { return string(e.Reason) }
 
 // RetryAfter returns how long the instance asked to wait, or 0.
 func (e *Error) RetryAfter() time.Duration { return e.Wait }

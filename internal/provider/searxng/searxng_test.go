@@ -165,7 +165,7 @@ func TestCredentialRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = p.Search(context.Background(), d, airlock.SearchRequest{Query: "q"})
-	if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != ReasonAuth {
+	if airlock.CodeOf(err) != airlock.CodeUnavailable || airlock.ReasonOf(err) != airlock.ReasonProviderAuth {
 		t.Fatalf("err = %v, want unavailable provider_auth", err)
 	}
 	for _, sec := range []string{canaryPassword, canaryToken} {
@@ -189,18 +189,18 @@ func TestErrors(t *testing.T) {
 	p, d := newProvider(t, &fakeInstance{t: t, noJSON: true}, Options{})
 	_, err := p.Search(context.Background(), d, airlock.SearchRequest{Query: "q"})
 	var e *Error
-	if !errors.As(err, &e) || e.Status != 403 || airlock.ReasonOf(err) != ReasonAuth || !strings.Contains(err.Error(), "format=json") {
+	if !errors.As(err, &e) || e.Status != 403 || airlock.ReasonOf(err) != airlock.ReasonProviderAuth || !strings.Contains(err.Error(), "format=json") {
 		t.Errorf("403: %v", err)
 	}
 
 	p, d = newProvider(t, &fakeInstance{t: t, perPage: 5, total: 0, unresponsive: [][]string{{"google", "CAPTCHA"}, {"brave", "timeout"}}}, Options{})
 	_, err = p.Search(context.Background(), d, airlock.SearchRequest{Query: "q"})
-	if airlock.CodeOf(err) != airlock.CodeUpstream || airlock.ReasonOf(err) != ReasonBotWall || !strings.Contains(err.Error(), "google (CAPTCHA), brave (timeout)") {
+	if airlock.CodeOf(err) != airlock.CodeUpstream || airlock.ReasonOf(err) != airlock.ReasonBotWall || !strings.Contains(err.Error(), "google (CAPTCHA), brave (timeout)") {
 		t.Errorf("unresponsive: %v", err)
 	}
 	p, d = newProvider(t, &fakeInstance{t: t, perPage: 5, total: 0, unresponsive: [][]string{{"brave", "timeout"}}}, Options{})
 	_, err = p.Search(context.Background(), d, airlock.SearchRequest{Query: "q"})
-	if airlock.ReasonOf(err) != ReasonProviderError {
+	if airlock.ReasonOf(err) != airlock.ReasonProviderError {
 		t.Errorf("unresponsive, timeout: %v", err)
 	}
 	p, d = newProvider(t, &fakeInstance{t: t, perPage: 5, total: 0}, Options{})
@@ -212,8 +212,8 @@ func TestErrors(t *testing.T) {
 	for _, tt := range []struct {
 		status int
 		code   airlock.Code
-		reason string
-	}{{429, airlock.CodeRateLimited, ReasonRateLimited}, {500, airlock.CodeUpstream, ReasonHTTPStatus}, {200, airlock.CodeUpstream, ReasonProviderError}} {
+		reason airlock.Reason
+	}{{429, airlock.CodeRateLimited, airlock.ReasonRateLimited}, {500, airlock.CodeUpstream, airlock.ReasonHTTPStatus}, {200, airlock.CodeUpstream, airlock.ReasonProviderError}} {
 		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", "3")
 			w.WriteHeader(tt.status)
