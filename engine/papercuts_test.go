@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
+	"github.com/airlockhq/airlock/internal/provider/searxng"
 )
 
 // TestCallerURLClassified: a URL the caller gives that is not an absolute
@@ -166,7 +167,10 @@ func TestCancelClassified(t *testing.T) {
 		DefaultTenant: "t",
 		Tenants:       map[string]engine.TenantConfig{"t": {Profile: "posix", Exceptions: []string{"127.0.0.1"}}},
 		Browse:        engine.BrowseConfig{SearchProvider: "searxng", SearXNGURL: srv.URL},
-	})
+	}, engine.WithProviders(engine.Provider{Name: searxng.Name, Capabilities: []string{airlock.VerbSearch},
+		New: func(func(string) string) (engine.BrowseProvider, error) {
+			return searxng.New(searxng.Options{URL: srv.URL})
+		}}))
 	p := airlock.Principal{Tenant: "t"}
 	verbs := []struct {
 		name string
@@ -223,7 +227,7 @@ func TestFetchTimeoutAndBodyCap(t *testing.T) {
 	}))
 	e := newEngine(t, engine.Config{
 		DefaultTenant: "t",
-		Tenants:       map[string]engine.TenantConfig{"t": {Profile: "posix", Exceptions: []string{"127.0.0.1"}}},
+		Tenants:       map[string]engine.TenantConfig{"t": {Profile: "posix", Exceptions: []string{"127.0.0.1"}, Initiators: []string{"model", "person"}}},
 		Egress:        engine.EgressConfig{MaxBodyBytes: 1024},
 	})
 	p := airlock.Principal{Tenant: "t"}
@@ -233,9 +237,10 @@ func TestFetchTimeoutAndBodyCap(t *testing.T) {
 	if !strings.Contains(ae.Message, "fetch_timeout") {
 		t.Errorf("over the ceiling: %q does not name limits.fetch_timeout", ae.Message)
 	}
-	_, err = e.Fetch(ctx, p, airlock.FetchRequest{URL: srv.URL + "/slow", Timeout: airlock.Duration(200 * time.Millisecond)})
+	// A person's fetch: no robots.txt first (this server never answers).
+	_, err = e.Fetch(ctx, p, airlock.FetchRequest{URL: srv.URL + "/slow", Initiator: airlock.InitiatorPerson, Timeout: airlock.Duration(200 * time.Millisecond)})
 	wantErr(t, err, airlock.CodeTimeout, string(airlock.ReasonTimeout))
-	_, err = e.Fetch(ctx, p, airlock.FetchRequest{URL: srv.URL + "/big"})
+	_, err = e.Fetch(ctx, p, airlock.FetchRequest{URL: srv.URL + "/big", Initiator: airlock.InitiatorPerson})
 	ae = wantErr(t, err, airlock.CodeTooLarge, "")
 	if !strings.Contains(ae.Message, "egress.max_body_bytes") {
 		t.Errorf("too large: %q does not name egress.max_body_bytes", ae.Message)

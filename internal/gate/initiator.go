@@ -8,7 +8,6 @@ import (
 	"github.com/airlockhq/airlock"
 )
 
-
 // Identities a tenant maps an initiator to: what the engine sends when it
 // fetches on the initiator's behalf.
 const (
