@@ -1,0 +1,312 @@
+package firecrawl_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/engine"
+	"github.com/airlockhq/airlock/internal/api"
+)
+
+const (
+	acmeToken   = "alk_acme-firecrawl-token"
+	lockedToken = "alk_locked-firecrawl-token"
+)
+
+func hashToken(tok string) string {
+	sum := sha256.Sum256([]byte(tok))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// sitePage is one page of the test site: a title, a paragraph long enough
+// to be main content, and links.
+func sitePage(title string, links ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `<!doctype html><html lang="en"><head><title>%s</title>
+<meta name="description" content="About %s"><meta property="og:title" content="OG %s"></head><body>
+<nav><a href="/">Home</a></nav><main><h1>%s</h1><p>`, title, title, title, title)
+	b.WriteString(strings.Repeat("This is the body text of the page, long enough to be its main content. ", 6))
+	b.WriteString("</p><ul>")
+	for _, l := range links {
+		fmt.Fprintf(&b, `<li><a href="%s">%s</a></li>`, l, l)
+	}
+	b.WriteString("</ul></main></body></html>")
+	return b.String()
+}
+
+// newSite serves a small site on loopback: /, /docs/a, /docs/b, /blog/x,
+// /blog/y, a sitemap and a 404 page with content.
+func newSite(t *testing.T) *httptest.Server {
+	t.Helper()
+	pages := map[string]string{
+		"/":       sitePage("Home", "/docs/a", "/blog/x"),
+		"/docs/a": sitePage("Doc A", "/docs/b", "/blog/y"),
+		"/docs/b": sitePage("Doc B", "/docs/a"),
+		"/blog/x": sitePage("Blog X", "/blog/y"),
+		"/blog/y": sitePage("Blog Y", "/"),
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			http.NotFound(w, r)
+			return
+		case "/sitemap.xml":
+			w.Header().Set("Content-Type", "application/xml")
+			fmt.Fprintf(w, `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>http://%s/docs/b</loc></url></urlset>`, r.Host)
+			return
+		}
+		body, ok := pages[r.URL.Path]
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, sitePage("Not here"))
+			return
+		}
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// fixture is a site, an engine and the HTTP API (with the Firecrawl
+// routes) on loopback.
+type fixture struct {
+	site, api *httptest.Server
+	en        *engine.Engine
+}
+
+func newFixture(t *testing.T, change ...func(*engine.Config)) *fixture {
+	t.Helper()
+	site := newSite(t)
+	cfg := engine.Config{
+		InMemory:      true,
+		DefaultTenant: "acme",
+		Tenants: map[string]engine.TenantConfig{
+			"acme": {Profile: "network", Tokens: []string{hashToken(acmeToken)}, Exceptions: []string{"127.0.0.1"}},
+			// locked may browse, but only hosts its allow-list names:
+			// the loopback site is refused by policy.
+			"locked": {Profile: "network", Tokens: []string{hashToken(lockedToken)}, Exceptions: []string{"127.0.0.1"}, Allow: []string{"example.com"}},
+		},
+		Browse: engine.BrowseConfig{SearchProvider: "searxng", SearXNGURL: site.URL},
+	}
+	for _, c := range change {
+		c(&cfg)
+	}
+	en, err := engine.New(cfg)
+	if err != nil {
+		t.Fatalf("engine.New: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		en.Close(ctx)
+	})
+	srv := httptest.NewServer(api.New(en, api.Options{}))
+	t.Cleanup(srv.Close)
+	return &fixture{site: site, api: srv, en: en}
+}
+
+// call sends a JSON body (nil: none) with token and decodes the answer
+// into a generic map.
+func (f *fixture) call(t *testing.T, method, path, token string, body any) (int, map[string]any, http.Header) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	target := path
+	if strings.HasPrefix(path, "/") {
+		target = f.api.URL + path
+	}
+	req, err := http.NewRequest(method, target, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("%s %s: %d, body not JSON: %q", method, path, resp.StatusCode, raw)
+	}
+	return resp.StatusCode, m, resp.Header
+}
+
+// errorOf checks Firecrawl's error shape and returns Airlock's typed
+// error under details.
+func errorOf(t *testing.T, m map[string]any) map[string]any {
+	t.Helper()
+	if m["success"] != false {
+		t.Errorf("success = %v, want false", m["success"])
+	}
+	if msg, _ := m["error"].(string); msg == "" {
+		t.Errorf("error = %v, want a message", m["error"])
+	}
+	d, _ := m["details"].(map[string]any)
+	e, _ := d["error"].(map[string]any)
+	if e == nil {
+		t.Fatalf("no details.error in %v", m)
+	}
+	return e
+}
+
+func TestScrapeFormats(t *testing.T) {
+	f := newFixture(t)
+	url := f.site.URL + "/docs/a"
+	status, m, h := f.call(t, "POST", "/v2/scrape", acmeToken, map[string]any{
+		"url": url, "formats": []any{"markdown", "links", map[string]any{"type": "rawHtml"}}, "origin": "js-sdk@test",
+	})
+	if status != http.StatusOK || m["success"] != true {
+		t.Fatalf("scrape: %d %v", status, m)
+	}
+	data := m["data"].(map[string]any)
+	if md, _ := data["markdown"].(string); !strings.Contains(md, "long enough to be its main content") {
+		t.Errorf("markdown = %q, want the page's text", md)
+	}
+	if raw, _ := data["rawHtml"].(string); !strings.Contains(raw, "<title>Doc A</title>") {
+		t.Errorf("rawHtml = %q, want the page as served", raw)
+	}
+	links, _ := data["links"].([]any)
+	var got []string
+	for _, l := range links {
+		got = append(got, l.(string))
+	}
+	for _, want := range []string{f.site.URL + "/docs/b", f.site.URL + "/blog/y"} {
+		if !strings.Contains(strings.Join(got, " "), want) {
+			t.Errorf("links = %v, want %s among them", got, want)
+		}
+	}
+	meta := data["metadata"].(map[string]any)
+	for k, want := range map[string]any{"title": "Doc A", "description": "About Doc A", "language": "en",
+		"sourceURL": url, "url": url, "statusCode": float64(200), "ogTitle": "OG Doc A"} {
+		if meta[k] != want {
+			t.Errorf("metadata.%s = %v, want %v", k, meta[k], want)
+		}
+	}
+	if id, _ := meta["scrapeId"].(string); id == "" || h.Get(api.HeaderDecision) != id {
+		t.Errorf("scrapeId %v, decision header %q: want the same decision id", meta["scrapeId"], h.Get(api.HeaderDecision))
+	}
+	if _, ok := data["html"]; ok {
+		t.Errorf("html present though not asked for")
+	}
+
+	// The default format is markdown alone.
+	status, m, _ = f.call(t, "POST", "/v2/scrape", acmeToken, map[string]any{"url": url})
+	data, _ = m["data"].(map[string]any)
+	if status != http.StatusOK || data["markdown"] == nil || data["links"] != nil || data["rawHtml"] != nil {
+		t.Errorf("default formats: %d %v", status, m)
+	}
+}
+
+func TestScrapeRefusals(t *testing.T) {
+	f := newFixture(t)
+	url := f.site.URL + "/"
+	for _, c := range []struct {
+		name       string
+		body       map[string]any
+		status     int
+		reason     string
+		msgContain string
+	}{
+		{"llm format", map[string]any{"url": url, "formats": []any{"summary"}}, 400, "unsupported", "LLM"},
+		{"json format object", map[string]any{"url": url, "formats": []any{map[string]any{"type": "json", "prompt": "x"}}}, 400, "unsupported", "LLM"},
+		{"html", map[string]any{"url": url, "formats": []any{"html"}}, 400, "unsupported", "rawHtml"},
+		{"unknown format", map[string]any{"url": url, "formats": []any{"nope"}}, 400, "body", "unknown format"},
+		{"include tags", map[string]any{"url": url, "includeTags": []string{"main"}}, 400, "unsupported", "includeTags"},
+		{"exclude tags", map[string]any{"url": url, "excludeTags": []string{"nav"}}, 400, "unsupported", "excludeTags"},
+		{"headers", map[string]any{"url": url, "headers": map[string]string{"X-A": "b"}}, 400, "unsupported", "headers"},
+		{"whole page markdown", map[string]any{"url": url, "onlyMainContent": false}, 400, "unsupported", "onlyMainContent"},
+		{"actions", map[string]any{"url": url, "actions": []any{map[string]any{"type": "executeJavascript", "script": "1"}}}, 400, "unsupported_action", "JavaScript"},
+		{"skip tls", map[string]any{"url": url, "skipTlsVerification": true}, 400, "unsupported", "certificates"},
+		{"unknown field", map[string]any{"url": url, "fomats": []any{"markdown"}}, 400, "body", "fomats"},
+		{"no url", map[string]any{"formats": []any{"markdown"}}, 400, "body", "url"},
+		{"timeout above ceiling", map[string]any{"url": url, "timeout": 3_600_000}, 400, "limit", "ceiling"},
+		{"negative timeout", map[string]any{"url": url, "timeout": -1}, 400, "limit", "timeout"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			status, m, _ := f.call(t, "POST", "/v2/scrape", acmeToken, c.body)
+			if status != c.status {
+				t.Errorf("status = %d, want %d (%v)", status, c.status, m)
+			}
+			e := errorOf(t, m)
+			if e["reason"] != c.reason {
+				t.Errorf("reason = %v, want %s", e["reason"], c.reason)
+			}
+			if msg, _ := m["error"].(string); !strings.Contains(msg, c.msgContain) {
+				t.Errorf("error = %q, want it to mention %q", msg, c.msgContain)
+			}
+		})
+	}
+}
+
+func TestScrapeAuthAndPolicy(t *testing.T) {
+	f := newFixture(t)
+	url := f.site.URL + "/"
+	for _, tok := range []string{"", "alk_nobody"} {
+		status, m, h := f.call(t, "POST", "/v2/scrape", tok, map[string]any{"url": url})
+		if status != http.StatusUnauthorized || h.Get("WWW-Authenticate") == "" {
+			t.Errorf("token %q: %d %v, want 401 with a challenge", tok, status, m)
+		}
+		if e := errorOf(t, m); e["code"] != "denied" || e["reason"] != "token" {
+			t.Errorf("token %q: error %v", tok, e)
+		}
+	}
+	// A target the tenant's policy refuses: 403 with the typed error and
+	// its decision id, which the audit log holds under the tenant.
+	status, m, h := f.call(t, "POST", "/v2/scrape", lockedToken, map[string]any{"url": url})
+	if status != http.StatusForbidden {
+		t.Fatalf("policy refusal: %d %v, want 403", status, m)
+	}
+	e := errorOf(t, m)
+	id, _ := e["decision_id"].(string)
+	if e["code"] != "denied" || id == "" || h.Get(api.HeaderDecision) != id {
+		t.Errorf("policy refusal: error %v, header %q: want denied with the decision id", e, h.Get(api.HeaderDecision))
+	}
+	if err := f.en.FlushAudit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := f.en.AuditQuery(context.Background(), airlock.AuditQuery{Principal: "locked"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range recs {
+		if r.ID == id {
+			found = r.Outcome == "deny"
+		}
+	}
+	if !found {
+		t.Errorf("decision %s is not in the audit log as a refusal of tenant locked: %+v", id, recs)
+	}
+}
+
+func TestUnknownFirecrawlRoute(t *testing.T) {
+	f := newFixture(t)
+	status, m, _ := f.call(t, "POST", "/v2/extract", acmeToken, map[string]any{"urls": []string{"x"}})
+	if status != http.StatusNotFound {
+		t.Errorf("status = %d, want 404", status)
+	}
+	errorOf(t, m)
+}
