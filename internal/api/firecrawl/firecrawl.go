@@ -90,6 +90,7 @@ func New(en *engine.Engine, opts Options) http.Handler {
 func (s *server) routes() []route {
 	return []route{
 		{"POST", "/v2/scrape", s.scrape},
+		{"POST", "/v2/map", s.mapSite},
 	}
 }
 

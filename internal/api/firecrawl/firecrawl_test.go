@@ -310,3 +310,65 @@ func TestUnknownFirecrawlRoute(t *testing.T) {
 	}
 	errorOf(t, m)
 }
+
+func mapURLs(t *testing.T, m map[string]any) []string {
+	t.Helper()
+	links, ok := m["links"].([]any)
+	if !ok {
+		t.Fatalf("no links in %v", m)
+	}
+	var out []string
+	for _, l := range links {
+		out = append(out, l.(map[string]any)["url"].(string))
+	}
+	return out
+}
+
+func TestMap(t *testing.T) {
+	f := newFixture(t)
+	base := f.site.URL
+	status, m, _ := f.call(t, "POST", "/v2/map", acmeToken, map[string]any{"url": base + "/", "origin": "js-sdk@test"})
+	if status != http.StatusOK || m["success"] != true {
+		t.Fatalf("map: %d %v", status, m)
+	}
+	got := mapURLs(t, m)
+	// The seed first; /docs/b comes from the sitemap, /docs/a and /blog/x
+	// from the seed's links, /blog/y from theirs.
+	want := []string{base + "/", base + "/blog/x", base + "/blog/y", base + "/docs/a", base + "/docs/b"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("map = %v, want %v", got, want)
+	}
+	first := m["links"].([]any)[0].(map[string]any)
+	if first["title"] != "Home" || first["description"] != "About Home" {
+		t.Errorf("seed entry = %v, want its title and description", first)
+	}
+
+	status, m, _ = f.call(t, "POST", "/v2/map", acmeToken, map[string]any{"url": base + "/", "search": "DOCS", "limit": 1})
+	if got := mapURLs(t, m); status != http.StatusOK || len(got) != 1 || got[0] != base+"/docs/a" {
+		t.Errorf("map search docs limit 1 = %d %v, want [%s/docs/a]", status, got, base)
+	}
+
+	status, m, _ = f.call(t, "POST", "/v2/map", lockedToken, map[string]any{"url": base + "/"})
+	if status != http.StatusForbidden {
+		t.Errorf("map refused by policy: %d %v, want 403", status, m)
+	}
+	if e := errorOf(t, m); e["code"] != "denied" || e["decision_id"] == "" {
+		t.Errorf("map refused by policy: error %v, want denied with a decision id", e)
+	} else {
+		t.Logf("refusal: %v", e)
+	}
+
+	for _, body := range []map[string]any{
+		{"url": base + "/", "limit": 0},
+		{"url": base + "/", "limit": MaxMapLimitPlusOne},
+		{"url": base + "/", "sitemap": "only"},
+		{"url": base + "/", "serch": "x"},
+	} {
+		if status, m, _ := f.call(t, "POST", "/v2/map", acmeToken, body); status != http.StatusBadRequest {
+			t.Errorf("map %v: %d %v, want 400", body, status, m)
+		}
+	}
+}
+
+// MaxMapLimitPlusOne is one above the map's bound.
+const MaxMapLimitPlusOne = 100001
