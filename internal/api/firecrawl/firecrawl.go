@@ -91,6 +91,7 @@ func (s *server) routes() []route {
 	return []route{
 		{"POST", "/v2/scrape", s.scrape},
 		{"POST", "/v2/map", s.mapSite},
+		{"POST", "/v2/search", s.search},
 	}
 }
 

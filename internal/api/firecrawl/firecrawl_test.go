@@ -61,6 +61,21 @@ func newSite(t *testing.T) *httptest.Server {
 		case "/robots.txt":
 			http.NotFound(w, r)
 			return
+		case "/search": // a SearXNG stub: its JSON API
+			if r.URL.Query().Get("format") != "json" {
+				http.Error(w, "format", http.StatusForbidden)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"query":%q,"results":[`, r.URL.Query().Get("q"))
+			for i := 1; i <= 8; i++ {
+				if i > 1 {
+					io.WriteString(w, ",")
+				}
+				fmt.Fprintf(w, `{"url":"https://example.com/r%d","title":"Result %d","content":"Snippet %d","engine":"stub"}`, i, i, i)
+			}
+			io.WriteString(w, `]}`)
+			return
 		case "/sitemap.xml":
 			w.Header().Set("Content-Type", "application/xml")
 			fmt.Fprintf(w, `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>http://%s/docs/b</loc></url></urlset>`, r.Host)
@@ -372,3 +387,43 @@ func TestMap(t *testing.T) {
 
 // MaxMapLimitPlusOne is one above the map's bound.
 const MaxMapLimitPlusOne = 100001
+
+func TestSearch(t *testing.T) {
+	f := newFixture(t)
+	status, m, h := f.call(t, "POST", "/v2/search", acmeToken, map[string]any{"query": "airlock", "limit": 3, "origin": "js-sdk@test"})
+	if status != http.StatusOK || m["success"] != true || h.Get(api.HeaderDecision) == "" {
+		t.Fatalf("search: %d %v", status, m)
+	}
+	web, _ := m["data"].(map[string]any)["web"].([]any)
+	if len(web) != 3 {
+		t.Fatalf("web = %v, want 3 results", web)
+	}
+	first := web[0].(map[string]any)
+	for k, want := range map[string]any{"url": "https://example.com/r1", "title": "Result 1", "description": "Snippet 1", "position": float64(1)} {
+		if first[k] != want {
+			t.Errorf("web[0].%s = %v, want %v", k, first[k], want)
+		}
+	}
+	// The default is Firecrawl's 5.
+	_, m, _ = f.call(t, "POST", "/v2/search", acmeToken, map[string]any{"query": "airlock"})
+	if web, _ := m["data"].(map[string]any)["web"].([]any); len(web) != DefaultSearchLimit {
+		t.Errorf("default limit: %d results, want %d", len(web), DefaultSearchLimit)
+	}
+	for _, c := range []struct {
+		body   map[string]any
+		reason string
+	}{
+		{map[string]any{"query": "x", "sources": []any{"news"}}, "unsupported"},
+		{map[string]any{"query": "x", "scrapeOptions": map[string]any{"formats": []string{"markdown"}}}, "unsupported"},
+		{map[string]any{"query": "x", "limit": 1_000_000}, "limit"},
+		{map[string]any{"query": ""}, "body"},
+	} {
+		status, m, _ := f.call(t, "POST", "/v2/search", acmeToken, c.body)
+		if e := errorOf(t, m); status != http.StatusBadRequest || e["reason"] != c.reason {
+			t.Errorf("search %v: %d %v, want 400 reason %s", c.body, status, e, c.reason)
+		}
+	}
+}
+
+// DefaultSearchLimit is Firecrawl's default result count.
+const DefaultSearchLimit = 5
