@@ -92,6 +92,9 @@ func (s *server) routes() []route {
 		{"POST", "/v2/scrape", s.scrape},
 		{"POST", "/v2/map", s.mapSite},
 		{"POST", "/v2/search", s.search},
+		{"POST", "/v2/crawl", s.startCrawl},
+		{"GET", "/v2/crawl/{id}", s.crawlStatus},
+		{"DELETE", "/v2/crawl/{id}", s.cancelCrawl},
 	}
 }
 

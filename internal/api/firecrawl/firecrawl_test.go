@@ -61,6 +61,12 @@ func newSite(t *testing.T) *httptest.Server {
 		case "/robots.txt":
 			http.NotFound(w, r)
 			return
+		case "/slow": // answers when the client gives up (a hang guard bounds it)
+			select {
+			case <-r.Context().Done():
+			case <-time.After(30 * time.Second):
+			}
+			return
 		case "/search": // a SearXNG stub: its JSON API
 			if r.URL.Query().Get("format") != "json" {
 				http.Error(w, "format", http.StatusForbidden)
@@ -427,3 +433,115 @@ func TestSearch(t *testing.T) {
 
 // DefaultSearchLimit is Firecrawl's default result count.
 const DefaultSearchLimit = 5
+
+// waitCrawl polls a crawl until it leaves scraping (a hang guard bounds
+// it) and returns the last status answer.
+func (f *fixture) waitCrawl(t *testing.T, token, id string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status, m, _ := f.call(t, "GET", "/v2/crawl/"+id, token, nil)
+		if status != http.StatusOK {
+			t.Fatalf("crawl status: %d %v", status, m)
+		}
+		if m["status"] != "scraping" {
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("crawl %s still scraping after 30s: %v", id, m)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestCrawl(t *testing.T) {
+	f := newFixture(t, func(c *engine.Config) {
+		acme := c.Tenants["acme"]
+		acme.Limits = engine.CeilingsConfig{ListLimit: 2} // pages of two results: next is exercised
+		c.Tenants["acme"] = acme
+	})
+	base := f.site.URL
+	status, m, _ := f.call(t, "POST", "/v2/crawl", acmeToken, map[string]any{
+		"url": base + "/", "limit": 10, "maxDiscoveryDepth": 2, "sitemap": "skip",
+		"scrapeOptions": map[string]any{"formats": []string{"markdown", "links"}}, "origin": "js-sdk@test",
+	})
+	if status != http.StatusOK || m["success"] != true {
+		t.Fatalf("start crawl: %d %v", status, m)
+	}
+	id, _ := m["id"].(string)
+	if id == "" || m["url"] != f.api.URL+"/v2/crawl/"+id {
+		t.Errorf("start crawl: id %q url %v", id, m["url"])
+	}
+	first := f.waitCrawl(t, acmeToken, id)
+	if first["status"] != "completed" || first["completed"] != float64(5) || first["total"] != float64(5) {
+		t.Errorf("crawl status = %v, want completed 5 of 5", first)
+	}
+	// Follow next (an absolute URL) to the end: every page once.
+	seen := map[string]bool{}
+	m = first
+	for hops := 0; ; hops++ {
+		for _, d := range m["data"].([]any) {
+			meta := d.(map[string]any)["metadata"].(map[string]any)
+			u := meta["url"].(string)
+			if seen[u] {
+				t.Errorf("page %s twice", u)
+			}
+			seen[u] = true
+			if md, _ := d.(map[string]any)["markdown"].(string); !strings.Contains(md, "main content") {
+				t.Errorf("page %s: markdown %q", u, md)
+			}
+		}
+		next, _ := m["next"].(string)
+		if next == "" {
+			break
+		}
+		if hops > 5 {
+			t.Fatalf("next never ends: %v", next)
+		}
+		if !strings.HasPrefix(next, f.api.URL+"/v2/crawl/"+id+"?skip=") {
+			t.Fatalf("next = %q, want this job's URL with skip", next)
+		}
+		_, m, _ = f.call(t, "GET", next, acmeToken, nil)
+	}
+	if len(seen) != 5 {
+		t.Errorf("pages = %v, want the site's 5", seen)
+	}
+
+	// Another tenant's job is not found; an unknown one too.
+	if status, m, _ := f.call(t, "GET", "/v2/crawl/"+id, lockedToken, nil); status != http.StatusNotFound {
+		t.Errorf("other tenant's job: %d %v, want 404", status, m)
+	}
+	for _, body := range []map[string]any{
+		{"url": base + "/", "includePaths": []string{"^/docs/"}},
+		{"url": base + "/", "allowExternalLinks": true},
+		{"url": base + "/", "prompt": "crawl the docs"},
+		{"url": base + "/", "scrapeOptions": map[string]any{"formats": []string{"rawHtml"}}},
+		{"url": base + "/", "scrapeOptions": map[string]any{"formats": []string{"json"}}},
+		{"url": base + "/", "webhook": "https://example.com/hook"},
+		{"url": base + "/", "limit": 1_000_000},
+		{"url": base + "/", "maxDiscoveryDepth": 1_000_000},
+	} {
+		if status, m, _ := f.call(t, "POST", "/v2/crawl", acmeToken, body); status != http.StatusBadRequest {
+			t.Errorf("crawl %v: %d %v, want 400", body, status, m)
+		}
+	}
+}
+
+func TestCrawlCancel(t *testing.T) {
+	f := newFixture(t)
+	status, m, _ := f.call(t, "POST", "/v2/crawl", acmeToken, map[string]any{"url": f.site.URL + "/slow", "sitemap": "skip"})
+	if status != http.StatusOK {
+		t.Fatalf("start crawl: %d %v", status, m)
+	}
+	id := m["id"].(string)
+	status, m, _ = f.call(t, "DELETE", "/v2/crawl/"+id, acmeToken, nil)
+	if status != http.StatusOK || m["status"] != "cancelled" {
+		t.Fatalf("cancel: %d %v, want 200 cancelled", status, m)
+	}
+	if m := f.waitCrawl(t, acmeToken, id); m["status"] != "cancelled" {
+		t.Errorf("after cancel: %v", m)
+	}
+	if status, _, _ := f.call(t, "DELETE", "/v2/crawl/01ARZ3NDEKTSV4RRFFQ69G5FAV", acmeToken, nil); status != http.StatusNotFound {
+		t.Errorf("cancel unknown job: %d, want 404", status)
+	}
+}
