@@ -127,9 +127,15 @@ type CrawlRequest struct {
 	// Delay is the least time between two requests to one origin. It
 	// lengthens robots.txt's Crawl-delay, never shortens it; 0: none but
 	// Crawl-delay's. An origin with a delay takes one request at a time.
-	Delay        Duration   `json:"delay,omitempty"`
-	Extract      string     `json:"extract,omitempty"` // full (default) or none
-	Subdomains   bool       `json:"subdomains,omitempty"`
+	Delay      Duration `json:"delay,omitempty"`
+	Extract    string   `json:"extract,omitempty"` // full (default) or none
+	Subdomains bool     `json:"subdomains,omitempty"`
+	// IncludePaths and ExcludePaths are regular expressions (RE2) on the
+	// path of each discovered URL (links and sitemap entries, not the
+	// seed): with IncludePaths, only a path one of them matches is
+	// followed; a path an ExcludePaths entry matches never is.
+	IncludePaths []string   `json:"include_paths,omitempty"`
+	ExcludePaths []string   `json:"exclude_paths,omitempty"`
 	IgnoreRobots bool       `json:"ignore_robots,omitempty"` // audited; only for tenants with allow_ignore_robots
 	Sitemap      bool       `json:"sitemap,omitempty"`       // seed from /sitemap.xml too
 	TLSProfile   string     `json:"tls_profile,omitempty"`   // "": go; chrome is audited

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -119,6 +120,56 @@ type options struct {
 	subdomains  bool
 	ignore      bool // robots.txt
 	sitemap     bool
+	include     []*regexp.Regexp // include_paths; none: every path
+	exclude     []*regexp.Regexp // exclude_paths
+}
+
+// Bounds of CrawlRequest.IncludePaths and ExcludePaths.
+const (
+	MaxPathPatterns  = 100  // patterns in each list
+	MaxPathPatternLn = 1000 // bytes in one pattern
+)
+
+// pathAllowed reports whether include_paths and exclude_paths let a
+// discovered URL with this path be followed.
+func (o *options) pathAllowed(path string) bool {
+	if path == "" {
+		path = "/"
+	}
+	for _, re := range o.exclude {
+		if re.MatchString(path) {
+			return false
+		}
+	}
+	if len(o.include) == 0 {
+		return true
+	}
+	for _, re := range o.include {
+		if re.MatchString(path) {
+			return true
+		}
+	}
+	return false
+}
+
+// compilePaths compiles a list of path patterns (RE2: linear time in the
+// path, whatever the pattern).
+func compilePaths(field string, pats []string) ([]*regexp.Regexp, error) {
+	if len(pats) > MaxPathPatterns {
+		return nil, invalid("%s: %d patterns, at most %d", field, len(pats), MaxPathPatterns)
+	}
+	var out []*regexp.Regexp
+	for _, p := range pats {
+		if len(p) > MaxPathPatternLn {
+			return nil, invalid("%s: a pattern of %d bytes, at most %d", field, len(p), MaxPathPatternLn)
+		}
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, invalid("%s %q: %v", field, p, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
 }
 
 func invalid(format string, args ...any) error {
@@ -148,6 +199,12 @@ func ValidateRequest(req airlock.CrawlRequest) error {
 	default:
 		return invalid("extract %q: want %q or %q", req.Extract, airlock.ExtractFull, airlock.ExtractNone)
 	}
+	if _, err := compilePaths("include_paths", req.IncludePaths); err != nil {
+		return err
+	}
+	if _, err := compilePaths("exclude_paths", req.ExcludePaths); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -167,6 +224,8 @@ func newOptions(cfg Config, req airlock.CrawlRequest) (options, error) {
 	if req.Seed != "" {
 		o.seed, _ = Normalize(req.Seed) // ValidateRequest checked it
 	}
+	o.include, _ = compilePaths("include_paths", req.IncludePaths) // ValidateRequest checked them
+	o.exclude, _ = compilePaths("exclude_paths", req.ExcludePaths)
 	if o.extract == "" {
 		o.extract = airlock.ExtractFull
 	}
@@ -1200,6 +1259,8 @@ func (r *run) enqueue(base *url.URL, links []string, depth int) error {
 		switch {
 		case !r.scope.contains(hostOf(u)):
 			skip = ReasonOffHost
+		case !r.opt.pathAllowed(u.EscapedPath()):
+			skip = ReasonPath
 		case r.opt.depth != Unlimited && depth > r.opt.depth:
 			skip = ReasonDepth
 		case r.limit.Load():

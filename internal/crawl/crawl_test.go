@@ -120,6 +120,42 @@ func TestMaxPagesCountsOnlySuccesses(t *testing.T) {
 	}
 }
 
+// TestPathFilters: include_paths and exclude_paths decide which
+// discovered links and sitemap entries are followed; the seed is fetched
+// whatever they say, and a left-out URL is skipped with reason path.
+func TestPathFilters(t *testing.T) {
+	s := newSite(t, map[string]resp{
+		"/":               page("root", "/docs/a", "/docs/private/x", "/blog/b", "/about"),
+		"/docs/a":         page("a", "/docs/b", "/blog/c"),
+		"/docs/b":         page("b"),
+		"/docs/private/x": page("x"),
+		"/blog/b":         page("blog b"),
+		"/blog/c":         page("blog c"),
+		"/about":          page("about"),
+	})
+	c := crawlSite(t, s, airlock.CrawlRequest{Seed: s.URL("/"), Depth: Unlimited,
+		IncludePaths: []string{"^/docs/"}, ExcludePaths: []string{"/private/"}})
+	var got []string
+	for _, p := range c.pages {
+		got = append(got, strings.TrimPrefix(p.URL, s.URL("")))
+	}
+	slices.Sort(got)
+	if want := []string{"/", "/docs/a", "/docs/b"}; !slices.Equal(got, want) {
+		t.Errorf("pages = %q, want %q", got, want)
+	}
+	skipped := c.skipped(ReasonPath)
+	slices.Sort(skipped)
+	want := []string{s.URL("/about"), s.URL("/blog/b"), s.URL("/blog/c"), s.URL("/docs/private/x")}
+	if !slices.Equal(skipped, want) {
+		t.Errorf("skipped for path = %q, want %q", skipped, want)
+	}
+	for _, p := range s.paths() {
+		if strings.HasPrefix(p, "/blog/") || p == "/about" || strings.Contains(p, "private") {
+			t.Errorf("%s was fetched though the path filters leave it out", p)
+		}
+	}
+}
+
 func TestScope(t *testing.T) {
 	pages := map[string]resp{
 		"www.site.test/": page("www", "http://blog.site.test/", "http://site.test/", "http://evil-site.test/",
@@ -834,6 +870,10 @@ func TestInvalidRequests(t *testing.T) {
 		{name: "depth", cfg: Config{Doer: d, Page: linkPage}, req: airlock.CrawlRequest{Seed: "http://a.test/", Depth: -2}},
 		{name: "max pages", cfg: Config{Doer: d, Page: linkPage}, req: airlock.CrawlRequest{Seed: "http://a.test/", MaxPages: -1}},
 		{name: "extract", cfg: Config{Doer: d, Page: linkPage}, req: airlock.CrawlRequest{Seed: "http://a.test/", Extract: "some"}},
+		{name: "include pattern", cfg: Config{Doer: d, Page: linkPage}, req: airlock.CrawlRequest{Seed: "http://a.test/", IncludePaths: []string{"^/docs/("}}},
+		{name: "exclude pattern", cfg: Config{Doer: d, Page: linkPage}, req: airlock.CrawlRequest{Seed: "http://a.test/", ExcludePaths: []string{"[z-a]"}}},
+		{name: "too many patterns", cfg: Config{Doer: d, Page: linkPage}, req: airlock.CrawlRequest{Seed: "http://a.test/", ExcludePaths: make([]string, MaxPathPatterns+1)}},
+		{name: "long pattern", cfg: Config{Doer: d, Page: linkPage}, req: airlock.CrawlRequest{Seed: "http://a.test/", IncludePaths: []string{strings.Repeat("a", MaxPathPatternLn+1)}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ const (
 	ReasonTimeout     = "timeout"      // the per-page timeout passed
 	ReasonOffHost     = "off_host"     // a link outside the seed's host (or its subdomains)
 	ReasonDepth       = "depth"        // a link deeper than the depth limit
+	ReasonPath        = "path"         // a link whose path include_paths or exclude_paths leave out
 	ReasonType        = "type"         // the page function refused its content type
 	ReasonDuplicate   = "duplicate"    // a listed URL that was already listed (after Normalize)
 	ReasonLimit       = "limit"        // not fetched: the page limit was reached
