@@ -45,15 +45,13 @@ func isTrue(b *bool) bool { return b != nil && *b }
 // what Airlock's crawler cannot do. Numeric fields reach the engine as
 // they are: its limits ceilings refuse values above them.
 func (c *crawlRequest) request() (airlock.CrawlRequest, error) {
-	req := airlock.CrawlRequest{Seed: c.URL, Sitemap: true,
+	req := airlock.CrawlRequest{Seed: c.URL, Sitemap: true, IncludePaths: c.IncludePaths, ExcludePaths: c.ExcludePaths,
 		Subdomains: isTrue(c.AllowSubdomains), IgnoreRobots: isTrue(c.IgnoreRobotsTxt)}
 	switch {
 	case strings.TrimSpace(c.URL) == "":
 		return req, badRequest("Bad Request: url is required")
 	case c.Prompt != nil && *c.Prompt != "":
 		return req, unsupported("prompt is not supported: Airlock runs no model")
-	case len(c.IncludePaths) > 0 || len(c.ExcludePaths) > 0:
-		return req, unsupported("includePaths and excludePaths are not supported yet: Airlock's crawler has no path filter")
 	case isTrue(c.AllowExternalLinks):
 		return req, unsupported("allowExternalLinks is not supported: Airlock crawls the seed's host (and, with allowSubdomains, its subdomains)")
 	case isTrue(c.IgnoreQueryParameters):

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -512,7 +513,7 @@ func TestCrawl(t *testing.T) {
 		t.Errorf("other tenant's job: %d %v, want 404", status, m)
 	}
 	for _, body := range []map[string]any{
-		{"url": base + "/", "includePaths": []string{"^/docs/"}},
+		{"url": base + "/", "includePaths": []string{"^/docs/("}},
 		{"url": base + "/", "allowExternalLinks": true},
 		{"url": base + "/", "prompt": "crawl the docs"},
 		{"url": base + "/", "scrapeOptions": map[string]any{"formats": []string{"rawHtml"}}},
@@ -524,6 +525,27 @@ func TestCrawl(t *testing.T) {
 		if status, m, _ := f.call(t, "POST", "/v2/crawl", acmeToken, body); status != http.StatusBadRequest {
 			t.Errorf("crawl %v: %d %v, want 400", body, status, m)
 		}
+	}
+}
+
+// TestCrawlPaths: includePaths and excludePaths are regular expressions
+// on the path of discovered URLs; the seed is crawled whatever they say.
+func TestCrawlPaths(t *testing.T) {
+	f := newFixture(t)
+	status, m, _ := f.call(t, "POST", "/v2/crawl", acmeToken, map[string]any{
+		"url": f.site.URL + "/", "includePaths": []string{"^/docs/", "^/blog/"}, "excludePaths": []string{"^/blog/y$"},
+	})
+	if status != http.StatusOK {
+		t.Fatalf("start crawl: %d %v", status, m)
+	}
+	m = f.waitCrawl(t, acmeToken, m["id"].(string))
+	var got []string
+	for _, d := range m["data"].([]any) {
+		got = append(got, strings.TrimPrefix(d.(map[string]any)["metadata"].(map[string]any)["url"].(string), f.site.URL))
+	}
+	slices.Sort(got)
+	if want := []string{"/", "/blog/x", "/docs/a", "/docs/b"}; !slices.Equal(got, want) {
+		t.Errorf("crawled %q, want %q", got, want)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,7 +162,20 @@ func runSDK(t *testing.T) {
 	if crawled.Status != "completed" || crawled.Completed != 5 || len(crawled.Data) != 5 {
 		t.Errorf("crawl through the SDK = %s %d pages, %d documents; want completed, 5", crawled.Status, crawled.Completed, len(crawled.Data))
 	}
-	failed("crawlPaths", http.StatusBadRequest, "invalid")
+	var paths struct {
+		Status string
+		Data   []struct{ Metadata map[string]any }
+	}
+	ok("crawlPaths", &paths)
+	var urls []string
+	for _, d := range paths.Data {
+		u, _ := d.Metadata["url"].(string)
+		urls = append(urls, strings.TrimPrefix(u, f.site.URL))
+	}
+	slices.Sort(urls)
+	if want := []string{"/", "/docs/a"}; paths.Status != "completed" || !slices.Equal(urls, want) {
+		t.Errorf("crawl with includePaths ^/docs/ and excludePaths /b$ through the SDK = %s %q, want completed %q", paths.Status, urls, want)
+	}
 
 	var cancelled struct {
 		Cancelled bool

@@ -32,7 +32,9 @@ out.scrapeSummary = await attempt(() => app.scrape(`${site}/docs/a`, { formats: 
 out.map = await attempt(() => app.map(`${site}/`, { limit: 100 }));
 out.search = await attempt(() => app.search("airlock", { limit: 3 }));
 out.crawl = await attempt(() => app.crawl(`${site}/`, { limit: 10, sitemap: "skip", pollInterval: 1, timeout: 60 }));
-out.crawlPaths = await attempt(() => app.startCrawl(`${site}/`, { includePaths: ["^/docs/"] }));
+out.crawlPaths = await attempt(() =>
+  app.crawl(`${site}/`, { includePaths: ["^/docs/"], excludePaths: ["/b$"], sitemap: "skip", pollInterval: 1, timeout: 60 }),
+);
 out.cancel = await attempt(async () => {
   const started = await app.startCrawl(`${site}/slow`, { sitemap: "skip" });
   const cancelled = await app.cancelCrawl(started.id);
