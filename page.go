@@ -112,6 +112,11 @@ type FetchRequest struct {
 	Proxy      string     `json:"proxy,omitempty"`       // an operator-configured upstream proxy name
 	Cache      bool       `json:"cache,omitempty"`
 	Narrow     *Narrowing `json:"narrow,omitempty"`
+	// ErrorPages returns a page answered with a status outside 2xx as a
+	// Page with that Status (its content extracted) instead of an
+	// upstream http_status error. Providers that cannot see the page of
+	// an error status still return the error.
+	ErrorPages bool `json:"error_pages,omitempty"`
 }
 
 // CrawlRequest asks for many pages: URLs fetched concurrently, or Seed

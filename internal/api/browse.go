@@ -59,10 +59,11 @@ type fetchOptions struct {
 	Proxy      string             `json:"proxy,omitempty"`
 	Cache      bool               `json:"cache,omitempty"`
 	Narrow     *airlock.Narrowing `json:"narrow,omitempty"`
+	ErrorPages bool               `json:"error_pages,omitempty"`
 }
 
 func (o fetchOptions) request(url string) airlock.FetchRequest {
-	return airlock.FetchRequest{URL: url, Provider: o.Provider, TLSProfile: o.TLSProfile, Proxy: o.Proxy, Cache: o.Cache, Narrow: o.Narrow}
+	return airlock.FetchRequest{URL: url, Provider: o.Provider, TLSProfile: o.TLSProfile, Proxy: o.Proxy, Cache: o.Cache, Narrow: o.Narrow, ErrorPages: o.ErrorPages}
 }
 
 // crawlOptions are the options of a crawl: airlock.CrawlRequest without

@@ -242,6 +242,27 @@ func TestScrapeFormats(t *testing.T) {
 	}
 }
 
+// TestScrapeErrorPage: a page answered 404 is a document with its
+// statusCode and content, as Firecrawl gives it.
+func TestScrapeErrorPage(t *testing.T) {
+	f := newFixture(t)
+	status, m, _ := f.call(t, "POST", "/v2/scrape", acmeToken, map[string]any{"url": f.site.URL + "/missing", "formats": []string{"markdown", "rawHtml"}})
+	if status != http.StatusOK || m["success"] != true {
+		t.Fatalf("scrape of a 404 page: %d %v, want a document", status, m)
+	}
+	data := m["data"].(map[string]any)
+	meta := data["metadata"].(map[string]any)
+	if meta["statusCode"] != float64(404) || meta["title"] != "Not here" {
+		t.Errorf("metadata = %v, want statusCode 404 and the page's title", meta)
+	}
+	if md, _ := data["markdown"].(string); !strings.Contains(md, "main content") {
+		t.Errorf("markdown = %q, want the 404 page's content", md)
+	}
+	if raw, _ := data["rawHtml"].(string); !strings.Contains(raw, "<title>Not here</title>") {
+		t.Errorf("rawHtml = %q, want the 404 page as served", raw)
+	}
+}
+
 func TestScrapeRefusals(t *testing.T) {
 	f := newFixture(t)
 	url := f.site.URL + "/"

@@ -213,7 +213,8 @@ func (s *server) scrape(w http.ResponseWriter, r *http.Request, p airlock.Princi
 		return err
 	}
 	defer cancel()
-	fr := airlock.FetchRequest{URL: req.URL, Cache: req.cache()}
+	// Firecrawl answers a 404 page as a document with its statusCode.
+	fr := airlock.FetchRequest{URL: req.URL, Cache: req.cache(), ErrorPages: true}
 	var d document
 	var decision string
 	if fs[formatMarkdown] || fs[formatLinks] {

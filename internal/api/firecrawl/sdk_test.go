@@ -132,6 +132,14 @@ func runSDK(t *testing.T) {
 		scrape.Metadata["statusCode"] != float64(200) || scrape.Metadata["sourceURL"] != f.site.URL+"/docs/a" || scrape.Metadata["title"] != "Doc A" {
 		t.Errorf("scrape through the SDK = %+v", scrape)
 	}
+	var notFound struct {
+		Markdown string
+		Metadata map[string]any
+	}
+	ok("scrape404", &notFound)
+	if notFound.Metadata["statusCode"] != float64(404) || !strings.Contains(notFound.Markdown, "main content") {
+		t.Errorf("scrape of a 404 page through the SDK = %+v, want its content with statusCode 404", notFound)
+	}
 	failed("scrapeSummary", http.StatusBadRequest, "invalid")
 
 	var mapped struct {

@@ -28,6 +28,10 @@ out.scrape = await attempt(async () => {
   const d = await app.scrape(`${site}/docs/a`, { formats: ["markdown", "links", "rawHtml"] });
   return { markdown: d.markdown, links: d.links, rawHtml: d.rawHtml, metadata: d.metadata, html: d.html ?? null };
 });
+out.scrape404 = await attempt(async () => {
+  const d = await app.scrape(`${site}/missing`, { formats: ["markdown"] });
+  return { markdown: d.markdown, metadata: d.metadata };
+});
 out.scrapeSummary = await attempt(() => app.scrape(`${site}/docs/a`, { formats: ["summary"] }));
 out.map = await attempt(() => app.map(`${site}/`, { limit: 100 }));
 out.search = await attempt(() => app.search("airlock", { limit: 3 }));
