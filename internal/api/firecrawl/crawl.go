@@ -193,6 +193,17 @@ func (s *server) startCrawl(w http.ResponseWriter, r *http.Request, p airlock.Pr
 // after ?skip=N, a page of results at a time; next is the URL of the
 // following page of results while one may follow.
 func (s *server) crawlStatus(w http.ResponseWriter, r *http.Request, p airlock.Principal) error {
+	return s.jobStatus(w, r, p, "/v2/crawl/")
+}
+
+// batchStatus serves GET /v2/batch/scrape/{id}, as crawlStatus.
+func (s *server) batchStatus(w http.ResponseWriter, r *http.Request, p airlock.Principal) error {
+	return s.jobStatus(w, r, p, "/v2/batch/scrape/")
+}
+
+// jobStatus answers the status of a crawl job; prefix is the route of
+// the next URL.
+func (s *server) jobStatus(w http.ResponseWriter, r *http.Request, p airlock.Principal, prefix string) error {
 	skip := 0
 	for k, v := range r.URL.Query() {
 		if k != "skip" || len(v) != 1 {
@@ -235,7 +246,7 @@ func (s *server) crawlStatus(w http.ResponseWriter, r *http.Request, p airlock.P
 		resp.Data = append(resp.Data, pageDocument(jp.Page, src, fs))
 	}
 	if len(pages) == limit && limit > 0 {
-		next := baseURL(r) + "/v2/crawl/" + url.PathEscape(id) + "?skip=" + strconv.Itoa(pages[len(pages)-1].Seq)
+		next := baseURL(r) + prefix + url.PathEscape(id) + "?skip=" + strconv.Itoa(pages[len(pages)-1].Seq)
 		resp.Next = &next
 	}
 	writeJSON(w, http.StatusOK, resp)

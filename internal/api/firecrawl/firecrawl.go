@@ -95,6 +95,9 @@ func (s *server) routes() []route {
 		{"POST", "/v2/crawl", s.startCrawl},
 		{"GET", "/v2/crawl/{id}", s.crawlStatus},
 		{"DELETE", "/v2/crawl/{id}", s.cancelCrawl},
+		{"POST", "/v2/batch/scrape", s.startBatch},
+		{"GET", "/v2/batch/scrape/{id}", s.batchStatus},
+		{"DELETE", "/v2/batch/scrape/{id}", s.cancelCrawl},
 	}
 }
 
@@ -109,7 +112,7 @@ func Routes() []string {
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, pattern := s.mux.Handler(r); pattern == "" {
-		writeError(w, airlock.Errorf(airlock.CodeNotFound, reasonRoute, "no Firecrawl route %s %s: Airlock serves /v2/scrape, /v2/map, /v2/search and /v2/crawl", r.Method, r.URL.Path))
+		writeError(w, airlock.Errorf(airlock.CodeNotFound, reasonRoute, "no Firecrawl route %s %s: Airlock serves /v2/scrape, /v2/map, /v2/search, /v2/crawl and /v2/batch/scrape", r.Method, r.URL.Path))
 		return
 	}
 	s.mux.ServeHTTP(w, r)

@@ -588,3 +588,49 @@ func TestCrawlCancel(t *testing.T) {
 		t.Errorf("cancel unknown job: %d, want 404", status)
 	}
 }
+
+func TestBatchScrape(t *testing.T) {
+	f := newFixture(t)
+	base := f.site.URL
+	status, m, _ := f.call(t, "POST", "/v2/batch/scrape", acmeToken, map[string]any{
+		"urls": []string{base + "/docs/a", base + "/blog/x", "not a url"}, "formats": []string{"markdown"},
+		"ignoreInvalidURLs": true, "origin": "js-sdk@test",
+	})
+	if status != http.StatusOK || m["success"] != true {
+		t.Fatalf("batch scrape: %d %v", status, m)
+	}
+	id, _ := m["id"].(string)
+	if m["url"] != f.api.URL+"/v2/batch/scrape/"+id {
+		t.Errorf("url = %v", m["url"])
+	}
+	if inv, _ := m["invalidURLs"].([]any); len(inv) != 1 || inv[0] != "not a url" {
+		t.Errorf("invalidURLs = %v", m["invalidURLs"])
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status, m, _ = f.call(t, "GET", "/v2/batch/scrape/"+id, acmeToken, nil)
+		if status != http.StatusOK || m["status"] != "scraping" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var got []string
+	for _, d := range m["data"].([]any) {
+		got = append(got, strings.TrimPrefix(d.(map[string]any)["metadata"].(map[string]any)["url"].(string), base))
+	}
+	slices.Sort(got)
+	// A list follows no links: exactly the two URLs.
+	if want := []string{"/blog/x", "/docs/a"}; m["status"] != "completed" || !slices.Equal(got, want) {
+		t.Errorf("batch status = %v %q, want completed %q", m["status"], got, want)
+	}
+	for _, body := range []map[string]any{
+		{"urls": []string{base + "/", "not a url"}},
+		{"urls": []string{}},
+		{"urls": []string{base + "/"}, "formats": []string{"rawHtml"}},
+		{"urls": []string{base + "/"}, "webhook": "https://example.com/hook"},
+	} {
+		if status, m, _ := f.call(t, "POST", "/v2/batch/scrape", acmeToken, body); status != http.StatusBadRequest {
+			t.Errorf("batch %v: %d %v, want 400", body, status, m)
+		}
+	}
+}

@@ -185,6 +185,16 @@ func runSDK(t *testing.T) {
 		t.Errorf("crawl with includePaths ^/docs/ and excludePaths /b$ through the SDK = %s %q, want completed %q", paths.Status, urls, want)
 	}
 
+	var batch struct {
+		Status    string
+		Completed int
+		Data      []struct{ Markdown string }
+	}
+	ok("batch", &batch)
+	if batch.Status != "completed" || batch.Completed != 2 || len(batch.Data) != 2 || !strings.Contains(batch.Data[0].Markdown, "main content") {
+		t.Errorf("batch scrape through the SDK = %+v, want 2 documents", batch)
+	}
+
 	var cancelled struct {
 		Cancelled bool
 		Status    string

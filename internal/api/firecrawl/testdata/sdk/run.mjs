@@ -39,6 +39,9 @@ out.crawl = await attempt(() => app.crawl(`${site}/`, { limit: 10, sitemap: "ski
 out.crawlPaths = await attempt(() =>
   app.crawl(`${site}/`, { includePaths: ["^/docs/"], excludePaths: ["/b$"], sitemap: "skip", pollInterval: 1, timeout: 60 }),
 );
+out.batch = await attempt(() =>
+  app.batchScrape([`${site}/docs/a`, `${site}/blog/x`], { options: { formats: ["markdown"] }, pollInterval: 1, timeout: 60 }),
+);
 out.cancel = await attempt(async () => {
   const started = await app.startCrawl(`${site}/slow`, { sitemap: "skip" });
   const cancelled = await app.cancelCrawl(started.id);
