@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlockhq/airlock"
 )
 
 // sdkDir holds the pinned official Firecrawl JS SDK (package.json and
@@ -206,4 +208,29 @@ func runSDK(t *testing.T) {
 
 	failed("refused", http.StatusForbidden, "denied")
 	failed("unauthorized", http.StatusUnauthorized, "denied")
+
+	// Every call is in the audit log under the tenant that made it.
+	if err := f.en.FlushAudit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	brokers := func(tenant, outcome string) map[string]bool {
+		recs, err := f.en.AuditQuery(context.Background(), airlock.AuditQuery{Principal: tenant, Outcome: outcome, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, r := range recs {
+			out[r.Broker] = true
+		}
+		return out
+	}
+	acme := brokers("acme", "allow")
+	for _, b := range []string{"fetch", "crawl", "search"} {
+		if !acme[b] {
+			t.Errorf("no allowed %s decision of tenant acme in the audit log: %v", b, acme)
+		}
+	}
+	if locked := brokers("locked", "deny"); !locked["fetch"] {
+		t.Errorf("the refused scrape is not in the audit log as tenant locked's denied fetch: %v", locked)
+	}
 }
