@@ -139,8 +139,12 @@ type CrawlRequest struct {
 	// path of each discovered URL (links and sitemap entries, not the
 	// seed): with IncludePaths, only a path one of them matches is
 	// followed; a path an ExcludePaths entry matches never is.
-	IncludePaths []string   `json:"include_paths,omitempty"`
-	ExcludePaths []string   `json:"exclude_paths,omitempty"`
+	IncludePaths []string `json:"include_paths,omitempty"`
+	ExcludePaths []string `json:"exclude_paths,omitempty"`
+	// External follows links to other hosts too (a seed crawl otherwise
+	// stays on the seed's host); each is decided by the policy when it is
+	// fetched, and a refused one is skipped (reason policy), not fetched.
+	External     bool       `json:"external,omitempty"`
 	IgnoreRobots bool       `json:"ignore_robots,omitempty"` // audited; only for tenants with allow_ignore_robots
 	Sitemap      bool       `json:"sitemap,omitempty"`       // seed from /sitemap.xml too
 	TLSProfile   string     `json:"tls_profile,omitempty"`   // "": go; chrome is audited

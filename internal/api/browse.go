@@ -79,6 +79,7 @@ type crawlOptions struct {
 	Subdomains         bool               `json:"subdomains,omitempty"`
 	IncludePaths       []string           `json:"include_paths,omitempty"`
 	ExcludePaths       []string           `json:"exclude_paths,omitempty"`
+	External           bool               `json:"external,omitempty"`
 	IgnoreRobots       bool               `json:"ignore_robots,omitempty"`
 	Sitemap            bool               `json:"sitemap,omitempty"`
 	TLSProfile         string             `json:"tls_profile,omitempty"`
@@ -91,7 +92,7 @@ type crawlOptions struct {
 func (o crawlOptions) request(seed string, urls []string) airlock.CrawlRequest {
 	return airlock.CrawlRequest{URLs: urls, Seed: seed, Depth: o.Depth, MaxPages: o.MaxPages, Concurrency: o.Concurrency,
 		PerHostConcurrency: o.PerHostConcurrency, Timeout: time.Duration(o.Timeout), Delay: time.Duration(o.Delay), Extract: o.Extract, Subdomains: o.Subdomains,
-		IncludePaths: o.IncludePaths, ExcludePaths: o.ExcludePaths, IgnoreRobots: o.IgnoreRobots, Sitemap: o.Sitemap, TLSProfile: o.TLSProfile, Provider: o.Provider, Proxy: o.Proxy,
+		IncludePaths: o.IncludePaths, ExcludePaths: o.ExcludePaths, External: o.External, IgnoreRobots: o.IgnoreRobots, Sitemap: o.Sitemap, TLSProfile: o.TLSProfile, Provider: o.Provider, Proxy: o.Proxy,
 		Cache: o.Cache, Narrow: o.Narrow}
 }
 

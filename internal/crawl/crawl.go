@@ -120,6 +120,7 @@ type options struct {
 	subdomains  bool
 	ignore      bool // robots.txt
 	sitemap     bool
+	external    bool             // follow links to any host
 	include     []*regexp.Regexp // include_paths; none: every path
 	exclude     []*regexp.Regexp // exclude_paths
 }
@@ -213,7 +214,7 @@ func newOptions(cfg Config, req airlock.CrawlRequest) (options, error) {
 		depth: req.Depth, maxPages: req.MaxPages, concurrency: req.Concurrency,
 		perHost: req.PerHostConcurrency, timeout: req.Timeout, delay: req.Delay, extract: req.Extract,
 		ua: cfg.UserAgent, tls: req.TLSProfile, subdomains: req.Subdomains,
-		ignore: req.IgnoreRobots, sitemap: req.Sitemap,
+		ignore: req.IgnoreRobots, sitemap: req.Sitemap, external: req.External,
 	}
 	if cfg.Doer == nil || cfg.Page == nil {
 		return o, invalid("a Doer and a page function are required")
@@ -451,6 +452,7 @@ func (r *run) seedFrontier() error {
 		u, _ := url.Parse(r.opt.seed)
 		r.seedURL = u
 		r.scope = newScope(hostOf(u), r.opt.subdomains)
+		r.scope.external = r.opt.external
 		if r.cfg.Join {
 			return nil
 		}

@@ -156,6 +156,34 @@ func TestPathFilters(t *testing.T) {
 	}
 }
 
+// TestExternal: with External, links to other hosts are followed (each
+// fetch still goes through the Doer, which decides it).
+func TestExternal(t *testing.T) {
+	s := newSite(t, map[string]resp{
+		"www.site.test/":      page("www", "http://other.test/", "/local"),
+		"www.site.test/local": page("local"),
+		"other.test/":         page("other", "/more"),
+		"other.test/more":     page("more"),
+	})
+	d := newDoer(s, "www.site.test", "other.test")
+	defer d.close()
+	for _, external := range []bool{false, true} {
+		c := crawlWith(t, t.Context(), Config{Doer: d}, airlock.CrawlRequest{Seed: "http://www.site.test/", External: external})
+		if c.err != nil {
+			t.Fatal(c.err)
+		}
+		got := c.urls()
+		slices.Sort(got)
+		want := []string{"http://www.site.test/", "http://www.site.test/local"}
+		if external {
+			want = []string{"http://other.test/", "http://other.test/more", "http://www.site.test/", "http://www.site.test/local"}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("external %v: pages (-want +got):\n%s", external, diff)
+		}
+	}
+}
+
 func TestScope(t *testing.T) {
 	pages := map[string]resp{
 		"www.site.test/": page("www", "http://blog.site.test/", "http://site.test/", "http://evil-site.test/",

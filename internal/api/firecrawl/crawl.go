@@ -46,14 +46,13 @@ func isTrue(b *bool) bool { return b != nil && *b }
 // they are: its limits ceilings refuse values above them.
 func (c *crawlRequest) request() (airlock.CrawlRequest, error) {
 	req := airlock.CrawlRequest{Seed: c.URL, Sitemap: true, IncludePaths: c.IncludePaths, ExcludePaths: c.ExcludePaths,
+		External:   isTrue(c.AllowExternalLinks),
 		Subdomains: isTrue(c.AllowSubdomains), IgnoreRobots: isTrue(c.IgnoreRobotsTxt)}
 	switch {
 	case strings.TrimSpace(c.URL) == "":
 		return req, badRequest("Bad Request: url is required")
 	case c.Prompt != nil && *c.Prompt != "":
 		return req, unsupported("prompt is not supported: Airlock runs no model")
-	case isTrue(c.AllowExternalLinks):
-		return req, unsupported("allowExternalLinks is not supported: Airlock crawls the seed's host (and, with allowSubdomains, its subdomains)")
 	case isTrue(c.IgnoreQueryParameters):
 		return req, unsupported("ignoreQueryParameters is not supported")
 	case isTrue(c.RegexOnFullURL):
@@ -271,5 +270,49 @@ func (s *server) cancelCrawl(w http.ResponseWriter, r *http.Request, p airlock.P
 		return err
 	}
 	writeJSON(w, http.StatusOK, cancelResponse{Success: true, Status: statusOfJob(job.State)})
+	return nil
+}
+
+// crawlError is one URL a crawl did not get, with why.
+type crawlError struct {
+	ID    string `json:"id"`
+	URL   string `json:"url"`
+	Code  string `json:"code"`
+	Error string `json:"error"`
+}
+
+// crawlErrorsResponse is the answer of GET /v2/crawl/{id}/errors.
+type crawlErrorsResponse struct {
+	Success       bool         `json:"success"`
+	Errors        []crawlError `json:"errors"`
+	RobotsBlocked []string     `json:"robotsBlocked"`
+}
+
+// crawlErrors serves GET /v2/crawl/{id}/errors: the URLs the job skipped
+// (refused by the policy, failed, blocked by robots.txt), from its summary
+// once it has ended; empty while it runs. URLs left out by the crawl's
+// scope (off host, depth, paths, page limit) are not errors.
+func (s *server) crawlErrors(w http.ResponseWriter, r *http.Request, p airlock.Principal) error {
+	job, err := s.en.CrawlJob(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	resp := crawlErrorsResponse{Success: true, Errors: []crawlError{}, RobotsBlocked: []string{}}
+	if job.Summary != nil {
+		for i, sk := range job.Summary.Skipped {
+			switch sk.Reason {
+			case "robots":
+				resp.RobotsBlocked = append(resp.RobotsBlocked, sk.URL)
+			case "off_host", "depth", "path", "limit", "duplicate", "truncated":
+			default:
+				msg := sk.Reason
+				if sk.Detail != "" {
+					msg += ": " + sk.Detail
+				}
+				resp.Errors = append(resp.Errors, crawlError{ID: job.ID + "-" + strconv.Itoa(i), URL: sk.URL, Code: sk.Reason, Error: msg})
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, resp)
 	return nil
 }

@@ -95,6 +95,7 @@ func (s *server) routes() []route {
 		{"POST", "/v2/crawl", s.startCrawl},
 		{"GET", "/v2/crawl/{id}", s.crawlStatus},
 		{"DELETE", "/v2/crawl/{id}", s.cancelCrawl},
+		{"GET", "/v2/crawl/{id}/errors", s.crawlErrors},
 		{"POST", "/v2/batch/scrape", s.startBatch},
 		{"GET", "/v2/batch/scrape/{id}", s.batchStatus},
 		{"DELETE", "/v2/batch/scrape/{id}", s.cancelCrawl},

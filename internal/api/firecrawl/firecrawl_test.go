@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,7 +117,9 @@ func newFixture(t *testing.T, change ...func(*engine.Config)) *fixture {
 		InMemory:      true,
 		DefaultTenant: "acme",
 		Tenants: map[string]engine.TenantConfig{
-			"acme": {Profile: "network", Tokens: []string{hashToken(acmeToken)}, Exceptions: []string{"127.0.0.1"}},
+			// acme's floor exceptions: the test site, and 127.0.0.3 (another
+			// host, for external links); 127.0.0.2 stays under the floor.
+			"acme": {Profile: "network", Tokens: []string{hashToken(acmeToken)}, Exceptions: []string{"127.0.0.1", "127.0.0.3"}},
 			// locked may browse, but only hosts its allow-list names:
 			// the loopback site is refused by policy.
 			"locked": {Profile: "network", Tokens: []string{hashToken(lockedToken)}, Exceptions: []string{"127.0.0.1"}, Allow: []string{"example.com"}},
@@ -535,7 +539,6 @@ func TestCrawl(t *testing.T) {
 	}
 	for _, body := range []map[string]any{
 		{"url": base + "/", "includePaths": []string{"^/docs/("}},
-		{"url": base + "/", "allowExternalLinks": true},
 		{"url": base + "/", "prompt": "crawl the docs"},
 		{"url": base + "/", "scrapeOptions": map[string]any{"formats": []string{"rawHtml"}}},
 		{"url": base + "/", "scrapeOptions": map[string]any{"formats": []string{"json"}}},
@@ -632,5 +635,91 @@ func TestBatchScrape(t *testing.T) {
 		if status, m, _ := f.call(t, "POST", "/v2/batch/scrape", acmeToken, body); status != http.StatusBadRequest {
 			t.Errorf("batch %v: %d %v, want 400", body, status, m)
 		}
+	}
+}
+
+// TestCrawlExternalLinks: allowExternalLinks follows links to other hosts,
+// each decided by the tenant's policy: an excepted host is crawled, a
+// host under the floor is refused, never fetched, and listed by
+// GET /v2/crawl/{id}/errors.
+func TestCrawlExternalLinks(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.3:0")
+	if err != nil {
+		t.Fatalf("listen on 127.0.0.3: %v", err)
+	}
+	var deniedHits atomic.Int32
+	other := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, sitePage("Other host"))
+	}))
+	other.Listener.Close()
+	other.Listener = ln
+	other.Start()
+	defer other.Close()
+	dln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatalf("listen on 127.0.0.2: %v", err)
+	}
+	denied := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { deniedHits.Add(1) }))
+	denied.Listener.Close()
+	denied.Listener = dln
+	denied.Start()
+	defer denied.Close()
+
+	f := newFixture(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, sitePage("Start", other.URL+"/", denied.URL+"/"))
+	})
+	start := httptest.NewServer(mux)
+	defer start.Close()
+
+	for _, external := range []bool{false, true} {
+		status, m, _ := f.call(t, "POST", "/v2/crawl", acmeToken, map[string]any{"url": start.URL + "/", "sitemap": "skip", "allowExternalLinks": external})
+		if status != http.StatusOK {
+			t.Fatalf("start crawl: %d %v", status, m)
+		}
+		id := m["id"].(string)
+		m = f.waitCrawl(t, acmeToken, id)
+		var got []string
+		for _, d := range m["data"].([]any) {
+			got = append(got, d.(map[string]any)["metadata"].(map[string]any)["url"].(string))
+		}
+		slices.Sort(got)
+		want := []string{start.URL + "/"}
+		if external {
+			want = []string{other.URL + "/", start.URL + "/"}
+			slices.Sort(want)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("external %v: crawled %q, want %q", external, got, want)
+		}
+		_, m, _ = f.call(t, "GET", "/v2/crawl/"+id+"/errors", acmeToken, nil)
+		errs, _ := m["errors"].([]any)
+		var refused []string
+		for _, e := range errs {
+			e := e.(map[string]any)
+			if e["code"] == "policy" {
+				refused = append(refused, e["url"].(string))
+			}
+		}
+		if external && (len(refused) != 1 || refused[0] != denied.URL+"/") {
+			t.Errorf("errors = %v, want %s/ refused by policy", m, denied.URL)
+		}
+		if !external && len(errs) != 0 {
+			t.Errorf("errors without external links = %v, want none (off-host links are scope, not errors)", m)
+		}
+	}
+	if n := deniedHits.Load(); n != 0 {
+		t.Errorf("the refused host got %d requests", n)
 	}
 }
