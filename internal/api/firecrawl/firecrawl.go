@@ -63,6 +63,10 @@ type server struct {
 	opts Options
 	log  *slog.Logger
 	mux  *http.ServeMux
+	// paths has each route's path without its method, to tell a wrong
+	// method (405) from no route (404); allow lists the methods of each.
+	paths *http.ServeMux
+	allow map[string][]string
 }
 
 // route is one Firecrawl route.
@@ -79,9 +83,13 @@ func New(en *engine.Engine, opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &server{en: en, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	s := &server{en: en, opts: opts, log: opts.Logger, mux: http.NewServeMux(), paths: http.NewServeMux(), allow: map[string][]string{}}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
+		if s.allow[rt.path] == nil {
+			s.paths.Handle(rt.path, http.NotFoundHandler())
+		}
+		s.allow[rt.path] = append(s.allow[rt.path], rt.method)
 	}
 	return s
 }
@@ -113,6 +121,12 @@ func Routes() []string {
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, pattern := s.mux.Handler(r); pattern == "" {
+		if _, path := s.paths.Handler(r); path != "" {
+			allow := strings.Join(s.allow[path], ", ")
+			w.Header().Set("Allow", allow)
+			writeError(w, &statusError{airlock.Errorf(airlock.CodeInvalid, "method", "method %s not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow), http.StatusMethodNotAllowed})
+			return
+		}
 		writeError(w, airlock.Errorf(airlock.CodeNotFound, reasonRoute, "no Firecrawl route %s %s: Airlock serves /v2/scrape, /v2/map, /v2/search, /v2/crawl and /v2/batch/scrape", r.Method, r.URL.Path))
 		return
 	}
@@ -138,6 +152,15 @@ func (s *server) wrap(rt route) http.Handler {
 		}
 	})
 }
+
+// statusError overrides the status of the code table (405).
+type statusError struct {
+	err    *airlock.Error
+	status int
+}
+
+func (e *statusError) Error() string { return e.err.Error() }
+func (e *statusError) Unwrap() error { return e.err }
 
 // authError is a refused credential: 401, unlike a policy denial's 403.
 type authError struct{ err *airlock.Error }
@@ -207,9 +230,13 @@ func writeError(w http.ResponseWriter, err error) {
 		status = http.StatusInternalServerError
 	}
 	var ae *authError
-	if errors.As(err, &ae) {
+	var se *statusError
+	switch {
+	case errors.As(err, &ae):
 		status = http.StatusUnauthorized
 		w.Header().Set("WWW-Authenticate", `Bearer realm="airlock"`)
+	case errors.As(err, &se):
+		status = se.status
 	}
 	if pub.Code == airlock.CodeRateLimited {
 		secs := int64(1)

@@ -356,6 +356,11 @@ func TestUnknownFirecrawlRoute(t *testing.T) {
 		t.Errorf("status = %d, want 404", status)
 	}
 	errorOf(t, m)
+	status, m, h := f.call(t, "PUT", "/v2/crawl/x", acmeToken, nil)
+	if status != http.StatusMethodNotAllowed || h.Get("Allow") != "GET, DELETE" {
+		t.Errorf("PUT /v2/crawl/x: %d, Allow %q, want 405 with GET, DELETE", status, h.Get("Allow"))
+	}
+	errorOf(t, m)
 }
 
 func mapURLs(t *testing.T, m map[string]any) []string {
