@@ -728,3 +728,22 @@ func TestCrawlExternalLinks(t *testing.T) {
 		t.Errorf("the refused host got %d requests", n)
 	}
 }
+
+// TestSearchDefaultUnderCeiling: a tenant whose search_results ceiling is
+// below Firecrawl's default of 5 gets its ceiling by default, not a
+// refusal; a limit above it is refused.
+func TestSearchDefaultUnderCeiling(t *testing.T) {
+	f := newFixture(t, func(c *engine.Config) {
+		acme := c.Tenants["acme"]
+		acme.Limits = engine.CeilingsConfig{SearchResults: 2}
+		c.Tenants["acme"] = acme
+	})
+	status, m, _ := f.call(t, "POST", "/v2/search", acmeToken, map[string]any{"query": "airlock"})
+	if web, _ := m["data"].(map[string]any)["web"].([]any); status != http.StatusOK || len(web) != 2 {
+		t.Errorf("default limit under a ceiling of 2: %d %v, want 2 results", status, m)
+	}
+	status, m, _ = f.call(t, "POST", "/v2/search", acmeToken, map[string]any{"query": "airlock", "limit": 3})
+	if e := errorOf(t, m); status != http.StatusBadRequest || e["reason"] != "limit" {
+		t.Errorf("limit 3 above a ceiling of 2: %d %v, want 400 limit", status, e)
+	}
+}

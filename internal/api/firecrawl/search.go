@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/engine"
 )
 
 // searchRequest is the body of POST /v2/search.
@@ -29,7 +30,7 @@ type searchRequest struct {
 }
 
 // DefaultSearchLimit is Firecrawl's default number of results.
-const DefaultSearchLimit = 5
+const DefaultSearchLimit = 5 // Firecrawl's default result count
 
 // searchWeb is one web result.
 type searchWeb struct {
@@ -81,7 +82,9 @@ func (s *server) search(w http.ResponseWriter, r *http.Request, p airlock.Princi
 	case len(req.Enterprise) > 0:
 		return unsupported("enterprise options are not supported")
 	}
-	limit := DefaultSearchLimit
+	// Firecrawl's default, or the tenant's ceiling when that is lower (a
+	// default must not be refused); a limit the caller gives is checked.
+	limit := int(min(int64(DefaultSearchLimit), s.en.Ceiling(p, engine.LimitSearchResults)))
 	if req.Limit != nil {
 		limit = *req.Limit
 		if limit < 1 {
