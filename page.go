@@ -126,6 +126,11 @@ type FetchRequest struct {
 	// Timeout bounds each request of the fetch, redirects included
 	// (0: egress.fetch_timeout, 20 s); at most limits.fetch_timeout.
 	Timeout Duration `json:"timeout,omitempty"`
+	// ErrorPages returns a page answered with a status outside 2xx as a
+	// Page with that Status (its content extracted) instead of an
+	// upstream http_status error. Providers that cannot see the page of
+	// an error status still return the error.
+	ErrorPages bool `json:"error_pages,omitempty"`
 }
 
 // CrawlRequest asks for many pages: URLs fetched concurrently, or Seed
@@ -144,9 +149,19 @@ type CrawlRequest struct {
 	// Delay is the least time between two requests to one origin. It
 	// lengthens robots.txt's Crawl-delay, never shortens it; 0: none but
 	// Crawl-delay's. An origin with a delay takes one request at a time.
-	Delay        Duration   `json:"delay,omitempty"`
-	Extract      string     `json:"extract,omitempty"` // full (default) or none
-	Subdomains   bool       `json:"subdomains,omitempty"`
+	Delay      Duration `json:"delay,omitempty"`
+	Extract    string   `json:"extract,omitempty"` // full (default) or none
+	Subdomains bool     `json:"subdomains,omitempty"`
+	// IncludePaths and ExcludePaths are regular expressions (RE2) on the
+	// path of each discovered URL (links and sitemap entries, not the
+	// seed): with IncludePaths, only a path one of them matches is
+	// followed; a path an ExcludePaths entry matches never is.
+	IncludePaths []string `json:"include_paths,omitempty"`
+	ExcludePaths []string `json:"exclude_paths,omitempty"`
+	// External follows links to other hosts too (a seed crawl otherwise
+	// stays on the seed's host); each is decided by the policy when it is
+	// fetched, and a refused one is skipped (reason policy), not fetched.
+	External     bool       `json:"external,omitempty"`
 	IgnoreRobots bool       `json:"ignore_robots,omitempty"` // audited; only for tenants with allow_ignore_robots
 	Sitemap      bool       `json:"sitemap,omitempty"`       // seed from /sitemap.xml too
 	TLSProfile   string     `json:"tls_profile,omitempty"`   // "": go; chrome is audited

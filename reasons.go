@@ -74,6 +74,14 @@ const (
 	// ReasonRequestState (with CodeInvalid): an MCP client's answer to an
 	// elicitation names a request the server no longer waits on.
 	ReasonRequestState Reason = "request_state"
+	// ReasonUnsupported (with CodeInvalid): a Firecrawl-compatible field
+	// or value Airlock does not implement (an LLM format, tag filters,
+	// caller headers...).
+	ReasonUnsupported Reason = "unsupported"
+	// ReasonUnsupportedAction (with CodeInvalid): a Firecrawl browser
+	// action outside the ones Airlock drives (notably executeJavascript:
+	// the browser evaluates no caller JavaScript).
+	ReasonUnsupportedAction Reason = "unsupported_action"
 )
 
 // Reasons of the gate.
@@ -146,6 +154,7 @@ const (
 	ReasonRobots    Reason = "robots"    // robots.txt disallows it, or its robots.txt is unreachable
 	ReasonPolicy    Reason = "policy"    // the fetch was refused (code denied); Detail has the policy reason
 	ReasonOffHost   Reason = "off_host"  // a link outside the seed's host (or its subdomains)
+	ReasonPath      Reason = "path"      // a link whose path include_paths or exclude_paths leave out
 	ReasonDepth     Reason = "depth"     // a link deeper than the depth limit; an invalid depth argument
 	ReasonType      Reason = "type"      // the page function refused its content type
 	ReasonDuplicate Reason = "duplicate" // a listed URL that was already listed (after Normalize)
@@ -361,6 +370,8 @@ var catalogue = []ReasonInfo{
 	{ReasonAuditQuery, []Code{CodeInvalid}, "An audit query names a value no record can have (an outcome other than allow, deny or error).", ""},
 	{ReasonDownloadStatus, []Code{CodeUpstream}, "A browser download was answered with a status other than 2xx.", ""},
 	{ReasonArguments, []Code{CodeInvalid}, "An MCP tool's arguments do not match its input schema.", ""},
+	{ReasonUnsupported, []Code{CodeInvalid}, "A Firecrawl-compatible field or value Airlock does not implement (docs/firecrawl.md lists them).", ""},
+	{ReasonUnsupportedAction, []Code{CodeInvalid}, "A Firecrawl browser action Airlock does not drive (executeJavascript never: the browser evaluates no caller JavaScript).", ""},
 	{ReasonRequestState, []Code{CodeInvalid}, "An answer names an elicitation the server no longer waits on.", ""},
 	{ReasonInitiator, []Code{CodeInvalid, CodeDenied}, "The request's initiator is unknown, or one the tenant may not claim.", "a tenant claims person only when tenants.NAME.initiators lists it"},
 	{ReasonInternalAddress, []Code{CodeDenied}, "A name resolves to an address the policy refuses (any class; the audit record keeps which).", "the name resolves to an address below the egress floor or on a deny list; the audit record (airlock audit query) has the class and the address"},
@@ -463,6 +474,7 @@ var catalogue = []ReasonInfo{
 	{ReasonRobots, []Code{CodeDenied}, "robots.txt disallows it, or its robots.txt is unreachable (a model-initiated fetch; in a crawl's skipped list, the page was not fetched).", "a model-initiated fetch honours robots.txt: open the page yourself, or have a person fetch it (airlock fetch)"},
 	{ReasonPolicy, nil, "Skipped: the fetch was refused; the detail has the policy reason.", ""},
 	{ReasonOffHost, nil, "Skipped: a link outside the seed's host (or its subdomains).", ""},
+	{ReasonPath, nil, "Skipped: a link whose path include_paths or exclude_paths leave out.", ""},
 	{ReasonDepth, []Code{CodeInvalid}, "Skipped: a link deeper than the depth limit; as an error, a bad depth argument.", ""},
 	{ReasonType, nil, "Skipped: the content type is not one the crawl extracts.", ""},
 	{ReasonDuplicate, nil, "Skipped: a URL already listed (after normalisation).", ""},

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -118,10 +119,10 @@ func (e *Engine) fetchIn(call *gate.Call, ini gate.Initiator, req airlock.FetchR
 		if err := e.checkURL(call, n, final); err != nil {
 			return nil, d.in.Load(), err
 		}
-		if status != 0 && (status < 200 || status > 299) {
+		if status != 0 && (status < 200 || status > 299) && !req.ErrorPages {
 			return nil, d.in.Load(), &native.StatusError{URL: final, Status: status}
 		}
-		page, err = native.ExtractResponse(call.Ctx, &airlock.HTTPResponse{Status: max(status, 200), URL: final, Body: html,
+		page, err = native.ExtractResponse(call.Ctx, &airlock.HTTPResponse{Status: cmp.Or(status, 200), URL: final, Body: html,
 			Header: map[string][]string{"Content-Type": {"text/html; charset=utf-8"}}}, airlock.ExtractFull)
 		if err != nil {
 			return nil, d.in.Load(), err

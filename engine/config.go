@@ -330,6 +330,7 @@ const (
 	LimitMCPMaxLength  = gate.LimitMCPMaxLength
 	LimitMCPCrawlPages = gate.LimitMCPCrawlPages
 	LimitCrawlMaxPages = gate.LimitCrawlMaxPages
+	LimitCrawlTimeout  = gate.LimitCrawlTimeout
 	LimitSearchResults = gate.LimitSearchResults
 	LimitListLimit     = gate.LimitListPage
 )

@@ -92,7 +92,7 @@ func (e *Engine) fetchRendered(call *gate.Call, ini gate.Initiator, req airlock.
 		if err != nil {
 			return nil, in, err
 		}
-		if resp.Status < 200 || resp.Status > 299 {
+		if (resp.Status < 200 || resp.Status > 299) && !req.ErrorPages {
 			return nil, in, &native.StatusError{URL: resp.URL, Status: resp.Status}
 		}
 		body := string(resp.Body)

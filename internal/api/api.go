@@ -164,6 +164,7 @@ func newServer(en *engine.Engine, opts Options) *server {
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.pattern(), s.wrap(rt))
 	}
+	s.mountFirecrawl()
 	if opts.MCP != nil {
 		mcp := opts.MCP
 		s.mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

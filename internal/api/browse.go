@@ -61,11 +61,12 @@ type fetchOptions struct {
 	Cache      bool               `json:"cache,omitempty"`
 	Narrow     *airlock.Narrowing `json:"narrow,omitempty"`
 	Timeout    duration           `json:"timeout,omitempty"`
+	ErrorPages bool               `json:"error_pages,omitempty"`
 }
 
 func (o fetchOptions) request(url string) airlock.FetchRequest {
 	return airlock.FetchRequest{URL: url, Initiator: o.Initiator, Provider: o.Provider, TLSProfile: o.TLSProfile, Proxy: o.Proxy, Cache: o.Cache, Narrow: o.Narrow,
-		Timeout: time.Duration(o.Timeout)}
+		Timeout: time.Duration(o.Timeout), ErrorPages: o.ErrorPages}
 }
 
 // crawlOptions are the options of a crawl: airlock.CrawlRequest without
@@ -80,6 +81,9 @@ type crawlOptions struct {
 	Delay              duration           `json:"delay,omitempty"`
 	Extract            string             `json:"extract,omitempty"`
 	Subdomains         bool               `json:"subdomains,omitempty"`
+	IncludePaths       []string           `json:"include_paths,omitempty"`
+	ExcludePaths       []string           `json:"exclude_paths,omitempty"`
+	External           bool               `json:"external,omitempty"`
 	IgnoreRobots       bool               `json:"ignore_robots,omitempty"`
 	Sitemap            bool               `json:"sitemap,omitempty"`
 	TLSProfile         string             `json:"tls_profile,omitempty"`
@@ -92,7 +96,7 @@ type crawlOptions struct {
 func (o crawlOptions) request(seed string, urls []string) airlock.CrawlRequest {
 	return airlock.CrawlRequest{Initiator: o.Initiator, URLs: urls, Seed: seed, Depth: o.Depth, MaxPages: o.MaxPages, Concurrency: o.Concurrency,
 		PerHostConcurrency: o.PerHostConcurrency, Timeout: time.Duration(o.Timeout), Delay: time.Duration(o.Delay), Extract: o.Extract, Subdomains: o.Subdomains,
-		IgnoreRobots: o.IgnoreRobots, Sitemap: o.Sitemap, TLSProfile: o.TLSProfile, Provider: o.Provider, Proxy: o.Proxy,
+		IncludePaths: o.IncludePaths, ExcludePaths: o.ExcludePaths, External: o.External, IgnoreRobots: o.IgnoreRobots, Sitemap: o.Sitemap, TLSProfile: o.TLSProfile, Provider: o.Provider, Proxy: o.Proxy,
 		Cache: o.Cache, Narrow: o.Narrow}
 }
 

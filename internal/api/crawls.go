@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -60,7 +61,7 @@ func (s *server) startCrawl(w http.ResponseWriter, r *http.Request, c caller) er
 		return badRequest("a crawl job needs seed or urls, exactly one of them")
 	}
 	if req.Options != nil {
-		if req.crawlOptions != (crawlOptions{}) {
+		if !reflect.DeepEqual(req.crawlOptions, crawlOptions{}) {
 			return badRequest("give the crawl options at the top level or under \"options\", not both")
 		}
 		req.crawlOptions = *req.Options

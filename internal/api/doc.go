@@ -33,4 +33,6 @@
 //	POST   /api/admin/unrevoke         lift a revocation (admin token)
 //	GET    /healthz, /readyz, /metrics, /api/openapi.json
 //	*      /mcp                        Options.MCP, when set
+//	*      /v2/...                     Firecrawl's v2 API (package firecrawl; docs/firecrawl.md),
+//	                                   not in the OpenAPI document
 package api

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -118,6 +119,57 @@ type options struct {
 	subdomains  bool
 	ignore      bool // robots.txt
 	sitemap     bool
+	external    bool             // follow links to any host
+	include     []*regexp.Regexp // include_paths; none: every path
+	exclude     []*regexp.Regexp // exclude_paths
+}
+
+// Bounds of CrawlRequest.IncludePaths and ExcludePaths.
+const (
+	MaxPathPatterns  = 100  // patterns in each list
+	MaxPathPatternLn = 1000 // bytes in one pattern
+)
+
+// pathAllowed reports whether include_paths and exclude_paths let a
+// discovered URL with this path be followed.
+func (o *options) pathAllowed(path string) bool {
+	if path == "" {
+		path = "/"
+	}
+	for _, re := range o.exclude {
+		if re.MatchString(path) {
+			return false
+		}
+	}
+	if len(o.include) == 0 {
+		return true
+	}
+	for _, re := range o.include {
+		if re.MatchString(path) {
+			return true
+		}
+	}
+	return false
+}
+
+// compilePaths compiles a list of path patterns (RE2: linear time in the
+// path, whatever the pattern).
+func compilePaths(field string, pats []string) ([]*regexp.Regexp, error) {
+	if len(pats) > MaxPathPatterns {
+		return nil, invalid("%s: %d patterns, at most %d", field, len(pats), MaxPathPatterns)
+	}
+	var out []*regexp.Regexp
+	for _, p := range pats {
+		if len(p) > MaxPathPatternLn {
+			return nil, invalid("%s: a pattern of %d bytes, at most %d", field, len(p), MaxPathPatternLn)
+		}
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, invalid("%s %q: %v", field, p, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
 }
 
 func invalid(format string, args ...any) error {
@@ -147,6 +199,12 @@ func ValidateRequest(req airlock.CrawlRequest) error {
 	default:
 		return invalid("extract %q: want %q or %q", req.Extract, airlock.ExtractFull, airlock.ExtractNone)
 	}
+	if _, err := compilePaths("include_paths", req.IncludePaths); err != nil {
+		return err
+	}
+	if _, err := compilePaths("exclude_paths", req.ExcludePaths); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -155,7 +213,7 @@ func newOptions(cfg Config, req airlock.CrawlRequest) (options, error) {
 		depth: req.Depth, maxPages: req.MaxPages, concurrency: req.Concurrency,
 		perHost: req.PerHostConcurrency, timeout: req.Timeout, delay: req.Delay, extract: req.Extract,
 		ua: cfg.UserAgent, tls: req.TLSProfile, subdomains: req.Subdomains,
-		ignore: req.IgnoreRobots, sitemap: req.Sitemap,
+		ignore: req.IgnoreRobots, sitemap: req.Sitemap, external: req.External,
 	}
 	if cfg.Doer == nil || cfg.Page == nil {
 		return o, invalid("a Doer and a page function are required")
@@ -166,6 +224,8 @@ func newOptions(cfg Config, req airlock.CrawlRequest) (options, error) {
 	if req.Seed != "" {
 		o.seed, _ = Normalize(req.Seed) // ValidateRequest checked it
 	}
+	o.include, _ = compilePaths("include_paths", req.IncludePaths) // ValidateRequest checked them
+	o.exclude, _ = compilePaths("exclude_paths", req.ExcludePaths)
 	if o.extract == "" {
 		o.extract = airlock.ExtractFull
 	}
@@ -391,6 +451,7 @@ func (r *run) seedFrontier() error {
 		u, _ := url.Parse(r.opt.seed)
 		r.seedURL = u
 		r.scope = newScope(hostOf(u), r.opt.subdomains)
+		r.scope.external = r.opt.external
 		if r.cfg.Join {
 			return nil
 		}
@@ -1202,6 +1263,8 @@ func (r *run) enqueue(base *url.URL, links []string, depth int) error {
 		switch {
 		case !r.scope.contains(hostOf(u)):
 			skip = airlock.ReasonOffHost
+		case !r.opt.pathAllowed(u.EscapedPath()):
+			skip = airlock.ReasonPath
 		case r.opt.depth != Unlimited && depth > r.opt.depth:
 			skip = airlock.ReasonDepth
 		case r.limit.Load():

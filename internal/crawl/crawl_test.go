@@ -120,6 +120,70 @@ func TestMaxPagesCountsOnlySuccesses(t *testing.T) {
 	}
 }
 
+// TestPathFilters: include_paths and exclude_paths decide which
+// discovered links and sitemap entries are followed; the seed is fetched
+// whatever they say, and a left-out URL is skipped with reason path.
+func TestPathFilters(t *testing.T) {
+	s := newSite(t, map[string]resp{
+		"/":               page("root", "/docs/a", "/docs/private/x", "/blog/b", "/about"),
+		"/docs/a":         page("a", "/docs/b", "/blog/c"),
+		"/docs/b":         page("b"),
+		"/docs/private/x": page("x"),
+		"/blog/b":         page("blog b"),
+		"/blog/c":         page("blog c"),
+		"/about":          page("about"),
+	})
+	c := crawlSite(t, s, airlock.CrawlRequest{Seed: s.URL("/"), Depth: Unlimited,
+		IncludePaths: []string{"^/docs/"}, ExcludePaths: []string{"/private/"}})
+	var got []string
+	for _, p := range c.pages {
+		got = append(got, strings.TrimPrefix(p.URL, s.URL("")))
+	}
+	slices.Sort(got)
+	if want := []string{"/", "/docs/a", "/docs/b"}; !slices.Equal(got, want) {
+		t.Errorf("pages = %q, want %q", got, want)
+	}
+	skipped := c.skipped(airlock.ReasonPath)
+	slices.Sort(skipped)
+	want := []string{s.URL("/about"), s.URL("/blog/b"), s.URL("/blog/c"), s.URL("/docs/private/x")}
+	if !slices.Equal(skipped, want) {
+		t.Errorf("skipped for path = %q, want %q", skipped, want)
+	}
+	for _, p := range s.paths() {
+		if strings.HasPrefix(p, "/blog/") || p == "/about" || strings.Contains(p, "private") {
+			t.Errorf("%s was fetched though the path filters leave it out", p)
+		}
+	}
+}
+
+// TestExternal: with External, links to other hosts are followed (each
+// fetch still goes through the Doer, which decides it).
+func TestExternal(t *testing.T) {
+	s := newSite(t, map[string]resp{
+		"www.site.test/":      page("www", "http://other.test/", "/local"),
+		"www.site.test/local": page("local"),
+		"other.test/":         page("other", "/more"),
+		"other.test/more":     page("more"),
+	})
+	d := newDoer(s, "www.site.test", "other.test")
+	defer d.close()
+	for _, external := range []bool{false, true} {
+		c := crawlWith(t, t.Context(), Config{Doer: d}, airlock.CrawlRequest{Seed: "http://www.site.test/", External: external})
+		if c.err != nil {
+			t.Fatal(c.err)
+		}
+		got := c.urls()
+		slices.Sort(got)
+		want := []string{"http://www.site.test/", "http://www.site.test/local"}
+		if external {
+			want = []string{"http://other.test/", "http://other.test/more", "http://www.site.test/", "http://www.site.test/local"}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("external %v: pages (-want +got):\n%s", external, diff)
+		}
+	}
+}
+
 func TestScope(t *testing.T) {
 	pages := map[string]resp{
 		"www.site.test/": page("www", "http://blog.site.test/", "http://site.test/", "http://evil-site.test/",
@@ -834,6 +898,10 @@ func TestInvalidRequests(t *testing.T) {
 		{name: "depth", cfg: Config{Doer: d, Page: linkPage}, req: airlock.CrawlRequest{Seed: "http://a.test/", Depth: -2}},
 		{name: "max pages", cfg: Config{Doer: d, Page: linkPage}, req: airlock.CrawlRequest{Seed: "http://a.test/", MaxPages: -1}},
 		{name: "extract", cfg: Config{Doer: d, Page: linkPage}, req: airlock.CrawlRequest{Seed: "http://a.test/", Extract: "some"}},
+		{name: "include pattern", cfg: Config{Doer: d, Page: linkPage}, req: airlock.CrawlRequest{Seed: "http://a.test/", IncludePaths: []string{"^/docs/("}}},
+		{name: "exclude pattern", cfg: Config{Doer: d, Page: linkPage}, req: airlock.CrawlRequest{Seed: "http://a.test/", ExcludePaths: []string{"[z-a]"}}},
+		{name: "too many patterns", cfg: Config{Doer: d, Page: linkPage}, req: airlock.CrawlRequest{Seed: "http://a.test/", ExcludePaths: make([]string, MaxPathPatterns+1)}},
+		{name: "long pattern", cfg: Config{Doer: d, Page: linkPage}, req: airlock.CrawlRequest{Seed: "http://a.test/", IncludePaths: []string{strings.Repeat("a", MaxPathPatternLn+1)}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -281,6 +281,7 @@ type scope struct {
 	mu         sync.RWMutex
 	bases      []string // canonical host names
 	subdomains bool
+	external   bool // every host is in scope (the policy still decides each fetch)
 }
 
 func newScope(host string, subdomains bool) *scope {
@@ -307,6 +308,9 @@ func (s *scope) add(host string) {
 }
 
 func (s *scope) contains(host string) bool {
+	if s.external {
+		return true
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, b := range s.bases {

@@ -64,7 +64,7 @@ func (p *Provider) Fetch(ctx context.Context, d airlock.Doer, req airlock.FetchR
 	if err != nil {
 		return nil, err
 	}
-	if resp.Status < 200 || resp.Status > 299 {
+	if (resp.Status < 200 || resp.Status > 299) && !req.ErrorPages {
 		return nil, &StatusError{URL: resp.URL, Status: resp.Status}
 	}
 	page, err := ExtractResponse(ctx, resp, airlock.ExtractFull)

@@ -1,0 +1,55 @@
+// Drives Airlock's Firecrawl-compatible routes with the official Firecrawl
+// JS SDK, unmodified. Run by TestSDK inside a network namespace that has
+// only loopback; the SDK is always given a loopback apiUrl. Prints one JSON
+// object with what each call returned or threw.
+import Firecrawl from "@mendable/firecrawl-js";
+
+const api = process.env.FC_API;
+const site = process.env.FC_SITE;
+if (!/^http:\/\/127\.0\.0\.1:\d+$/.test(api ?? "")) {
+  throw new Error(`FC_API must be a loopback URL, got ${api}`);
+}
+const app = new Firecrawl({ apiKey: process.env.FC_TOKEN, apiUrl: api });
+
+function failure(e) {
+  return { error: String(e?.message ?? e), status: e?.status ?? null, details: e?.details ?? null };
+}
+
+async function attempt(fn) {
+  try {
+    return { ok: await fn() };
+  } catch (e) {
+    return failure(e);
+  }
+}
+
+const out = {};
+out.scrape = await attempt(async () => {
+  const d = await app.scrape(`${site}/docs/a`, { formats: ["markdown", "links", "rawHtml"] });
+  return { markdown: d.markdown, links: d.links, rawHtml: d.rawHtml, metadata: d.metadata, html: d.html ?? null };
+});
+out.scrape404 = await attempt(async () => {
+  const d = await app.scrape(`${site}/missing`, { formats: ["markdown"] });
+  return { markdown: d.markdown, metadata: d.metadata };
+});
+out.scrapeSummary = await attempt(() => app.scrape(`${site}/docs/a`, { formats: ["summary"] }));
+out.map = await attempt(() => app.map(`${site}/`, { limit: 100 }));
+out.search = await attempt(() => app.search("airlock", { limit: 3 }));
+out.crawl = await attempt(() => app.crawl(`${site}/`, { limit: 10, sitemap: "skip", pollInterval: 1, timeout: 60 }));
+out.crawlPaths = await attempt(() =>
+  app.crawl(`${site}/`, { includePaths: ["^/docs/"], excludePaths: ["/b$"], sitemap: "skip", pollInterval: 1, timeout: 60 }),
+);
+out.batch = await attempt(() =>
+  app.batchScrape([`${site}/docs/a`, `${site}/blog/x`], { options: { formats: ["markdown"] }, pollInterval: 1, timeout: 60 }),
+);
+out.cancel = await attempt(async () => {
+  const started = await app.startCrawl(`${site}/slow`, { sitemap: "skip" });
+  const cancelled = await app.cancelCrawl(started.id);
+  const status = await app.getCrawlStatus(started.id);
+  return { cancelled, status: status.status };
+});
+const locked = new Firecrawl({ apiKey: process.env.FC_LOCKED_TOKEN, apiUrl: api });
+out.refused = await attempt(() => locked.scrape(`${site}/docs/a`));
+const nobody = new Firecrawl({ apiKey: "alk_nobody", apiUrl: api });
+out.unauthorized = await attempt(() => nobody.scrape(`${site}/docs/a`));
+console.log(JSON.stringify(out));
