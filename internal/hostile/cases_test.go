@@ -76,6 +76,16 @@ func cases() []hcase {
 			capBytes: bodyCap, k: 8,
 		},
 		hcase{
+			// A model's fetch reads robots.txt first: an endless one is
+			// cut at the body cap, counts as unreachable, and the page is
+			// refused without being requested.
+			name:   "endless_robots",
+			server: func() http.Handler { return endless("text/plain") },
+			call:   callModelFetch, path: "/",
+			code: airlock.CodeDenied, reason: airlock.ReasonRobots,
+			capBytes: bodyCap, k: 8,
+		},
+		hcase{
 			name:   "endless_body_http",
 			server: func() http.Handler { return endless("application/octet-stream") },
 			call:   callHTTP, path: "/",
@@ -160,13 +170,11 @@ func cases() []hcase {
 			server: func() http.Handler {
 				return static("image/png", "", []byte(strings.Repeat("<p>not an image <a href=/x>x</a></p>", 20000)))
 			},
+			// The declared type wins: a type the extractor cannot read is
+			// unsupported_content, never an empty page.
 			call: callFetch, path: "/",
+			code: airlock.CodeUpstream, reason: airlock.ReasonUnsupportedContent,
 			capBytes: bodyCap, k: 16,
-			check: func(t *testing.T, r result, h *hits) {
-				if r.ContentType != "image/png" || r.TextBytes != 0 || r.Links != 0 {
-					t.Errorf("got content type %q, %d text bytes, %d links: want image/png as declared, metadata only", r.ContentType, r.TextBytes, r.Links)
-				}
-			},
 		},
 		hcase{
 			name:   "binary_declared_html",

@@ -69,9 +69,12 @@ func TestMain(m *testing.M) {
 
 // Calls a case can make.
 const (
-	callFetch = "fetch"
-	callHTTP  = "http"
-	callCrawl = "crawl"
+	callFetch = "fetch" // a person's fetch: what the server sends is all it reads
+	// callModelFetch is a model's fetch, which reads the origin's
+	// robots.txt first.
+	callModelFetch = "model_fetch"
+	callHTTP       = "http"
+	callCrawl      = "crawl"
 )
 
 // hcase is one hostile input and what the engine must make of it.
@@ -313,7 +316,7 @@ func runChild(c hcase, base string) (result, error) {
 	e, err := engine.New(context.Background(), engine.Config{
 		InMemory:      true,
 		DefaultTenant: "t",
-		Tenants:       map[string]engine.TenantConfig{"t": {Profile: "posix", Exceptions: []string{"127.0.0.1"}}},
+		Tenants:       map[string]engine.TenantConfig{"t": {Profile: "posix", Exceptions: []string{"127.0.0.1"}, Initiators: []string{"model", "person"}}},
 		Egress:        eg,
 	})
 	if err != nil {
@@ -331,8 +334,12 @@ func runChild(c hcase, base string) (result, error) {
 	var r result
 	start := time.Now()
 	switch c.call {
-	case callFetch:
-		page, err := e.Fetch(ctx, p, airlock.FetchRequest{URL: base + c.path})
+	case callFetch, callModelFetch:
+		initiator := airlock.InitiatorPerson
+		if c.call == callModelFetch {
+			initiator = airlock.InitiatorModel
+		}
+		page, err := e.Fetch(ctx, p, airlock.FetchRequest{URL: base + c.path, Initiator: initiator})
 		if err == nil {
 			r.ContentType, r.Status, r.Links, r.TextBytes, r.Truncated = page.ContentType, page.Status, len(page.Links), len(page.Text), page.Truncated
 		}
