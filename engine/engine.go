@@ -23,6 +23,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/config"
 	"github.com/airlockhq/airlock/internal/extract"
 	"github.com/airlockhq/airlock/internal/gate"
 )
@@ -100,7 +101,7 @@ func (e *Engine) HTTP(ctx context.Context, p airlock.Principal, req airlock.HTTP
 	if err := call.Tenant.Limits.Check(req, ""); err != nil {
 		return nil, call.End(err, 0, 0)
 	}
-	if ceil := int(call.Tenant.Limits.Ceiling(gate.LimitMaxRedirects)); req.MaxRedirects == nil && ceil < defaultRedirects(e.cfg.Egress) {
+	if ceil := int(call.Tenant.Limits.Ceiling(gate.LimitMaxRedirects)); req.MaxRedirects == nil && ceil < config.DefaultRedirects(e.cfg.Egress) {
 		req.MaxRedirects = &ceil // a tenant's ceiling below the default
 	}
 	n, err := narrowChecker(req.Narrow)

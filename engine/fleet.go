@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -30,64 +28,6 @@ const DefaultFleetMaxStale = time.Second
 // is off: the bound of the resolver's cache, so that every replica uses
 // the answer one process would.
 const FleetPinTTL = egress.MaxCacheTTL
-
-// StateConfig moves the shared parts of the engine to Redis (or Valkey),
-// so that replicas behind a load balancer act as one: a tenant's rate
-// limit is global, a revocation on one replica stops the tenant
-// everywhere, and every replica pins the same DNS answer for a name. The
-// default (no redis_url) keeps them in the process and its SQLite.
-type StateConfig struct {
-	// RedisURL is redis://[user:password@]host:port/db (rediss:// for
-	// TLS). Also --redis on serve.
-	RedisURL string `koanf:"redis_url" json:"redis_url"`
-	// FallbackLocal keeps a replica serving while Redis fails, on limits
-	// of its own and on the last revocation set it read, instead of
-	// refusing every call as unavailable (the default). Every fallback is
-	// logged and recorded in the audit log (broker fleet, reason
-	// redis_fallback, at most once per FallbackAuditEvery). A revocation
-	// made on another replica meanwhile reaches this one only when Redis
-	// is back.
-	FallbackLocal bool `koanf:"fallback_local" json:"fallback_local"`
-	// Replica names this replica to the others (in errors that send a
-	// browser session's calls to its owner); default: the host name and a
-	// random suffix.
-	Replica string `koanf:"replica" json:"replica"`
-	// CrawlLease is how long a replica holds a URL of a shared crawl job
-	// without renewing it (it renews every third of it): when a replica
-	// dies, its URLs go back to the others this long after. Default 15s.
-	CrawlLease time.Duration `koanf:"crawl_lease" json:"crawl_lease,omitempty"`
-}
-
-// MarshalJSON hides the password of the Redis URL (config check prints
-// the configuration).
-func (c StateConfig) MarshalJSON() ([]byte, error) {
-	type plain StateConfig
-	p := plain(c)
-	if u, err := url.Parse(c.RedisURL); err == nil && u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "redacted")
-			p.RedisURL = u.String()
-		}
-	}
-	return json.Marshal(p)
-}
-
-func (c StateConfig) validate() error {
-	if c.RedisURL == "" {
-		if c.FallbackLocal {
-			return configErr("state.fallback_local needs state.redis_url")
-		}
-		return nil
-	}
-	if c.CrawlLease < 0 || c.CrawlLease > 0 && c.CrawlLease < 300*time.Millisecond {
-		return configErr("state.crawl_lease: want at least 300ms (0: the default)")
-	}
-	u, err := url.Parse(c.RedisURL)
-	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-		return configErr("state.redis_url: want redis://host:port/db or rediss://...")
-	}
-	return nil
-}
 
 // replicaName is state.replica, or the host name with a random suffix.
 func replicaName(c StateConfig) string {

@@ -19,6 +19,7 @@ import (
 	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/browse"
 	"github.com/airlockhq/airlock/internal/browser/sessions"
+	"github.com/airlockhq/airlock/internal/config"
 	"github.com/airlockhq/airlock/internal/crawl"
 	"github.com/airlockhq/airlock/internal/fleet"
 	"github.com/airlockhq/airlock/internal/gate"
@@ -130,7 +131,7 @@ func (s *closers) unwind(ctx context.Context) error {
 // config.
 func Validate(cfg Config, opts ...Option) error {
 	o := newOptions(opts)
-	_, err := compile(cfg, o.getenv, o.providers)
+	_, err := config.Compile(cfg, o.getenv, o.dispatcher(nil))
 	return err
 }
 
@@ -141,12 +142,12 @@ func Validate(cfg Config, opts ...Option) error {
 // opened.
 func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error) {
 	o := newOptions(opts)
-	p, err := compile(cfg, o.getenv, o.providers)
+	p, err := config.Compile(cfg, o.getenv, o.dispatcher(nil))
 	if err != nil {
 		return nil, err
 	}
-	cfg = p.cfg
-	e := &Engine{cfg: cfg, logger: o.logger, registry: prometheus.NewRegistry(), tokens: p.tokens, routes: p.routes, browse: p.browse}
+	cfg = p.Cfg
+	e := &Engine{cfg: cfg, logger: o.logger, registry: prometheus.NewRegistry(), tokens: p.Tokens, routes: p.Routes, browse: p.Browse}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // the start's own context
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -165,7 +166,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 		e.closers.push("redis", func(context.Context) error { return e.fleet.Close() })
 	}
 	e.replica = replicaName(cfg.State)
-	e.budgets = gate.NewBudgets(p.budgets)
+	e.budgets = gate.NewBudgets(p.Budgets)
 	e.pages = pagecache.New(pagecache.Config{MaxBytes: cfg.Browse.PageCacheBytes, TTL: cfg.Browse.PageCacheTTL})
 	e.robots = crawl.NewRobotsCache(0)
 	tenants := e.tenants(p)
@@ -208,14 +209,14 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 			t.Client.ReleaseIdle()
 		}
 	})
-	g := gate.New(gate.Config{Tenants: tenants, Limiter: limiter, Revocations: e.revs, Auditor: e.audit, Logger: o.logger, Connect: p.connect})
+	g := gate.New(gate.Config{Tenants: tenants, Limiter: limiter, Revocations: e.revs, Auditor: e.audit, Logger: o.logger, Connect: p.Connect})
 	gp.Store(g)
 	e.gate = g
 	e.browser = newBrowserSessions(e.ctx, cfg, g, e.audit, e.revs, e.budgets, browserOwners(e.fleet, e.replica, o.logger), o.logger)
 	e.closers.push("browser sessions", func(ctx context.Context) error { e.browser.Close(ctx); return nil })
 	// compile built the same dispatcher to validate it: this cannot fail.
-	if e.browse, err = buildDispatcher(cfg.Browse, o.getenv, o.providers, e.browser); err != nil {
-		return nil, configErr("%v", err)
+	if e.browse, err = o.dispatcher(e.browser)(cfg.Browse); err != nil {
+		return nil, config.Errorf("%v", err)
 	}
 	e.closers.push("calls in flight", func(ctx context.Context) error { e.drain(ctx); return nil })
 
@@ -280,7 +281,7 @@ func (e *Engine) registerMetrics() {
 // tenants builds the gate's tenants of p: each tenant's dialer on the
 // plan's checker, resolver and proxies, with the fleet's DNS pins when
 // there is a fleet, holding slots of the connection budget.
-func (e *Engine) tenants(p *plan) map[string]*gate.Tenant {
+func (e *Engine) tenants(p *config.Plan) map[string]*gate.Tenant {
 	// Pins: with egress.pin_dns, trust-on-first-use for DefaultPinTTL.
 	// A fleet pins every answer for the DNS cache's bound even without
 	// it, so that a name resolves the same on every replica, as it does
@@ -298,15 +299,15 @@ func (e *Engine) tenants(p *plan) map[string]*gate.Tenant {
 	}
 	eg := e.cfg.Egress
 	tenants := map[string]*gate.Tenant{}
-	for name, tp := range p.tenants {
-		d := &egress.Dialer{Policy: tp.checker, Resolver: p.resolver, Pins: pins, PinTTL: pinTTL, Proxies: p.proxies,
+	for name, tp := range p.Tenants {
+		d := &egress.Dialer{Policy: tp.Checker, Resolver: p.Resolver, Pins: pins, PinTTL: pinTTL, Proxies: p.Proxies,
 			Logger: e.logger.With(slog.String("tenant", name))}
 		t := &gate.Tenant{
-			Name: name, Profile: tp.profile, Dialer: d,
+			Name: name, Profile: tp.Profile, Dialer: d,
 			Client: &egress.Client{Dialer: d, Timeout: eg.FetchTimeout, MaxRedirects: eg.MaxRedirects,
-				MaxBodyBytes: eg.MaxBodyBytes, MaxDecodedBytes: eg.MaxDecodedBytes, Profile: p.tls},
-			Limit: tp.limit, Limits: tp.limits, Secrets: tp.secrets, Routes: tp.routes, AllowIgnoreRobots: tp.allowIgnoreRobots,
-			Initiators: tp.initiators,
+				MaxBodyBytes: eg.MaxBodyBytes, MaxDecodedBytes: eg.MaxDecodedBytes, Profile: p.TLS},
+			Limit: tp.Limit, Limits: tp.Limits, Secrets: tp.Secrets, Routes: tp.Routes, AllowIgnoreRobots: tp.AllowIgnoreRobots,
+			Initiators: tp.Initiators,
 		}
 		// Every connection the tenant opens holds a slot of its share and
 		// of the process's until it closes; a full share first closes the

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/airlockhq/airlock"
@@ -125,21 +124,4 @@ func pageKey(req airlock.FetchRequest, opts RenderOptions) string {
 		Variant string
 	}{req, opts.Raw, opts.Variant})
 	return string(b)
-}
-
-// Bounds of the page cache's configuration.
-const (
-	maxPageCacheBytes = 4 << 30
-	maxPageCacheTTL   = time.Hour
-)
-
-func validatePageCache(cfg Config) error {
-	b := cfg.Browse
-	switch {
-	case b.PageCacheBytes < 0 || b.PageCacheBytes > maxPageCacheBytes:
-		return configErr("browse.page_cache_bytes %d: want 0 (64 MiB) to %d", b.PageCacheBytes, int64(maxPageCacheBytes))
-	case b.PageCacheTTL < 0 || b.PageCacheTTL > maxPageCacheTTL:
-		return configErr("browse.page_cache_ttl %s: want 0 (5m) to %s", b.PageCacheTTL, maxPageCacheTTL)
-	}
-	return nil
 }
