@@ -2,11 +2,8 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -22,143 +19,52 @@ import (
 // DefaultFleetMaxStale is how long a replica keeps serving on the last
 // revocation set it read from Redis: past it, every call is refused as
 // unavailable until Redis answers again.
-const DefaultFleetMaxStale = time.Second
+const DefaultFleetMaxStale = fleet.DefaultMaxStale
 
 // FleetPinTTL is how long a fleet pins a DNS answer when egress.pin_dns
 // is off: the bound of the resolver's cache, so that every replica uses
 // the answer one process would.
 const FleetPinTTL = egress.MaxCacheTTL
 
-// replicaName is state.replica, or the host name with a random suffix.
-func replicaName(c StateConfig) string {
-	if c.Replica != "" {
-		return c.Replica
-	}
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		h = "replica"
-	}
-	b := make([]byte, 3)
-	rand.Read(b)
-	return h + "-" + hex.EncodeToString(b)
-}
-
-// fleetOwners records in the fleet which replica runs each browser
-// session (sessions.Owners).
-type fleetOwners struct {
-	fleet   *fleet.Fleet
-	replica string
-	logger  *slog.Logger
-}
+// FallbackAuditEvery bounds the audit records of state.fallback_local.
+const FallbackAuditEvery = fleet.FallbackAuditEvery
 
 // browserOwners is the sessions manager's Owners: nil without a fleet.
 func browserOwners(fl *fleet.Fleet, replica string, logger *slog.Logger) sessions.Owners {
 	if fl == nil {
 		return nil
 	}
-	return &fleetOwners{fleet: fl, replica: replica, logger: logger}
+	return fl.SessionOwners(replica, logger)
 }
 
-// Claim records this replica as the owner of a browser session.
-func (o *fleetOwners) Claim(ctx context.Context, id string) {
-	if err := o.fleet.Owners("browser").Claim(ctx, id, o.replica); err != nil {
-		o.logger.Warn("browser session owner not recorded", slog.String("session", id), slog.String("error", err.Error()))
-	}
-}
-
-// Release forgets a closed session's owner.
-func (o *fleetOwners) Release(ctx context.Context, id string) {
-	if err := o.fleet.Owners("browser").Release(ctx, id); err != nil {
-		o.logger.Warn("browser session owner not released", slog.String("session", id), slog.String("error", err.Error()))
-	}
-}
-
-// Elsewhere is the error for a session this replica does not have: the
-// replica that owns it is named (unavailable, session_elsewhere: retry on
-// that replica); when no owner is recorded, no_session.
-func (o *fleetOwners) Elsewhere(ctx context.Context, id string) error {
-	if owner, err := o.fleet.Owners("browser").Owner(ctx, id); err == nil && owner != "" && owner != o.replica {
-		return airlock.Errorf(airlock.CodeUnavailable, "session_elsewhere",
-			"browser: session %s is on replica %s (its Chromium runs there): send its calls to that replica", id, owner)
-	}
-	return airlock.Errorf(airlock.CodeNotFound, "no_session", "browser: no session %q", id)
-}
-
-// openFleet connects to the configured Redis (within ctx and twice the
-// dial timeout), or returns nil.
-func openFleet(ctx context.Context, c StateConfig, logger *slog.Logger) (*fleet.Fleet, error) {
-	if c.RedisURL == "" {
-		return nil, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*fleet.DialTimeout)
-	defer cancel()
-	return fleet.Open(ctx, c.RedisURL, logger)
-}
-
-// watchFleet makes revocations announced by any replica apply here at
-// once (pub/sub), bounds how stale the set may get when Redis cannot be
-// read, and follows the other replicas' audit records: loops under the
+// watchFleet follows the other replicas (fleet.Watch) under the
 // engine's context, which Close cancels.
 func (e *Engine) watchFleet() error {
 	if e.fleet == nil {
 		return nil
 	}
-	if !e.cfg.State.FallbackLocal {
-		e.revs.SetMaxStale(DefaultFleetMaxStale)
-	}
-	ctx := e.ctx
-	e.loops.Go(func() {
-		e.auditStream.Follow(ctx, func(recs []gate.Record) error {
-			if err := e.st.AppendAudit(ctx, recs); err != nil {
-				return err
-			}
-			for _, r := range recs {
-				e.audit.Observe(r)
-			}
-			return nil
-		}, e.logger)
-	})
-	return e.fleet.Revocations().Watch(ctx, &e.loops, func() {
-		rctx, c := context.WithTimeout(ctx, fleet.IOTimeout)
-		defer c()
-		if err := e.revs.Refresh(rctx); err != nil && ctx.Err() == nil && e.revs.Lost() == nil {
-			if e.cfg.State.FallbackLocal {
-				e.noteFallback("revocations", err)
-			}
-			e.logger.Warn("revocation refresh after a change notice failed", slog.String("error", err.Error()))
-		}
-	}, e.logger)
+	return e.fleet.Watch(e.ctx, &e.loops, fleet.Follow{Revs: e.revs, Stream: e.auditStream, Log: e.st, Observe: e.audit.Observe,
+		Note: e.fallbackNote(), Logger: e.logger})
 }
 
-// FallbackAuditEvery bounds the audit records of state.fallback_local.
-const FallbackAuditEvery = 10 * time.Second
-
-// fleetLimiter is the Redis limiter, with the local fallback when
-// configured.
-func (e *Engine) fleetLimiter(f *fleet.Fleet) gate.RateLimiter {
+// fallbackNote notes fallbacks to local state: nil without
+// state.fallback_local.
+func (e *Engine) fallbackNote() func(string, error) {
 	if !e.cfg.State.FallbackLocal {
-		return f.Limiter()
+		return nil
 	}
-	return &fleet.FallbackLimiter{Shared: f.Limiter(), Local: &gate.MemoryLimiter{}, Note: e.noteFallback}
+	return e.fallbacks.Note
 }
 
-// noteFallback logs a fallback to local state and records it in the audit
-// log, at most once per FallbackAuditEvery.
-func (e *Engine) noteFallback(what string, err error) {
-	n := e.fallbacks.Add(1)
-	e.logger.Warn("shared state (Redis) unavailable: falling back to local state (state.fallback_local)",
-		slog.String("what", what), slog.Int64("fallbacks", n), slog.String("error", err.Error()))
-	now := time.Now()
-	last := e.lastFallbackAudit.Load()
-	if now.UnixNano()-last < int64(FallbackAuditEvery) || !e.lastFallbackAudit.CompareAndSwap(last, now.UnixNano()) {
-		return
-	}
+// recordFallback audits a fallback to local state (broker fleet, reason
+// redis_fallback).
+func (e *Engine) recordFallback(now time.Time, detail string) {
 	if e.gate == nil {
 		return
 	}
 	e.audit.Record(gate.Record{ID: e.gate.NewID(), Time: now, Tenant: e.cfg.DefaultTenant, Broker: "fleet",
 		Outcome: gate.OutcomeError, Code: string(airlock.CodeUnavailable), Reason: "redis_fallback", Target: e.fleet.String(),
-		Detail: fmt.Sprintf("%s: %v (%d fallbacks so far)", what, err, n)})
+		Detail: detail})
 }
 
 // Ready reports whether the engine can take calls: with shared state,

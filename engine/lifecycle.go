@@ -81,8 +81,7 @@ type Engine struct {
 	auditStream *fleet.AuditStream
 	replica     string // this replica's name in the fleet
 	// state.fallback_local: fallbacks so far, and when one was last audited
-	fallbacks         atomic.Int64
-	lastFallbackAudit atomic.Int64
+	fallbacks fleet.Fallbacks
 
 	// The lifecycle: ctx lives until Close, every background loop of the
 	// engine runs in loops under it, and closers undoes what New opened,
@@ -159,13 +158,14 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 		}
 	}()
 
-	if e.fleet, err = openFleet(ctx, cfg.State, o.logger); err != nil {
+	if e.fleet, err = fleet.Connect(ctx, cfg.State.RedisURL, o.logger); err != nil {
 		return nil, err
 	}
 	if e.fleet != nil {
 		e.closers.push("redis", func(context.Context) error { return e.fleet.Close() })
 	}
-	e.replica = replicaName(cfg.State)
+	e.replica = fleet.ReplicaName(cfg.State.Replica)
+	e.fallbacks = fleet.Fallbacks{Logger: o.logger, Record: e.recordFallback}
 	e.budgets = gate.NewBudgets(p.Budgets)
 	e.pages = pagecache.New(pagecache.Config{MaxBytes: cfg.Browse.PageCacheBytes, TTL: cfg.Browse.PageCacheTTL})
 	e.robots = crawl.NewRobotsCache(0)
@@ -189,7 +189,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 	if e.fleet != nil {
 		revStore = e.fleetRevocations(e.fleet, o.logger)
 		if limiter == nil {
-			limiter = e.fleetLimiter(e.fleet)
+			limiter = e.fleet.FallbackOrShared(e.fallbackNote())
 		}
 	}
 	e.revs, err = gate.NewRevocationSet(ctx, revStore, DefaultRevocationPoll, o.logger, func() {
