@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/browse"
 	"github.com/airlockhq/airlock/internal/browser"
 	"github.com/airlockhq/airlock/internal/browser/sessions"
 	"github.com/airlockhq/airlock/internal/gate"
@@ -107,7 +108,7 @@ func newBrowserSessions(ctx context.Context, cfg Config, g *gate.Gate, audit *ga
 			}
 			return nil
 		},
-		Narrow:  narrowChecker,
+		Narrow:  browse.Narrowing,
 		Revoked: revs.Revoked,
 		Audit: func(r gate.Record) {
 			r.ID = g.NewID()

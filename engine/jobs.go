@@ -75,11 +75,11 @@ func (e *Engine) prepareCrawlJob(call *gate.Call, req airlock.CrawlRequest) (air
 	if err := call.Tenant.CheckCrawl(req); err != nil {
 		return req, err
 	}
-	req = crawlDefaults(req, call.Tenant.Limits)
+	req = jobs.CrawlDefaults(req, call.Tenant.Limits)
 	if _, _, err := e.browse.Resolve(airlock.VerbCrawl, req.Provider); err != nil {
 		return req, err
 	}
-	if _, err := narrowChecker(req.Narrow); err != nil {
+	if _, err := browse.Narrowing(req.Narrow); err != nil {
 		return req, err
 	}
 	if err := crawl.ValidateRequest(req); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/browse"
 	"github.com/airlockhq/airlock/internal/gate"
 	"github.com/airlockhq/airlock/internal/pagecache"
 	"github.com/airlockhq/airlock/internal/provider/native"
@@ -63,7 +64,7 @@ func (e *Engine) FetchRendered(ctx context.Context, p airlock.Principal, req air
 }
 
 func (e *Engine) fetchRendered(call *gate.Call, ini gate.Initiator, req airlock.FetchRequest, opts RenderOptions) (*RenderedPage, int64, error) {
-	n, err := narrowChecker(req.Narrow)
+	n, err := browse.Narrowing(req.Narrow)
 	if err != nil {
 		return nil, 0, err
 	}

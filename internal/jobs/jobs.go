@@ -321,3 +321,24 @@ func pub(err error, id string) *airlock.Error {
 	pe := airlock.Public(err, id)
 	return &pe
 }
+
+// CrawlDefaults gives the zero values of a crawl request the crawl's
+// defaults where the tenant's ceiling is below them (the ceiling is then
+// the default): a caller asking for nothing is never refused.
+func CrawlDefaults(req airlock.CrawlRequest, l *gate.Limits) airlock.CrawlRequest {
+	low := func(v *int, def int, name string) {
+		if c := int(l.Ceiling(name)); *v == 0 && c < def {
+			*v = c
+		}
+	}
+	low(&req.Concurrency, crawl.DefaultConcurrency, gate.LimitCrawlConcurrency)
+	low(&req.PerHostConcurrency, crawl.DefaultPerHostConcurrency, gate.LimitCrawlPerHost)
+	low(&req.Depth, crawl.DefaultDepth, gate.LimitCrawlDepth)
+	if req.Seed != "" {
+		low(&req.MaxPages, crawl.DefaultMaxPages, gate.LimitCrawlMaxPages)
+	}
+	if c := time.Duration(l.Ceiling(gate.LimitCrawlTimeout)); req.Timeout == 0 && c < crawl.DefaultTimeout {
+		req.Timeout = c
+	}
+	return req
+}
