@@ -297,26 +297,7 @@ func (e *Engine) tenants(p *config.Plan) map[string]*gate.Tenant {
 	case e.cfg.Egress.PinDNS:
 		pins = &egress.MemoryPins{}
 	}
-	eg := e.cfg.Egress
-	tenants := map[string]*gate.Tenant{}
-	for name, tp := range p.Tenants {
-		d := &egress.Dialer{Policy: tp.Checker, Resolver: p.Resolver, Pins: pins, PinTTL: pinTTL, Proxies: p.Proxies,
-			Logger: e.logger.With(slog.String("tenant", name))}
-		t := &gate.Tenant{
-			Name: name, Profile: tp.Profile, Dialer: d,
-			Client: &egress.Client{Dialer: d, Timeout: eg.FetchTimeout, MaxRedirects: eg.MaxRedirects,
-				MaxBodyBytes: eg.MaxBodyBytes, MaxDecodedBytes: eg.MaxDecodedBytes, Profile: p.TLS},
-			Limit: tp.Limit, Limits: tp.Limits, Secrets: tp.Secrets, Routes: tp.Routes, AllowIgnoreRobots: tp.AllowIgnoreRobots,
-			Initiators: tp.Initiators,
-		}
-		// Every connection the tenant opens holds a slot of its share and
-		// of the process's until it closes; a full share first closes the
-		// tenant's idle pooled connections.
-		d.Conns = e.budgets.ConnSlots(name)
-		e.budgets.OnFull(gate.BudgetConnections, name, t.Client.ReleaseIdle)
-		tenants[name] = t
-	}
-	return tenants
+	return p.GateTenants(pins, pinTTL, e.budgets, e.logger)
 }
 
 // retention prunes the audit log now and every ten minutes, until the

@@ -3,9 +3,11 @@ package config
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
@@ -336,4 +338,30 @@ func buildRoute(name string, rc RouteConfig, getenv func(string) string) (*gate.
 		return nil, configErr("routes.%s.%v", name, err)
 	}
 	return r, nil
+}
+
+// GateTenants builds the gate's tenants of p: each tenant's dialer on the
+// plan's checker, resolver and proxies, with pins (nil: none) kept for
+// pinTTL, holding slots of budgets' connection budget.
+func (p *Plan) GateTenants(pins egress.PinStore, pinTTL time.Duration, budgets *gate.Budgets, logger *slog.Logger) map[string]*gate.Tenant {
+	eg := p.Cfg.Egress
+	tenants := map[string]*gate.Tenant{}
+	for name, tp := range p.Tenants {
+		d := &egress.Dialer{Policy: tp.Checker, Resolver: p.Resolver, Pins: pins, PinTTL: pinTTL, Proxies: p.Proxies,
+			Logger: logger.With(slog.String("tenant", name))}
+		t := &gate.Tenant{
+			Name: name, Profile: tp.Profile, Dialer: d,
+			Client: &egress.Client{Dialer: d, Timeout: eg.FetchTimeout, MaxRedirects: eg.MaxRedirects,
+				MaxBodyBytes: eg.MaxBodyBytes, MaxDecodedBytes: eg.MaxDecodedBytes, Profile: p.TLS},
+			Limit: tp.Limit, Limits: tp.Limits, Secrets: tp.Secrets, Routes: tp.Routes, AllowIgnoreRobots: tp.AllowIgnoreRobots,
+			Initiators: tp.Initiators,
+		}
+		// Every connection the tenant opens holds a slot of its share and
+		// of the process's until it closes; a full share first closes the
+		// tenant's idle pooled connections.
+		d.Conns = budgets.ConnSlots(name)
+		budgets.OnFull(gate.BudgetConnections, name, t.Client.ReleaseIdle)
+		tenants[name] = t
+	}
+	return tenants
 }
