@@ -145,11 +145,6 @@ func (e *Engine) Revocations() []string {
 	return out
 }
 
-func toPublic(r store.AuditRecord) airlock.AuditRecord {
-	return airlock.AuditRecord{ID: r.ID, Time: r.Time, Tenant: r.Tenant, Instance: r.Instance, Broker: r.Broker, Outcome: r.Outcome,
-		Code: r.Code, Reason: r.Reason, Target: r.Target, Detail: r.Detail, DurationMS: r.DurationMS, BytesIn: r.BytesIn, BytesOut: r.BytesOut}
-}
-
 // AuditQuery reads the persistent audit log, newest first. An outcome
 // other than allow, deny or error is invalid (reason audit_query).
 func (e *Engine) AuditQuery(ctx context.Context, q airlock.AuditQuery) ([]airlock.AuditRecord, error) {
@@ -161,33 +156,7 @@ func (e *Engine) AuditQuery(ctx context.Context, q airlock.AuditQuery) ([]airloc
 	if t := e.gate.Tenant(tenant); t != nil {
 		l = t.Limits
 	}
-	if err := l.Check(q, ""); err != nil {
-		return nil, err
-	}
-	switch q.Outcome {
-	case "", gate.OutcomeAllow, gate.OutcomeDeny, gate.OutcomeError:
-	default:
-		// A filter nothing can match would answer "no records", silently.
-		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonAuditQuery,
-			"audit: outcome %q is not one of %s, %s or %s", q.Outcome, gate.OutcomeAllow, gate.OutcomeDeny, gate.OutcomeError)
-	}
-	sq := store.AuditQuery{Since: q.Since, Until: q.Until, Outcome: q.Outcome, Broker: q.Broker, Reason: q.Reason, Limit: q.Limit, BeforeID: q.BeforeID}
-	if q.Principal != "" {
-		p, err := airlock.ParsePrincipal(q.Principal)
-		if err != nil {
-			return nil, err
-		}
-		sq.Tenant, sq.Instance = p.Tenant, p.Instance
-	}
-	recs, err := e.st.QueryAudit(ctx, sq)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]airlock.AuditRecord, len(recs))
-	for i, r := range recs {
-		out[i] = toPublic(r)
-	}
-	return out, nil
+	return gate.QueryAudit(ctx, e.st, l, q)
 }
 
 // AuditStats counts persisted decisions since a time by broker, outcome and
@@ -197,33 +166,17 @@ func (e *Engine) AuditStats(ctx context.Context, since time.Time, tenant string)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]airlock.AuditStat, len(st))
-	for i, s := range st {
-		out[i] = airlock.AuditStat(s)
-	}
-	return out, nil
+	return gate.PublicStats(st), nil
 }
 
 // RecentDenials returns the deny ring (the last 128 denials, strings cut to
 // 512 bytes), engine-wide or for one principal.
 func (e *Engine) RecentDenials(principal string, n int) []airlock.AuditRecord {
-	recs := e.audit.Recent(principal, n)
-	out := make([]airlock.AuditRecord, len(recs))
-	for i, r := range recs {
-		out[i] = toPublic(r)
-	}
-	return out
+	return gate.PublicRecords(e.audit.Recent(principal, n))
 }
 
 // Counters returns this process's decision counters since start.
-func (e *Engine) Counters() []airlock.AuditStat {
-	st := e.audit.Stats()
-	out := make([]airlock.AuditStat, len(st))
-	for i, s := range st {
-		out[i] = airlock.AuditStat(s)
-	}
-	return out
-}
+func (e *Engine) Counters() []airlock.AuditStat { return gate.PublicStats(e.audit.Stats()) }
 
 // FlushAudit waits until every decision made so far is in the persistent
 // log.

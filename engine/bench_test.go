@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/config"
 	"github.com/airlockhq/airlock/internal/gate"
 	"github.com/airlockhq/airlock/internal/store"
 )
@@ -53,7 +54,7 @@ func benchGate(b *testing.B) (*gate.Gate, *gate.Tenant) {
 		b.Fatal(err)
 	}
 	prof := gate.BuiltinProfiles()[gate.ProfilePosix]
-	chk, err := tenantChecker(EgressConfig{Deny: []string{"*.blocked.example"}}, TenantConfig{Exceptions: []string{"127.0.0.1"}}, prof)
+	chk, err := config.TenantChecker(EgressConfig{Deny: []string{"*.blocked.example"}}, TenantConfig{Exceptions: []string{"127.0.0.1"}}, prof)
 	if err != nil {
 		b.Fatal(err)
 	}

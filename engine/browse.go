@@ -1,13 +1,10 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
@@ -17,12 +14,6 @@ import (
 	"github.com/airlockhq/airlock/internal/jobs"
 	"github.com/airlockhq/airlock/internal/provider/native"
 )
-
-// scraper is a remote provider that returns raw HTML; the engine runs its
-// own extractor on it so every provider's Page has the same shape.
-type scraper interface {
-	Scrape(ctx context.Context, d airlock.Doer, url string) (html []byte, finalURL string, status int, err error)
-}
 
 // countingDoer counts the body bytes a call received.
 type countingDoer struct {
@@ -85,7 +76,7 @@ func (e *Engine) fetchIn(call *gate.Call, ini gate.Initiator, req airlock.FetchR
 	if err != nil {
 		return nil, 0, err
 	}
-	n, err := narrowChecker(req.Narrow)
+	n, err := browse.Narrowing(req.Narrow)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -100,45 +91,8 @@ func (e *Engine) fetchIn(call *gate.Call, ini gate.Initiator, req airlock.FetchR
 		page, err := prov.(airlock.Fetcher).Fetch(call.Ctx, d, req)
 		return page, d.in.Load(), err
 	}
-	// A remote provider: decide the target before delegating, and every
-	// final URL it reports after. Its own subrequests happen outside our
-	// floor (see the README).
-	if err := e.checkURL(call, n, req.URL); err != nil {
-		return nil, 0, err
-	}
-	start := time.Now()
-	var page *airlock.Page
-	if s, ok := prov.(scraper); ok {
-		html, final, status, err := s.Scrape(call.Ctx, d, req.URL)
-		if err != nil {
-			return nil, d.in.Load(), err
-		}
-		if final == "" {
-			final = req.URL
-		}
-		if err := e.checkURL(call, n, final); err != nil {
-			return nil, d.in.Load(), err
-		}
-		if status != 0 && (status < 200 || status > 299) && !req.ErrorPages {
-			return nil, d.in.Load(), &native.StatusError{URL: final, Status: status}
-		}
-		page, err = native.ExtractResponse(call.Ctx, &airlock.HTTPResponse{Status: cmp.Or(status, 200), URL: final, Body: html,
-			Header: map[string][]string{"Content-Type": {"text/html; charset=utf-8"}}}, airlock.ExtractFull)
-		if err != nil {
-			return nil, d.in.Load(), err
-		}
-	} else {
-		page, err = prov.(airlock.Fetcher).Fetch(call.Ctx, d, req)
-		if err != nil {
-			return nil, d.in.Load(), err
-		}
-		if err := e.checkURL(call, n, page.URL); err != nil {
-			return nil, d.in.Load(), err
-		}
-	}
-	page.RequestedURL, page.Provider = req.URL, name
-	page.ElapsedMS = time.Since(start).Milliseconds()
-	return page, d.in.Load(), nil
+	page, err := browse.FetchRemote(call.Ctx, name, prov, d, req, func(u string) error { return e.checkURL(call, n, u) })
+	return page, d.in.Load(), err
 }
 
 // FetchMany fetches a batch of URLs concurrently as one broker call
@@ -175,39 +129,18 @@ func (e *Engine) FetchMany(ctx context.Context, p airlock.Principal, urls []stri
 		return nil, "", call.End(err, 0, 0)
 	}
 	defer release()
-	out := make([]airlock.FetchResult, len(urls))
-	sem := make(chan struct{}, conc)
-	var wg sync.WaitGroup
-	var in atomic.Int64
-	for i, u := range urls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-call.Ctx.Done():
-				out[i] = airlock.FetchResult{URL: u, Error: pub(context.Cause(call.Ctx), call.ID)}
-				return
-			}
-			defer func() { <-sem }()
-			ctx, cancel := context.WithTimeout(call.Ctx, to)
-			defer cancel()
-			sub := *call
-			sub.Ctx = ctx
-			r := opts
-			r.URL = u
-			page, n, err := e.fetchIn(&sub, ini, r)
-			in.Add(n)
-			if err != nil {
-				out[i] = airlock.FetchResult{URL: u, Error: pub(err, call.ID)}
-				return
-			}
+	out, in := browse.Batch(call.Ctx, urls, conc, to, func(ctx context.Context, u string) (*airlock.Page, int64, error) {
+		sub := *call
+		sub.Ctx = ctx
+		r := opts
+		r.URL = u
+		page, n, err := e.fetchIn(&sub, ini, r)
+		if page != nil {
 			page.DecisionID = call.ID
-			out[i] = airlock.FetchResult{URL: u, Page: page}
-		}()
-	}
-	wg.Wait()
-	return out, call.ID, call.End(nil, in.Load(), 0)
+		}
+		return page, n, err
+	}, func(err error) *airlock.Error { return pub(err, call.ID) })
+	return out, call.ID, call.End(nil, in, 0)
 }
 
 func pub(err error, id string) *airlock.Error {
@@ -240,7 +173,7 @@ func (e *Engine) Crawl(ctx context.Context, p airlock.Principal, req airlock.Cra
 	if err := call.Tenant.CheckCrawl(req); err != nil {
 		return nil, call.End(err, 0, 0)
 	}
-	sum, in, err := e.crawlIn(call, nil, false, crawlDefaults(req, call.Tenant.Limits), emit, progress)
+	sum, in, err := e.crawlIn(call, nil, false, jobs.CrawlDefaults(req, call.Tenant.Limits), emit, progress)
 	if sum != nil {
 		sum.DecisionID = call.ID
 		if call.Ctx.Err() != nil && sum.Stopped == "" {
@@ -253,27 +186,6 @@ func (e *Engine) Crawl(ctx context.Context, p airlock.Principal, req airlock.Cra
 	return sum, nil
 }
 
-// crawlDefaults gives the zero values of a crawl request the crawl's
-// defaults where the tenant's ceiling is below them (the ceiling is then
-// the default): a caller asking for nothing is never refused.
-func crawlDefaults(req airlock.CrawlRequest, l *gate.Limits) airlock.CrawlRequest {
-	low := func(v *int, def int, name string) {
-		if c := int(l.Ceiling(name)); *v == 0 && c < def {
-			*v = c
-		}
-	}
-	low(&req.Concurrency, crawl.DefaultConcurrency, gate.LimitCrawlConcurrency)
-	low(&req.PerHostConcurrency, crawl.DefaultPerHostConcurrency, gate.LimitCrawlPerHost)
-	low(&req.Depth, crawl.DefaultDepth, gate.LimitCrawlDepth)
-	if req.Seed != "" {
-		low(&req.MaxPages, crawl.DefaultMaxPages, gate.LimitCrawlMaxPages)
-	}
-	if c := time.Duration(l.Ceiling(gate.LimitCrawlTimeout)); req.Timeout == 0 && c < crawl.DefaultTimeout {
-		req.Timeout = c
-	}
-	return req
-}
-
 // crawlIn runs a crawl in call; shared, when not nil, is the state of a
 // crawl job the fleet works (join: another replica seeded it).
 func (e *Engine) crawlIn(call *gate.Call, shared crawl.Shared, join bool, req airlock.CrawlRequest, emit func(*airlock.Page) error, progress func(airlock.CrawlProgress)) (*airlock.CrawlSummary, int64, error) {
@@ -281,7 +193,7 @@ func (e *Engine) crawlIn(call *gate.Call, shared crawl.Shared, join bool, req ai
 	if err != nil {
 		return nil, 0, err
 	}
-	n, err := narrowChecker(req.Narrow)
+	n, err := browse.Narrowing(req.Narrow)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -301,20 +213,8 @@ func (e *Engine) crawlIn(call *gate.Call, shared crawl.Shared, join bool, req ai
 	}
 	out := emit
 	if name != browse.NativeName {
-		for _, u := range append([]string{req.Seed}, req.URLs...) {
-			if u == "" {
-				continue
-			}
-			if err := e.checkURL(call, n, u); err != nil {
-				return nil, 0, err
-			}
-		}
-		out = func(pg *airlock.Page) error {
-			if e.checkURL(call, n, pg.URL) != nil {
-				return nil // a page the policy refuses is dropped
-			}
-			pg.Provider = name
-			return emit(pg)
+		if out, err = browse.GuardCrawl(name, req, func(u string) error { return e.checkURL(call, n, u) }, emit); err != nil {
+			return nil, 0, err
 		}
 	}
 	ctx := call.Ctx
@@ -348,13 +248,7 @@ func (e *Engine) Search(ctx context.Context, p airlock.Principal, req airlock.Se
 	req.Proxy = d.proxy
 	res, err := prov.(airlock.Searcher).Search(call.Ctx, d, req)
 	if err == nil && name != browse.NativeName {
-		kept := res[:0]
-		for _, r := range res {
-			if _, perr := egress.ParseURL(r.URL); perr == nil {
-				kept = append(kept, r)
-			}
-		}
-		res = kept
+		res = browse.KeepParsable(res)
 	}
 	if err = call.End(err, d.in.Load(), 0); err != nil {
 		return nil, "", err

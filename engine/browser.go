@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/browse"
 	"github.com/airlockhq/airlock/internal/browser"
 	"github.com/airlockhq/airlock/internal/browser/sessions"
 	"github.com/airlockhq/airlock/internal/gate"
@@ -24,91 +24,6 @@ const ChromiumProvider = chromium.Name
 // DefaultRenderPool is how many pooled browser sessions per tenant render
 // pages for the chromium provider.
 const DefaultRenderPool = sessions.DefaultRenderPool
-
-// Defaults of the browser, each also a config value.
-const (
-	DefaultBrowserMaxSessions = 4                // open sessions per tenant
-	DefaultBrowserIdleTimeout = 10 * time.Minute // an unused session is closed after this
-	DefaultBrowserOpTimeout   = 60 * time.Second // one op, when the caller sets no deadline
-	DefaultBrowserAskTimeout  = 30 * time.Second // an unanswered ask is a denial
-)
-
-// BrowserConfig configures the headless browser (capability browser).
-type BrowserConfig struct {
-	// ExecPath is the Chromium binary [/usr/lib/chromium/chromium].
-	ExecPath string `koanf:"exec_path" json:"exec_path"`
-	// MaxSessions bounds the open sessions of one tenant [4].
-	MaxSessions int `koanf:"max_sessions" json:"max_sessions"`
-	// IdleTimeout closes a session no op has used for this long [10m].
-	IdleTimeout time.Duration `koanf:"idle_timeout" json:"idle_timeout"`
-	// OpTimeout bounds one op when the caller gives no deadline [60s].
-	OpTimeout time.Duration `koanf:"op_timeout" json:"op_timeout"`
-	// AskTimeout is how long a request paused under default_action ask
-	// waits for an answer before it is denied [30s].
-	AskTimeout time.Duration `koanf:"ask_timeout" json:"ask_timeout"`
-	// Policy is the origin policy of a session whose request gives none:
-	// allowed_origins, denied_origins, default_action [deny, with no
-	// allowed origins: nothing loads until the caller says what may].
-	Policy BrowserPolicy `koanf:"policy" json:"policy"`
-	// ApproverTokens are hashes ("sha256:<64 hex>") of tokens that may
-	// answer asks on the API (POST .../approvals/{id}), besides the admin
-	// tokens, for every tenant's sessions; they can do nothing else.
-	// A tenant's token never answers asks [none].
-	ApproverTokens []string `koanf:"approver_tokens" json:"approver_tokens"`
-	// ApproveViaElicitation says which MCP clients may answer asks through
-	// elicitation (the person at the client's UI): ElicitLocal (airlock
-	// mcp over stdio, whose client the person runs), ElicitAll (also /mcp
-	// on airlock serve: trusts every tenant's MCP client to be a person's,
-	// not the workload's) or ElicitOff [local].
-	ApproveViaElicitation string `koanf:"approve_via_elicitation" json:"approve_via_elicitation"`
-}
-
-// The values of browser.approve_via_elicitation.
-const (
-	ElicitLocal = "local"
-	ElicitAll   = "all"
-	ElicitOff   = "off"
-)
-
-func (c BrowserConfig) withDefaults() BrowserConfig {
-	if c.ExecPath == "" {
-		c.ExecPath = browser.DefaultExecPath
-	}
-	if c.MaxSessions == 0 {
-		c.MaxSessions = DefaultBrowserMaxSessions
-	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = DefaultBrowserIdleTimeout
-	}
-	if c.OpTimeout == 0 {
-		c.OpTimeout = DefaultBrowserOpTimeout
-	}
-	if c.AskTimeout == 0 {
-		c.AskTimeout = DefaultBrowserAskTimeout
-	}
-	if c.ApproveViaElicitation == "" {
-		c.ApproveViaElicitation = ElicitLocal
-	}
-	return c
-}
-
-func (c BrowserConfig) validate() error {
-	switch {
-	case c.MaxSessions < 0:
-		return configErr("browser.max_sessions %d: want 0 (default) or more", c.MaxSessions)
-	case c.IdleTimeout < 0 || c.OpTimeout < 0 || c.AskTimeout < 0:
-		return configErr("browser: timeouts must not be negative")
-	}
-	switch c.ApproveViaElicitation {
-	case "", ElicitLocal, ElicitAll, ElicitOff:
-	default:
-		return configErr("browser.approve_via_elicitation %q: want local, all or off", c.ApproveViaElicitation)
-	}
-	if err := c.Policy.Validate(); err != nil {
-		return configErr("browser.policy.%s", strings.TrimPrefix(err.Error(), "browser policy: "))
-	}
-	return nil
-}
 
 // The browser's types, as the engine's API names them.
 type (
@@ -176,7 +91,7 @@ type BrowserSessionInfo struct {
 // parts, each handed over as the narrow dependency the manager declares.
 func newBrowserSessions(ctx context.Context, cfg Config, g *gate.Gate, audit *gate.Auditor, revs *gate.RevocationSet,
 	budgets *gate.Budgets, owners sessions.Owners, logger *slog.Logger) *sessions.Manager {
-	bc := cfg.Browser.withDefaults()
+	bc := cfg.Browser.WithDefaults()
 	sc := sessions.Config{ExecPath: bc.ExecPath, MaxSessions: bc.MaxSessions, IdleTimeout: bc.IdleTimeout,
 		OpTimeout: bc.OpTimeout, AskTimeout: bc.AskTimeout, Policy: bc.Policy, ProxyHeaderTimeout: cfg.Egress.FetchTimeout,
 		// In-memory engines, whose roots are temporary, record their
@@ -193,7 +108,7 @@ func newBrowserSessions(ctx context.Context, cfg Config, g *gate.Gate, audit *ga
 			}
 			return nil
 		},
-		Narrow:  narrowChecker,
+		Narrow:  browse.Narrowing,
 		Revoked: revs.Revoked,
 		Audit: func(r gate.Record) {
 			r.ID = g.NewID()
@@ -370,7 +285,7 @@ func (e *Engine) AddBrowserApprover(name string, a BrowserApprover) (remove func
 // MCP clients may answer asks through elicitation (ElicitLocal, ElicitAll
 // or ElicitOff).
 func (e *Engine) BrowserApproveViaElicitation() string {
-	return e.cfg.Browser.withDefaults().ApproveViaElicitation
+	return e.cfg.Browser.WithDefaults().ApproveViaElicitation
 }
 
 // browserCall runs fn on a session as one gated, audited call with the

@@ -1,10 +1,6 @@
 package engine
 
 import (
-	"context"
-	"errors"
-	"time"
-
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/gate"
@@ -13,9 +9,9 @@ import (
 
 // Cache outcomes reported in HTTPResponse.Cache.
 const (
-	CacheHit  = "hit"
-	CacheMiss = "miss"
-	CacheSkip = "bypass" // asked for, but the request or response may not be shared
+	CacheHit  = httpcache.Hit
+	CacheMiss = httpcache.Miss
+	CacheSkip = httpcache.Skip // asked for, but the request or response may not be shared
 )
 
 // cachedHTTP serves a GET from the tenant's partition of the shared HTTP
@@ -23,42 +19,12 @@ const (
 // runs on hits too: the target is decided again before a cached answer is
 // returned.
 func (e *Engine) cachedHTTP(call *gate.Call, r *egress.Request) (*airlock.HTTPResponse, int64, error) {
-	if !httpcache.Cacheable(r) {
-		resp, in, err := e.doHTTP(call, call.Tenant.Client, r, nil)
-		if resp != nil {
-			resp.Cache = CacheSkip
-		}
-		return resp, in, err
-	}
-	t, err := egress.ParseURL(r.URL)
-	if err != nil {
-		return nil, 0, err
-	}
-	key := httpcache.Key(t, r)
-	part := call.Tenant.Name
-	if ent, err := e.st.GetCacheEntry(call.Ctx, part, key); err == nil && httpcache.Matches(ent, r.Header) {
-		c := r.Call
-		c.Key = call.Key()
-		if _, err := call.Tenant.Dialer.Resolve(call.Ctx, egress.LaneHTTP, t, &c); err != nil {
-			return nil, 0, err
-		}
-		return &airlock.HTTPResponse{Status: ent.Status, Header: ent.Header, Body: ent.Body, URL: t.String(), Proto: "cache", Cache: CacheHit}, 0, nil
-	}
-	resp, in, err := e.doHTTP(call, call.Tenant.Client, r, nil)
-	if err != nil {
-		return nil, in, err
-	}
-	resp.Cache = CacheMiss
-	e.maybeStore(call.Ctx, part, key, r, resp)
-	return resp, in, nil
-}
-
-func (e *Engine) maybeStore(ctx context.Context, part, key string, r *egress.Request, resp *airlock.HTTPResponse) {
-	ent, ok := httpcache.Entry(ctx, r, resp, time.Now())
-	if !ok {
-		return
-	}
-	if err := e.st.PutCacheEntry(ctx, part, key, ent); err != nil && !errors.Is(err, context.Canceled) {
-		e.logger.Warn("http cache store", "error", err.Error())
-	}
+	return httpcache.Serve(call.Ctx, e.st, call.Tenant.Name, r,
+		func() (*airlock.HTTPResponse, int64, error) { return e.doHTTP(call, call.Tenant.Client, r, nil) },
+		func(t egress.Target) error {
+			c := r.Call
+			c.Key = call.Key()
+			_, err := call.Tenant.Dialer.Resolve(call.Ctx, egress.LaneHTTP, t, &c)
+			return err
+		}, e.logger)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/browse"
 	"github.com/airlockhq/airlock/internal/gate"
 )
 
@@ -51,7 +52,7 @@ func (d *callDoer) Do(ctx context.Context, req *airlock.HTTPRequest) (*airlock.H
 	}
 	narrow := d.narrow
 	if req.Narrow != nil {
-		n, err := narrowChecker(req.Narrow)
+		n, err := browse.Narrowing(req.Narrow)
 		if err != nil {
 			return nil, err
 		}

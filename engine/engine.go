@@ -23,6 +23,8 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/browse"
+	"github.com/airlockhq/airlock/internal/config"
 	"github.com/airlockhq/airlock/internal/extract"
 	"github.com/airlockhq/airlock/internal/gate"
 )
@@ -72,23 +74,6 @@ func (e *Engine) begin(ctx context.Context, p airlock.Principal, c airlock.Capab
 	return call, nil
 }
 
-func narrowChecker(n *airlock.Narrowing) (*egress.Checker, error) {
-	if n == nil || len(n.Allow) == 0 && len(n.Deny) == 0 {
-		return nil, nil
-	}
-	pol := egress.DefaultPolicy()
-	pol.Allow, pol.Deny = n.Allow, n.Deny
-	// The narrowing's own floor must not deny what the tenant excepted: an
-	// exception-free floor here would, so the narrowing opens the floor and
-	// relies on the tenant's checker for it.
-	pol.Exceptions = []string{"0.0.0.0/0", "::/0"}
-	chk, err := pol.Compile()
-	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNarrow, "request narrowing: %v", err)
-	}
-	return chk, nil
-}
-
 // HTTP makes a generic HTTP request under the principal's policy
 // (capability http). A max_redirects or body above the tenant's ceilings
 // (limits.max_redirects, limits.http_body) is invalid, reason limit.
@@ -100,10 +85,10 @@ func (e *Engine) HTTP(ctx context.Context, p airlock.Principal, req airlock.HTTP
 	if err := call.Tenant.Limits.Check(req, ""); err != nil {
 		return nil, call.End(err, 0, 0)
 	}
-	if ceil := int(call.Tenant.Limits.Ceiling(gate.LimitMaxRedirects)); req.MaxRedirects == nil && ceil < defaultRedirects(e.cfg.Egress) {
+	if ceil := int(call.Tenant.Limits.Ceiling(gate.LimitMaxRedirects)); req.MaxRedirects == nil && ceil < config.DefaultRedirects(e.cfg.Egress) {
 		req.MaxRedirects = &ceil // a tenant's ceiling below the default
 	}
-	n, err := narrowChecker(req.Narrow)
+	n, err := browse.Narrowing(req.Narrow)
 	if err != nil {
 		return nil, call.End(err, 0, 0)
 	}
@@ -192,7 +177,7 @@ func (e *Engine) Exchange(ctx context.Context, p airlock.Principal, req airlock.
 		return nil, call.End(err, 0, 0)
 	}
 	req = exchangeDefaults(req, call.Tenant.Limits)
-	n, err := narrowChecker(req.Narrow)
+	n, err := browse.Narrowing(req.Narrow)
 	if err != nil {
 		return nil, call.End(err, 0, 0)
 	}

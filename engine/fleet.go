@@ -2,13 +2,8 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -24,201 +19,52 @@ import (
 // DefaultFleetMaxStale is how long a replica keeps serving on the last
 // revocation set it read from Redis: past it, every call is refused as
 // unavailable until Redis answers again.
-const DefaultFleetMaxStale = time.Second
+const DefaultFleetMaxStale = fleet.DefaultMaxStale
 
 // FleetPinTTL is how long a fleet pins a DNS answer when egress.pin_dns
 // is off: the bound of the resolver's cache, so that every replica uses
 // the answer one process would.
 const FleetPinTTL = egress.MaxCacheTTL
 
-// StateConfig moves the shared parts of the engine to Redis (or Valkey),
-// so that replicas behind a load balancer act as one: a tenant's rate
-// limit is global, a revocation on one replica stops the tenant
-// everywhere, and every replica pins the same DNS answer for a name. The
-// default (no redis_url) keeps them in the process and its SQLite.
-type StateConfig struct {
-	// RedisURL is redis://[user:password@]host:port/db (rediss:// for
-	// TLS). Also --redis on serve.
-	RedisURL string `koanf:"redis_url" json:"redis_url"`
-	// FallbackLocal keeps a replica serving while Redis fails, on limits
-	// of its own and on the last revocation set it read, instead of
-	// refusing every call as unavailable (the default). Every fallback is
-	// logged and recorded in the audit log (broker fleet, reason
-	// redis_fallback, at most once per FallbackAuditEvery). A revocation
-	// made on another replica meanwhile reaches this one only when Redis
-	// is back.
-	FallbackLocal bool `koanf:"fallback_local" json:"fallback_local"`
-	// Replica names this replica to the others (in errors that send a
-	// browser session's calls to its owner); default: the host name and a
-	// random suffix.
-	Replica string `koanf:"replica" json:"replica"`
-	// CrawlLease is how long a replica holds a URL of a shared crawl job
-	// without renewing it (it renews every third of it): when a replica
-	// dies, its URLs go back to the others this long after. Default 15s.
-	CrawlLease time.Duration `koanf:"crawl_lease" json:"crawl_lease,omitempty"`
-}
-
-// MarshalJSON hides the password of the Redis URL (config check prints
-// the configuration).
-func (c StateConfig) MarshalJSON() ([]byte, error) {
-	type plain StateConfig
-	p := plain(c)
-	if u, err := url.Parse(c.RedisURL); err == nil && u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "redacted")
-			p.RedisURL = u.String()
-		}
-	}
-	return json.Marshal(p)
-}
-
-func (c StateConfig) validate() error {
-	if c.RedisURL == "" {
-		if c.FallbackLocal {
-			return configErr("state.fallback_local needs state.redis_url")
-		}
-		return nil
-	}
-	if c.CrawlLease < 0 || c.CrawlLease > 0 && c.CrawlLease < 300*time.Millisecond {
-		return configErr("state.crawl_lease: want at least 300ms (0: the default)")
-	}
-	u, err := url.Parse(c.RedisURL)
-	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-		return configErr("state.redis_url: want redis://host:port/db or rediss://...")
-	}
-	return nil
-}
-
-// replicaName is state.replica, or the host name with a random suffix.
-func replicaName(c StateConfig) string {
-	if c.Replica != "" {
-		return c.Replica
-	}
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		h = "replica"
-	}
-	b := make([]byte, 3)
-	rand.Read(b)
-	return h + "-" + hex.EncodeToString(b)
-}
-
-// fleetOwners records in the fleet which replica runs each browser
-// session (sessions.Owners).
-type fleetOwners struct {
-	fleet   *fleet.Fleet
-	replica string
-	logger  *slog.Logger
-}
+// FallbackAuditEvery bounds the audit records of state.fallback_local.
+const FallbackAuditEvery = fleet.FallbackAuditEvery
 
 // browserOwners is the sessions manager's Owners: nil without a fleet.
 func browserOwners(fl *fleet.Fleet, replica string, logger *slog.Logger) sessions.Owners {
 	if fl == nil {
 		return nil
 	}
-	return &fleetOwners{fleet: fl, replica: replica, logger: logger}
+	return fl.SessionOwners(replica, logger)
 }
 
-// Claim records this replica as the owner of a browser session.
-func (o *fleetOwners) Claim(ctx context.Context, id string) {
-	if err := o.fleet.Owners("browser").Claim(ctx, id, o.replica); err != nil {
-		o.logger.Warn("browser session owner not recorded", slog.String("session", id), slog.String("error", err.Error()))
-	}
-}
-
-// Release forgets a closed session's owner.
-func (o *fleetOwners) Release(ctx context.Context, id string) {
-	if err := o.fleet.Owners("browser").Release(ctx, id); err != nil {
-		o.logger.Warn("browser session owner not released", slog.String("session", id), slog.String("error", err.Error()))
-	}
-}
-
-// Elsewhere is the error for a session this replica does not have: the
-// replica that owns it is named (unavailable, session_elsewhere: retry on
-// that replica); when no owner is recorded, no_session.
-func (o *fleetOwners) Elsewhere(ctx context.Context, id string) error {
-	if owner, err := o.fleet.Owners("browser").Owner(ctx, id); err == nil && owner != "" && owner != o.replica {
-		return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonSessionElsewhere,
-			"browser: session %s is on replica %s (its Chromium runs there): send its calls to that replica", id, owner)
-	}
-	return airlock.Errorf(airlock.CodeNotFound, airlock.ReasonNoSession, "browser: no session %q", id)
-}
-
-// openFleet connects to the configured Redis (within ctx and twice the
-// dial timeout), or returns nil.
-func openFleet(ctx context.Context, c StateConfig, logger *slog.Logger) (*fleet.Fleet, error) {
-	if c.RedisURL == "" {
-		return nil, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*fleet.DialTimeout)
-	defer cancel()
-	return fleet.Open(ctx, c.RedisURL, logger)
-}
-
-// watchFleet makes revocations announced by any replica apply here at
-// once (pub/sub), bounds how stale the set may get when Redis cannot be
-// read, and follows the other replicas' audit records: loops under the
+// watchFleet follows the other replicas (fleet.Watch) under the
 // engine's context, which Close cancels.
 func (e *Engine) watchFleet() error {
 	if e.fleet == nil {
 		return nil
 	}
-	if !e.cfg.State.FallbackLocal {
-		e.revs.SetMaxStale(DefaultFleetMaxStale)
-	}
-	ctx := e.ctx
-	e.loops.Go(func() {
-		e.auditStream.Follow(ctx, func(recs []gate.Record) error {
-			if err := e.st.AppendAudit(ctx, recs); err != nil {
-				return err
-			}
-			for _, r := range recs {
-				e.audit.Observe(r)
-			}
-			return nil
-		}, e.logger)
-	})
-	return e.fleet.Revocations().Watch(ctx, &e.loops, func() {
-		rctx, c := context.WithTimeout(ctx, fleet.IOTimeout)
-		defer c()
-		if err := e.revs.Refresh(rctx); err != nil && ctx.Err() == nil && e.revs.Lost() == nil {
-			if e.cfg.State.FallbackLocal {
-				e.noteFallback("revocations", err)
-			}
-			e.logger.Warn("revocation refresh after a change notice failed", slog.String("error", err.Error()))
-		}
-	}, e.logger)
+	return e.fleet.Watch(e.ctx, &e.loops, fleet.Follow{Revs: e.revs, Stream: e.auditStream, Log: e.st, Observe: e.audit.Observe,
+		Note: e.fallbackNote(), Logger: e.logger})
 }
 
-// FallbackAuditEvery bounds the audit records of state.fallback_local.
-const FallbackAuditEvery = 10 * time.Second
-
-// fleetLimiter is the Redis limiter, with the local fallback when
-// configured.
-func (e *Engine) fleetLimiter(f *fleet.Fleet) gate.RateLimiter {
+// fallbackNote notes fallbacks to local state: nil without
+// state.fallback_local.
+func (e *Engine) fallbackNote() func(string, error) {
 	if !e.cfg.State.FallbackLocal {
-		return f.Limiter()
+		return nil
 	}
-	return &fleet.FallbackLimiter{Shared: f.Limiter(), Local: &gate.MemoryLimiter{}, Note: e.noteFallback}
+	return e.fallbacks.Note
 }
 
-// noteFallback logs a fallback to local state and records it in the audit
-// log, at most once per FallbackAuditEvery.
-func (e *Engine) noteFallback(what string, err error) {
-	n := e.fallbacks.Add(1)
-	e.logger.Warn("shared state (Redis) unavailable: falling back to local state (state.fallback_local)",
-		slog.String("what", what), slog.Int64("fallbacks", n), slog.String("error", err.Error()))
-	now := time.Now()
-	last := e.lastFallbackAudit.Load()
-	if now.UnixNano()-last < int64(FallbackAuditEvery) || !e.lastFallbackAudit.CompareAndSwap(last, now.UnixNano()) {
-		return
-	}
+// recordFallback audits a fallback to local state (broker fleet, reason
+// redis_fallback).
+func (e *Engine) recordFallback(now time.Time, detail string) {
 	if e.gate == nil {
 		return
 	}
 	e.audit.Record(gate.Record{ID: e.gate.NewID(), Time: now, Tenant: e.cfg.DefaultTenant, Broker: "fleet",
 		Outcome: gate.OutcomeError, Code: string(airlock.CodeUnavailable), Reason: string(airlock.ReasonRedisFallback), Target: e.fleet.String(),
-		Detail: fmt.Sprintf("%s: %v (%d fallbacks so far)", what, err, n)})
+		Detail: detail})
 }
 
 // Ready reports whether the engine can take calls: with shared state,

@@ -71,18 +71,3 @@ func (e *Engine) BeginGuest(ctx context.Context, p airlock.Principal, broker, ta
 	}
 	return &GuestCall{call: call}, nil
 }
-
-// GuestsConfig is the budget of the WebAssembly guests one process runs at
-// once (`airlock run`, `airlock serve-guest`; the engine itself does not
-// read it). Zero fields take the host's defaults (wasmhost.DefaultBudget).
-type GuestsConfig struct {
-	// Instances running at once in the process.
-	Instances int `koanf:"instances" json:"instances"`
-	// InstancesPerPrincipal running at once for one principal.
-	InstancesPerPrincipal int `koanf:"instances_per_principal" json:"instances_per_principal"`
-	// MemoryMiB is the sum of the running instances' memory caps.
-	MemoryMiB int `koanf:"memory_mib" json:"memory_mib"`
-	// ClientInstances: a served guest's instances at once for one client
-	// (an IPv4 address or an IPv6 /64).
-	ClientInstances int `koanf:"client_instances" json:"client_instances"`
-}

@@ -4,9 +4,7 @@ import (
 	"context"
 
 	"github.com/airlockhq/airlock"
-	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/browse"
-	"github.com/airlockhq/airlock/internal/crawl"
 	"github.com/airlockhq/airlock/internal/gate"
 	"github.com/airlockhq/airlock/internal/jobs"
 	"github.com/airlockhq/airlock/internal/store"
@@ -72,29 +70,7 @@ func (e *Engine) prepareCrawlJob(call *gate.Call, req airlock.CrawlRequest) (air
 	if _, err := e.initiator(call, req.Initiator); err != nil {
 		return req, err
 	}
-	if err := call.Tenant.CheckCrawl(req); err != nil {
-		return req, err
-	}
-	req = crawlDefaults(req, call.Tenant.Limits)
-	if _, _, err := e.browse.Resolve(airlock.VerbCrawl, req.Provider); err != nil {
-		return req, err
-	}
-	if _, err := narrowChecker(req.Narrow); err != nil {
-		return req, err
-	}
-	if err := crawl.ValidateRequest(req); err != nil {
-		return req, err
-	}
-	if req.MaxPages > MaxJobPages || len(req.URLs) > MaxJobPages {
-		return req, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonCrawlJobPages, "a crawl job stores at most %d pages", MaxJobPages)
-	}
-	if _, err := egress.ParseTLSProfile(req.TLSProfile); err != nil {
-		return req, err
-	}
-	if px := e.browse.Proxy(req.Proxy); px != "" && call.Tenant.Dialer.Proxies[px] == nil {
-		return req, airlock.Errorf(airlock.CodeDenied, airlock.ReasonProxy, "upstream proxy %q is not configured", px)
-	}
-	return req, nil
+	return jobs.Prepare(call.Tenant, e.browse, req)
 }
 
 // sharesCrawl reports whether req's provider can work a crawl job whose

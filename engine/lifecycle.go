@@ -19,6 +19,7 @@ import (
 	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/browse"
 	"github.com/airlockhq/airlock/internal/browser/sessions"
+	"github.com/airlockhq/airlock/internal/config"
 	"github.com/airlockhq/airlock/internal/crawl"
 	"github.com/airlockhq/airlock/internal/fleet"
 	"github.com/airlockhq/airlock/internal/gate"
@@ -80,8 +81,7 @@ type Engine struct {
 	auditStream *fleet.AuditStream
 	replica     string // this replica's name in the fleet
 	// state.fallback_local: fallbacks so far, and when one was last audited
-	fallbacks         atomic.Int64
-	lastFallbackAudit atomic.Int64
+	fallbacks fleet.Fallbacks
 
 	// The lifecycle: ctx lives until Close, every background loop of the
 	// engine runs in loops under it, and closers undoes what New opened,
@@ -130,7 +130,7 @@ func (s *closers) unwind(ctx context.Context) error {
 // config.
 func Validate(cfg Config, opts ...Option) error {
 	o := newOptions(opts)
-	_, err := compile(cfg, o.getenv, o.providers)
+	_, err := config.Compile(cfg, o.getenv, o.dispatcher(nil))
 	return err
 }
 
@@ -141,12 +141,12 @@ func Validate(cfg Config, opts ...Option) error {
 // opened.
 func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error) {
 	o := newOptions(opts)
-	p, err := compile(cfg, o.getenv, o.providers)
+	p, err := config.Compile(cfg, o.getenv, o.dispatcher(nil))
 	if err != nil {
 		return nil, err
 	}
-	cfg = p.cfg
-	e := &Engine{cfg: cfg, logger: o.logger, registry: prometheus.NewRegistry(), tokens: p.tokens, routes: p.routes, browse: p.browse}
+	cfg = p.Cfg
+	e := &Engine{cfg: cfg, logger: o.logger, registry: prometheus.NewRegistry(), tokens: p.Tokens, routes: p.Routes, browse: p.Browse}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // the start's own context
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -158,14 +158,15 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 		}
 	}()
 
-	if e.fleet, err = openFleet(ctx, cfg.State, o.logger); err != nil {
+	if e.fleet, err = fleet.Connect(ctx, cfg.State.RedisURL, o.logger); err != nil {
 		return nil, err
 	}
 	if e.fleet != nil {
 		e.closers.push("redis", func(context.Context) error { return e.fleet.Close() })
 	}
-	e.replica = replicaName(cfg.State)
-	e.budgets = gate.NewBudgets(p.budgets)
+	e.replica = fleet.ReplicaName(cfg.State.Replica)
+	e.fallbacks = fleet.Fallbacks{Logger: o.logger, Record: e.recordFallback}
+	e.budgets = gate.NewBudgets(p.Budgets)
 	e.pages = pagecache.New(pagecache.Config{MaxBytes: cfg.Browse.PageCacheBytes, TTL: cfg.Browse.PageCacheTTL})
 	e.robots = crawl.NewRobotsCache(0)
 	tenants := e.tenants(p)
@@ -188,7 +189,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 	if e.fleet != nil {
 		revStore = e.fleetRevocations(e.fleet, o.logger)
 		if limiter == nil {
-			limiter = e.fleetLimiter(e.fleet)
+			limiter = e.fleet.FallbackOrShared(e.fallbackNote())
 		}
 	}
 	e.revs, err = gate.NewRevocationSet(ctx, revStore, DefaultRevocationPoll, o.logger, func() {
@@ -208,14 +209,14 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 			t.Client.ReleaseIdle()
 		}
 	})
-	g := gate.New(gate.Config{Tenants: tenants, Limiter: limiter, Revocations: e.revs, Auditor: e.audit, Logger: o.logger, Connect: p.connect})
+	g := gate.New(gate.Config{Tenants: tenants, Limiter: limiter, Revocations: e.revs, Auditor: e.audit, Logger: o.logger, Connect: p.Connect})
 	gp.Store(g)
 	e.gate = g
 	e.browser = newBrowserSessions(e.ctx, cfg, g, e.audit, e.revs, e.budgets, browserOwners(e.fleet, e.replica, o.logger), o.logger)
 	e.closers.push("browser sessions", func(ctx context.Context) error { e.browser.Close(ctx); return nil })
 	// compile built the same dispatcher to validate it: this cannot fail.
-	if e.browse, err = buildDispatcher(cfg.Browse, o.getenv, o.providers, e.browser); err != nil {
-		return nil, configErr("%v", err)
+	if e.browse, err = o.dispatcher(e.browser)(cfg.Browse); err != nil {
+		return nil, config.Errorf("%v", err)
 	}
 	e.closers.push("calls in flight", func(ctx context.Context) error { e.drain(ctx); return nil })
 
@@ -280,7 +281,7 @@ func (e *Engine) registerMetrics() {
 // tenants builds the gate's tenants of p: each tenant's dialer on the
 // plan's checker, resolver and proxies, with the fleet's DNS pins when
 // there is a fleet, holding slots of the connection budget.
-func (e *Engine) tenants(p *plan) map[string]*gate.Tenant {
+func (e *Engine) tenants(p *config.Plan) map[string]*gate.Tenant {
 	// Pins: with egress.pin_dns, trust-on-first-use for DefaultPinTTL.
 	// A fleet pins every answer for the DNS cache's bound even without
 	// it, so that a name resolves the same on every replica, as it does
@@ -296,26 +297,7 @@ func (e *Engine) tenants(p *plan) map[string]*gate.Tenant {
 	case e.cfg.Egress.PinDNS:
 		pins = &egress.MemoryPins{}
 	}
-	eg := e.cfg.Egress
-	tenants := map[string]*gate.Tenant{}
-	for name, tp := range p.tenants {
-		d := &egress.Dialer{Policy: tp.checker, Resolver: p.resolver, Pins: pins, PinTTL: pinTTL, Proxies: p.proxies,
-			Logger: e.logger.With(slog.String("tenant", name))}
-		t := &gate.Tenant{
-			Name: name, Profile: tp.profile, Dialer: d,
-			Client: &egress.Client{Dialer: d, Timeout: eg.FetchTimeout, MaxRedirects: eg.MaxRedirects,
-				MaxBodyBytes: eg.MaxBodyBytes, MaxDecodedBytes: eg.MaxDecodedBytes, Profile: p.tls},
-			Limit: tp.limit, Limits: tp.limits, Secrets: tp.secrets, Routes: tp.routes, AllowIgnoreRobots: tp.allowIgnoreRobots,
-			Initiators: tp.initiators,
-		}
-		// Every connection the tenant opens holds a slot of its share and
-		// of the process's until it closes; a full share first closes the
-		// tenant's idle pooled connections.
-		d.Conns = e.budgets.ConnSlots(name)
-		e.budgets.OnFull(gate.BudgetConnections, name, t.Client.ReleaseIdle)
-		tenants[name] = t
-	}
-	return tenants
+	return p.GateTenants(pins, pinTTL, e.budgets, e.logger)
 }
 
 // retention prunes the audit log now and every ten minutes, until the

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/browse"
 	"github.com/airlockhq/airlock/internal/gate"
 	"github.com/airlockhq/airlock/internal/pagecache"
 	"github.com/airlockhq/airlock/internal/provider/native"
@@ -64,7 +64,7 @@ func (e *Engine) FetchRendered(ctx context.Context, p airlock.Principal, req air
 }
 
 func (e *Engine) fetchRendered(call *gate.Call, ini gate.Initiator, req airlock.FetchRequest, opts RenderOptions) (*RenderedPage, int64, error) {
-	n, err := narrowChecker(req.Narrow)
+	n, err := browse.Narrowing(req.Narrow)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -125,21 +125,4 @@ func pageKey(req airlock.FetchRequest, opts RenderOptions) string {
 		Variant string
 	}{req, opts.Raw, opts.Variant})
 	return string(b)
-}
-
-// Bounds of the page cache's configuration.
-const (
-	maxPageCacheBytes = 4 << 30
-	maxPageCacheTTL   = time.Hour
-)
-
-func validatePageCache(cfg Config) error {
-	b := cfg.Browse
-	switch {
-	case b.PageCacheBytes < 0 || b.PageCacheBytes > maxPageCacheBytes:
-		return configErr("browse.page_cache_bytes %d: want 0 (64 MiB) to %d", b.PageCacheBytes, int64(maxPageCacheBytes))
-	case b.PageCacheTTL < 0 || b.PageCacheTTL > maxPageCacheTTL:
-		return configErr("browse.page_cache_ttl %s: want 0 (5m) to %s", b.PageCacheTTL, maxPageCacheTTL)
-	}
-	return nil
 }

@@ -40,6 +40,14 @@ func crawlerUserAgent() string {
 	return "airlock/" + Version + " (+https://github.com/airlockhq/airlock)"
 }
 
+// dispatcher is buildDispatcher of the options' providers, for
+// config.Compile (r nil: validating) and New.
+func (o *options) dispatcher(r chromium.Renderer) func(BrowseConfig) (*browse.Dispatcher, error) {
+	return func(bc BrowseConfig) (*browse.Dispatcher, error) {
+		return buildDispatcher(bc, o.getenv, o.providers, r)
+	}
+}
+
 // buildDispatcher registers native, chromium (rendering with r, the
 // engine's browser sessions; nil when only validating) and every
 // registered provider that getenv makes available, and checks the

@@ -132,6 +132,22 @@ func importRules() []importRule {
 			},
 		},
 		{
+			// The facade delegates to its subsystems (config, fleet,
+			// browse, gate, the caches, and those with rules of their own
+			// above: providers, jobs, the browser sessions); one that
+			// imported the facade or a surface would run the dependency
+			// the wrong way.
+			name: "an internal package never imports the engine facade, a surface or the CLI",
+			applies: func(rel string) bool {
+				return under(rel, "internal") && !underAny(rel, append([]string{"internal/cli", "internal/archtest",
+					"internal/provider", "internal/jobs", "internal/browser"}, surfaces...)...)
+			},
+			transitive: true,
+			forbidden: func(dep pkg) bool {
+				return underAny(dep.Rel, append([]string{"internal/cli", "engine"}, surfaces...)...)
+			},
+		},
+		{
 			name:       "commands link no test support (package testing, *test and *bench helpers)",
 			applies:    func(rel string) bool { return under(rel, "cmd") },
 			transitive: true,
@@ -270,7 +286,7 @@ func TestForbiddenImports(t *testing.T) {
 		}
 	}
 	// Guard against a vacuous pass: the packages that exist today must be seen.
-	for _, want := range append([]string{".", "egress", "internal/cli", "cmd/airlock", "internal/render", "internal/fleet", "internal/browser/sessions", "internal/provider/chromium"}, surfaces...) {
+	for _, want := range append([]string{".", "egress", "internal/cli", "cmd/airlock", "internal/render", "internal/fleet", "internal/browser/sessions", "internal/provider/chromium", "internal/config"}, surfaces...) {
 		if !slices.Contains(ours, want) {
 			t.Fatalf("go list did not report %q among the module's packages %q", want, ours)
 		}
@@ -430,6 +446,16 @@ func TestImportRulesCatch(t *testing.T) {
 			name: "the jobs runner imports the engine",
 			pkgs: []pkg{ours("internal/jobs", m("engine")), ours("engine")},
 			want: []string{"the crawl-jobs runner never imports the engine facade, a surface or the CLI"},
+		},
+		{
+			name: "the compiled configuration imports the engine",
+			pkgs: []pkg{ours("internal/config", m("engine")), ours("engine")},
+			want: []string{"an internal package never imports the engine facade, a surface or the CLI"},
+		},
+		{
+			name: "the fleet glue imports a surface",
+			pkgs: []pkg{ours("internal/fleet", m("internal/api")), ours("internal/api")},
+			want: []string{"an internal package never imports the engine facade, a surface or the CLI"},
 		},
 	}
 	for _, tt := range tests {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/browse"
 	"github.com/airlockhq/airlock/internal/crawl"
 	"github.com/airlockhq/airlock/internal/fleet"
 	"github.com/airlockhq/airlock/internal/gate"
@@ -316,4 +318,55 @@ func storeErr(what string, err error) error {
 func pub(err error, id string) *airlock.Error {
 	pe := airlock.Public(err, id)
 	return &pe
+}
+
+// CrawlDefaults gives the zero values of a crawl request the crawl's
+// defaults where the tenant's ceiling is below them (the ceiling is then
+// the default): a caller asking for nothing is never refused.
+func CrawlDefaults(req airlock.CrawlRequest, l *gate.Limits) airlock.CrawlRequest {
+	low := func(v *int, def int, name string) {
+		if c := int(l.Ceiling(name)); *v == 0 && c < def {
+			*v = c
+		}
+	}
+	low(&req.Concurrency, crawl.DefaultConcurrency, gate.LimitCrawlConcurrency)
+	low(&req.PerHostConcurrency, crawl.DefaultPerHostConcurrency, gate.LimitCrawlPerHost)
+	low(&req.Depth, crawl.DefaultDepth, gate.LimitCrawlDepth)
+	if req.Seed != "" {
+		low(&req.MaxPages, crawl.DefaultMaxPages, gate.LimitCrawlMaxPages)
+	}
+	if c := time.Duration(l.Ceiling(gate.LimitCrawlTimeout)); req.Timeout == 0 && c < crawl.DefaultTimeout {
+		req.Timeout = c
+	}
+	return req
+}
+
+// Prepare gives a job's request the defaults of t, the tenant, and
+// refuses, before anything runs, a request that the crawl would refuse at
+// its start (d resolves its provider and proxy), and one larger than a job
+// may be.
+func Prepare(t *gate.Tenant, d *browse.Dispatcher, req airlock.CrawlRequest) (airlock.CrawlRequest, error) {
+	if err := t.CheckCrawl(req); err != nil {
+		return req, err
+	}
+	req = CrawlDefaults(req, t.Limits)
+	if _, _, err := d.Resolve(airlock.VerbCrawl, req.Provider); err != nil {
+		return req, err
+	}
+	if _, err := browse.Narrowing(req.Narrow); err != nil {
+		return req, err
+	}
+	if err := crawl.ValidateRequest(req); err != nil {
+		return req, err
+	}
+	if req.MaxPages > MaxJobPages || len(req.URLs) > MaxJobPages {
+		return req, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonCrawlJobPages, "a crawl job stores at most %d pages", MaxJobPages)
+	}
+	if _, err := egress.ParseTLSProfile(req.TLSProfile); err != nil {
+		return req, err
+	}
+	if px := d.Proxy(req.Proxy); px != "" && t.Dialer.Proxies[px] == nil {
+		return req, airlock.Errorf(airlock.CodeDenied, airlock.ReasonProxy, "upstream proxy %q is not configured", px)
+	}
+	return req, nil
 }

@@ -1,11 +1,13 @@
-package engine
+package config
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
@@ -14,39 +16,42 @@ import (
 	"github.com/airlockhq/airlock/internal/store"
 )
 
-// plan is a Config compiled: everything an engine needs that opens
+// Plan is a Config compiled: everything an engine needs that opens
 // nothing (no store, no Redis, no socket, no goroutine). Validate is
 // compile alone; New is compile, then the resources. Once built, a plan
 // is not changed. Its dispatcher validates the providers; New builds the
 // one it uses from the same inputs, with the chromium provider rendering
 // through the engine's browser sessions.
-type plan struct {
-	cfg      Config // with every default filled in
-	profiles map[string]gate.Profile
-	tenants  map[string]*tenantPlan
-	tokens   map[string]string // config token hash → tenant
-	routes   map[string]*gate.Route
-	resolver egress.Resolver
-	proxies  map[string]*egress.UpstreamProxy
-	tls      egress.TLSProfile
-	browse   *browse.Dispatcher
-	connect  gate.Limit         // connect attempts per instance
-	budgets  gate.BudgetsConfig // the process's and each tenant's
+type Plan struct {
+	Cfg      Config // with every default filled in
+	Profiles map[string]gate.Profile
+	Tenants  map[string]*TenantPlan
+	Tokens   map[string]string // config token hash → tenant
+	Routes   map[string]*gate.Route
+	Resolver egress.Resolver
+	Proxies  map[string]*egress.UpstreamProxy
+	TLS      egress.TLSProfile
+	Browse   *browse.Dispatcher
+	Connect  gate.Limit         // connect attempts per instance
+	Budgets  gate.BudgetsConfig // the process's and each tenant's
 }
 
-// tenantPlan is one tenant compiled: its profile, checker, ceilings and
+// TenantPlan is one tenant compiled: its profile, checker, ceilings and
 // secrets (read).
-type tenantPlan struct {
-	name              string
-	profile           gate.Profile
-	checker           *egress.Checker
-	limit             gate.Limit
-	limits            *gate.Limits
-	secrets           map[string][]byte
-	routes            map[string]bool
-	allowIgnoreRobots bool
-	initiators        map[string]gate.Initiator
+type TenantPlan struct {
+	Name              string
+	Profile           gate.Profile
+	Checker           *egress.Checker
+	Limit             gate.Limit
+	Limits            *gate.Limits
+	Secrets           map[string][]byte
+	Routes            map[string]bool
+	AllowIgnoreRobots bool
+	Initiators        map[string]gate.Initiator
 }
+
+// Errorf is a configuration error: invalid, reason config.
+func Errorf(format string, args ...any) error { return configErr(format, args...) }
 
 func configErr(format string, args ...any) error {
 	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "config: "+format, args...)
@@ -58,45 +63,45 @@ func configErr(format string, args ...any) error {
 // profile and the browse dispatcher with the registered providers whose
 // keys getenv has. Every refusal is invalid (reason config). Validate and
 // New both call it: they cannot disagree on a configuration.
-func compile(cfg Config, getenv func(string) string, providers []Provider) (*plan, error) {
-	cfg = defaults(cfg)
+func Compile(cfg Config, getenv func(string) string, dispatcher func(BrowseConfig) (*browse.Dispatcher, error)) (*Plan, error) {
+	cfg = Defaults(cfg)
 	if err := check(cfg); err != nil {
 		return nil, err
 	}
-	p := &plan{cfg: cfg, tenants: map[string]*tenantPlan{}, tokens: map[string]string{}, routes: map[string]*gate.Route{},
-		proxies: map[string]*egress.UpstreamProxy{},
-		connect: gate.Limit{Rate: float64(cfg.Limits.ConnectAttempts) / cfg.Limits.ConnectWindow.Seconds(), Burst: cfg.Limits.ConnectAttempts},
-		budgets: budgetLimits(cfg)}
+	p := &Plan{Cfg: cfg, Tenants: map[string]*TenantPlan{}, Tokens: map[string]string{}, Routes: map[string]*gate.Route{},
+		Proxies: map[string]*egress.UpstreamProxy{},
+		Connect: gate.Limit{Rate: float64(cfg.Limits.ConnectAttempts) / cfg.Limits.ConnectWindow.Seconds(), Burst: cfg.Limits.ConnectAttempts},
+		Budgets: budgetLimits(cfg)}
 	var err error
-	if p.tls, err = egress.ParseTLSProfile(cfg.Egress.TLSProfile); err != nil {
+	if p.TLS, err = egress.ParseTLSProfile(cfg.Egress.TLSProfile); err != nil {
 		return nil, configErr("egress.tls_profile: %v", err)
 	}
-	if p.browse, err = buildDispatcher(cfg.Browse, getenv, providers, nil); err != nil {
+	if p.Browse, err = dispatcher(cfg.Browse); err != nil {
 		return nil, configErr("%v", err)
 	}
-	if p.profiles, err = compileProfiles(cfg); err != nil {
+	if p.Profiles, err = compileProfiles(cfg); err != nil {
 		return nil, err
 	}
 	for name, tc := range cfg.Tenants {
-		t, err := compileTenant(cfg, p.profiles, name, tc, getenv)
+		t, err := compileTenant(cfg, p.Profiles, name, tc, getenv)
 		if err != nil {
 			return nil, err
 		}
-		p.tenants[name] = t
+		p.Tenants[name] = t
 		for _, h := range tc.Tokens {
-			p.tokens[h] = name
+			p.Tokens[h] = name
 		}
 	}
 	for name, rc := range cfg.Routes {
-		if p.routes[name], err = buildRoute(name, rc, getenv); err != nil {
+		if p.Routes[name], err = buildRoute(name, rc, getenv); err != nil {
 			return nil, err
 		}
 	}
-	if p.resolver, err = buildResolver(cfg.Egress); err != nil {
+	if p.Resolver, err = buildResolver(cfg.Egress); err != nil {
 		return nil, err
 	}
 	for name, raw := range cfg.Egress.Proxies {
-		if p.proxies[name], err = egress.ParseUpstreamProxy(name, raw); err != nil {
+		if p.Proxies[name], err = egress.ParseUpstreamProxy(name, raw); err != nil {
 			return nil, configErr("egress.proxies.%s: %v", name, err)
 		}
 	}
@@ -177,7 +182,7 @@ func compileProfiles(cfg Config) (map[string]gate.Profile, error) {
 
 // compileTenant compiles one tenant: an unset profile is posix for
 // "local" and compute otherwise.
-func compileTenant(cfg Config, profiles map[string]gate.Profile, name string, tc TenantConfig, getenv func(string) string) (*tenantPlan, error) {
+func compileTenant(cfg Config, profiles map[string]gate.Profile, name string, tc TenantConfig, getenv func(string) string) (*TenantPlan, error) {
 	pname := tc.Profile
 	if pname == "" {
 		pname = gate.ProfileCompute
@@ -189,19 +194,19 @@ func compileTenant(cfg Config, profiles map[string]gate.Profile, name string, tc
 	if !ok {
 		return nil, configErr("tenant %q: unknown profile %q (known: compute, minimal, network, posix and the profiles section)", name, pname)
 	}
-	t := &tenantPlan{name: name, profile: prof, secrets: map[string][]byte{}, routes: map[string]bool{},
-		limit: gate.Limit{Rate: cfg.Limits.TenantRate, Burst: cfg.Limits.TenantBurst}, allowIgnoreRobots: tc.AllowIgnoreRobots}
+	t := &TenantPlan{Name: name, Profile: prof, Secrets: map[string][]byte{}, Routes: map[string]bool{},
+		Limit: gate.Limit{Rate: cfg.Limits.TenantRate, Burst: cfg.Limits.TenantBurst}, AllowIgnoreRobots: tc.AllowIgnoreRobots}
 	if tc.Rate > 0 {
-		t.limit = gate.Limit{Rate: tc.Rate, Burst: max(tc.Burst, 1)}
+		t.Limit = gate.Limit{Rate: tc.Rate, Burst: max(tc.Burst, 1)}
 	}
 	var err error
-	if t.checker, err = tenantChecker(cfg.Egress, tc, prof); err != nil {
+	if t.Checker, err = TenantChecker(cfg.Egress, tc, prof); err != nil {
 		return nil, configErr("tenant %q: %v", name, err)
 	}
-	if t.limits, err = tenantLimits(cfg, name, tc); err != nil {
+	if t.Limits, err = tenantLimits(cfg, name, tc); err != nil {
 		return nil, err
 	}
-	if t.initiators, err = tenantInitiators(name, tc); err != nil {
+	if t.Initiators, err = tenantInitiators(name, tc); err != nil {
 		return nil, err
 	}
 	for sname, ref := range tc.Secrets {
@@ -209,16 +214,18 @@ func compileTenant(cfg Config, profiles map[string]gate.Profile, name string, tc
 		if err != nil {
 			return nil, configErr("tenant %q secret %q: %v", name, sname, err)
 		}
-		t.secrets[sname] = v
+		t.Secrets[sname] = v
 	}
 	// No list (or an empty one) grants no route; "*" grants every one.
 	for _, r := range tc.Routes {
-		t.routes[r] = true
+		t.Routes[r] = true
 	}
 	return t, nil
 }
 
-func defaults(cfg Config) Config {
+// Defaults returns cfg with every default filled in, as New would run it.
+// It holds no secret values: secrets are references (env, file).
+func Defaults(cfg Config) Config {
 	if cfg.DataDir == "" {
 		cfg.DataDir = DefaultDataDir
 	}
@@ -252,7 +259,8 @@ func redactToken(s string) string {
 	return s
 }
 
-func tenantChecker(eg EgressConfig, tc TenantConfig, prof gate.Profile) (*egress.Checker, error) {
+// TenantChecker compiles a tenant's egress policy on the global one.
+func TenantChecker(eg EgressConfig, tc TenantConfig, prof gate.Profile) (*egress.Checker, error) {
 	exceptions := append(slices.Clone(eg.Exceptions), tc.Exceptions...)
 	pol := egress.Policy{
 		Lanes:              prof.Lanes(),
@@ -330,4 +338,30 @@ func buildRoute(name string, rc RouteConfig, getenv func(string) string) (*gate.
 		return nil, configErr("routes.%s.%v", name, err)
 	}
 	return r, nil
+}
+
+// GateTenants builds the gate's tenants of p: each tenant's dialer on the
+// plan's checker, resolver and proxies, with pins (nil: none) kept for
+// pinTTL, holding slots of budgets' connection budget.
+func (p *Plan) GateTenants(pins egress.PinStore, pinTTL time.Duration, budgets *gate.Budgets, logger *slog.Logger) map[string]*gate.Tenant {
+	eg := p.Cfg.Egress
+	tenants := map[string]*gate.Tenant{}
+	for name, tp := range p.Tenants {
+		d := &egress.Dialer{Policy: tp.Checker, Resolver: p.Resolver, Pins: pins, PinTTL: pinTTL, Proxies: p.Proxies,
+			Logger: logger.With(slog.String("tenant", name))}
+		t := &gate.Tenant{
+			Name: name, Profile: tp.Profile, Dialer: d,
+			Client: &egress.Client{Dialer: d, Timeout: eg.FetchTimeout, MaxRedirects: eg.MaxRedirects,
+				MaxBodyBytes: eg.MaxBodyBytes, MaxDecodedBytes: eg.MaxDecodedBytes, Profile: p.TLS},
+			Limit: tp.Limit, Limits: tp.Limits, Secrets: tp.Secrets, Routes: tp.Routes, AllowIgnoreRobots: tp.AllowIgnoreRobots,
+			Initiators: tp.Initiators,
+		}
+		// Every connection the tenant opens holds a slot of its share and
+		// of the process's until it closes; a full share first closes the
+		// tenant's idle pooled connections.
+		d.Conns = budgets.ConnSlots(name)
+		budgets.OnFull(gate.BudgetConnections, name, t.Client.ReleaseIdle)
+		tenants[name] = t
+	}
+	return tenants
 }

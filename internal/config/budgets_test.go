@@ -1,4 +1,4 @@
-package engine
+package config
 
 import (
 	"strings"
@@ -33,17 +33,17 @@ func TestConnectionBudgetFollowsDescriptorLimit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			descriptorLimit = func() (uint64, bool) { return tt.nofile, tt.known }
 			cfg := Config{InMemory: true, Budgets: BudgetsConfig{Connections: tt.configured}}
-			err := Validate(cfg)
+			err := check(Defaults(cfg))
 			if tt.wantErrorKey != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErrorKey) {
-					t.Fatalf("Validate: got %v, want an error naming %q", err, tt.wantErrorKey)
+					t.Fatalf("check: got %v, want an error naming %q", err, tt.wantErrorKey)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("Validate: %v", err)
+				t.Fatalf("check: %v", err)
 			}
-			b := Effective(cfg).Budgets
+			b := Defaults(cfg).Budgets
 			if b.Connections != tt.wantTotal || b.Tenant.Connections != tt.wantTenant {
 				t.Errorf("connections: got total %d, tenant %d; want %d, %d", b.Connections, b.Tenant.Connections, tt.wantTotal, tt.wantTenant)
 			}
