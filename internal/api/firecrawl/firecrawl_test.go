@@ -19,6 +19,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
+	"github.com/airlockhq/airlock/internal/provider/searxng"
 	"github.com/airlockhq/airlock/internal/api"
 )
 
@@ -129,7 +130,12 @@ func newFixture(t *testing.T, change ...func(*engine.Config)) *fixture {
 	for _, c := range change {
 		c(&cfg)
 	}
-	en, err := engine.New(context.Background(), cfg)
+	// searxng on the test site: the CLI's registry is not in this test.
+	searx := engine.WithProviders(engine.Provider{Name: searxng.Name, Capabilities: []string{airlock.VerbSearch},
+		New: func(func(string) string) (engine.BrowseProvider, error) {
+			return searxng.New(searxng.Options{URL: cfg.Browse.SearXNGURL})
+		}})
+	en, err := engine.New(context.Background(), cfg, searx)
 	if err != nil {
 		t.Fatalf("engine.New: %v", err)
 	}
