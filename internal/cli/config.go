@@ -67,6 +67,7 @@ type ServeConfig struct {
 // ./airlock.yaml if present, else none. It returns the path actually read.
 func loadConfig(path string, environ []string) (fileConfig, string, error) {
 	var cfg fileConfig
+	var problems []configProblem
 	k := koanf.New(keyDelim)
 	if path == "" {
 		path = lookupEnv(environ, "AIRLOCK_CONFIG")
@@ -81,9 +82,17 @@ func loadConfig(path string, environ []string) (fileConfig, string, error) {
 		if err != nil {
 			return cfg, path, airlock.Errorf(airlock.CodeInvalid, "config", "config: read %s: %v", path, errors.Unwrap(err))
 		}
+		// Problems name their line here, which koanf's map has lost.
+		if problems = checkYAML(path, b); len(problems) > 0 {
+			problems = append(problems, checkEnv(environ)...)
+			return cfg, path, problemsError(problems)
+		}
 		if err := k.Load(rawbytes.Provider(b), yaml.Parser()); err != nil {
 			return cfg, path, airlock.Errorf(airlock.CodeInvalid, "config", "config: %s: %v", path, err)
 		}
+	}
+	if problems = checkEnv(environ); len(problems) > 0 {
+		return cfg, path, problemsError(problems)
 	}
 	envMap := map[string]any{}
 	for _, kv := range environ {
