@@ -320,10 +320,6 @@ type RouteConfig struct {
 	PathPrefix string   `koanf:"path_prefix" json:"path_prefix"`
 }
 
-// Effective returns cfg with every default filled in, as New would run it.
-// It holds no secret values: secrets are references (env, file).
-func Effective(cfg Config) Config { return defaults(cfg) }
-
 // Names of the ceilings a surface checks itself with CheckLimit (the
 // others are checked on the root request types).
 const (

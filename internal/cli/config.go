@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
+	"github.com/airlockhq/airlock/internal/wasmhost"
 )
 
 // Configuration sources, lowest precedence first: the embedded defaults,
@@ -61,6 +62,45 @@ type ServeConfig struct {
 	// DrainTimeout bounds the graceful shutdown: in-flight calls get this
 	// long to finish after SIGINT/SIGTERM [engine.DefaultDrainTimeout].
 	DrainTimeout time.Duration `koanf:"drain_timeout" json:"drain_timeout"`
+}
+
+// withDefaults is s as `airlock serve` runs it.
+func (s ServeConfig) withDefaults() ServeConfig {
+	if s.Listen == "" {
+		s.Listen = defaultListen
+	}
+	if s.MaxBodyBytes <= 0 {
+		s.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if s.DrainTimeout <= 0 {
+		s.DrainTimeout = engine.DefaultDrainTimeout
+	}
+	return s
+}
+
+// effectiveGuests is g as the WebAssembly host fills it on this machine
+// (wasmhost.DefaultBudget; InstancesPerPrincipal at most Instances).
+// ClientInstances depends on the served guest's profile and stays as set.
+func effectiveGuests(g engine.GuestsConfig) engine.GuestsConfig {
+	d := wasmhost.DefaultBudget()
+	if g.Instances == 0 {
+		g.Instances = d.Instances
+	}
+	if g.InstancesPerPrincipal == 0 || g.InstancesPerPrincipal > g.Instances {
+		g.InstancesPerPrincipal = g.Instances
+	}
+	if g.MemoryMiB == 0 {
+		g.MemoryMiB = int(d.Memory >> 20)
+	}
+	return g
+}
+
+// effectiveConfig is cfg with every default filled in: the engine's keys
+// as engine.Effective says New runs them, serve's as serve runs them.
+func effectiveConfig(cfg fileConfig) fileConfig {
+	out := fileConfig{Config: engine.Effective(cfg.Config), Serve: cfg.Serve.withDefaults()}
+	out.Guests = effectiveGuests(out.Guests)
+	return out
 }
 
 // loadConfig reads the configuration. path "" means $AIRLOCK_CONFIG, else

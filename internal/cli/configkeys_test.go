@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,6 +109,105 @@ func TestLevenshtein(t *testing.T) {
 		}
 		if got := levenshtein(tt.b, tt.a); got != tt.want {
 			t.Errorf("levenshtein(%q, %q) = %d, want %d", tt.b, tt.a, got, tt.want)
+		}
+	}
+}
+
+// TestConfigCheckEffective: config check of an empty configuration prints
+// the values a start would use (the defaults of docs/configuration.md),
+// durations in Go's format, never 0 or "0s" for an unset key.
+func TestConfigCheckEffective(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	f := filepath.Join(dir, "empty.yaml")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := invoke(t, context.Background(), "", []string{"config", "check", "--config", f})
+	if r.code != 0 {
+		t.Fatalf("config check: exit %d, stderr %q", r.code, r.stderr)
+	}
+	var out struct{ Config map[string]any }
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	// The defaults docs/configuration.md states, by key.
+	want := map[string]any{
+		"data_dir":                           "./airlock-data",
+		"egress.fetch_timeout":               "20s",
+		"egress.max_redirects":               5.0,
+		"egress.max_body_bytes":              10485760.0,
+		"egress.max_decoded_bytes":           52428800.0,
+		"egress.tls_profile":                 "chrome",
+		"limits.tenant_rate":                 2000.0,
+		"limits.connect_window":              "10s",
+		"limits.exchange_max_reply":          1048576.0,
+		"limits.exchange_timeout":            "10s",
+		"limits.udp_max_reply":               65535.0,
+		"limits.udp_timeout":                 "5s",
+		"limits.max_redirects":               5.0,
+		"limits.http_body":                   10485760.0,
+		"limits.crawl_concurrency":           64.0,
+		"limits.crawl_max_pages":             10000.0,
+		"limits.crawl_timeout":               "2m0s",
+		"limits.crawl_delay":                 "1m0s",
+		"limits.fetch_timeout":               "2m0s",
+		"limits.fetch_many_urls":             64.0,
+		"limits.search_results":              100.0,
+		"limits.list_limit":                  500.0,
+		"limits.mcp_max_length":              1000000.0,
+		"limits.page_cache_bytes":            16777216.0,
+		"budgets.tenant.crawls":              16.0,
+		"audit.retention":                    "720h0m0s",
+		"browse.provider":                    "native",
+		"browse.batch_max":                   64.0,
+		"browse.batch_concurrency":           16.0,
+		"browse.batch_timeout":               "15s",
+		"browse.page_cache_bytes":            67108864.0,
+		"browse.page_cache_ttl":              "5m0s",
+		"browser.exec_path":                  "/usr/lib/chromium/chromium",
+		"browser.max_sessions":               4.0,
+		"browser.idle_timeout":               "10m0s",
+		"browser.op_timeout":                 "1m0s",
+		"browser.ask_timeout":                "30s",
+		"browser.approve_via_elicitation":    "local",
+		"browser.policy.default_action":      "deny",
+		"state.crawl_lease":                  "15s",
+		"serve.listen":                       "127.0.0.1:8080",
+		"serve.max_body_bytes":               1048576.0,
+		"serve.drain_timeout":                "10s",
+		"tenants.local.profile":              "posix",
+		"tenants.local.rate":                 2000.0,
+		"tenants.local.burst":                2000.0,
+		"tenants.local.budgets.crawls":       16.0,
+		"tenants.local.limits.crawl_delay":   "1m0s",
+		"tenants.local.limits.max_redirects": 5.0,
+	}
+	got := map[string]any{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if m, ok := v.(map[string]any); ok {
+			for k, e := range m {
+				walk(joinKey(prefix, k), e)
+			}
+			return
+		}
+		got[prefix] = v
+	}
+	walk("", out.Config)
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s = %v, want %v", k, got[k], w)
+		}
+	}
+	// No numeric or duration leaf is left at zero unless its documented
+	// default is zero or none.
+	zeroOK := map[string]bool{
+		"guests.client_instances": true, // a quarter of the served guest's instances: known per guest
+	}
+	for k, v := range got {
+		if (v == 0.0 || v == "0s") && !zeroOK[k] {
+			t.Errorf("%s = %v: an unset key shows 0, not its default", k, v)
 		}
 	}
 }
