@@ -98,13 +98,24 @@ func effectiveTenant(cfg Config, name string, tc TenantConfig) TenantConfig {
 	if l, err := tenantLimits(cfg, name, tc); err == nil {
 		setCeilings(&tc.Limits, l)
 	}
-	if ini, err := tenantInitiators(name, tc); err == nil && len(tc.Initiators) == 0 {
-		tc.Initiators = nil
-		for _, a := range []string{airlock.InitiatorModel, airlock.InitiatorPerson} {
-			if _, ok := ini[a]; ok {
-				tc.Initiators = append(tc.Initiators, a)
+	if ini, err := tenantInitiators(name, tc); err == nil {
+		if len(tc.Initiators) == 0 {
+			tc.Initiators = nil
+			for _, a := range []string{airlock.InitiatorModel, airlock.InitiatorPerson} {
+				if _, ok := ini[a]; ok {
+					tc.Initiators = append(tc.Initiators, a)
+				}
 			}
 		}
+		ids := make(map[string]IdentityConfig, len(ini))
+		for a, i := range ini {
+			robots := RobotsIgnore
+			if i.Robots {
+				robots = RobotsObey
+			}
+			ids[a] = IdentityConfig{Identity: i.Identity, Robots: robots}
+		}
+		tc.Identities = ids
 	}
 	tc.Routes = slices.Clone(tc.Routes)
 	return tc

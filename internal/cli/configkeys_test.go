@@ -133,55 +133,59 @@ func TestConfigCheckEffective(t *testing.T) {
 	}
 	// The defaults docs/configuration.md states, by key.
 	want := map[string]any{
-		"data_dir":                           "./airlock-data",
-		"egress.fetch_timeout":               "20s",
-		"egress.max_redirects":               5.0,
-		"egress.max_body_bytes":              10485760.0,
-		"egress.max_decoded_bytes":           52428800.0,
-		"egress.tls_profile":                 "chrome",
-		"limits.tenant_rate":                 2000.0,
-		"limits.connect_window":              "10s",
-		"limits.exchange_max_reply":          1048576.0,
-		"limits.exchange_timeout":            "10s",
-		"limits.udp_max_reply":               65535.0,
-		"limits.udp_timeout":                 "5s",
-		"limits.max_redirects":               5.0,
-		"limits.http_body":                   10485760.0,
-		"limits.crawl_concurrency":           64.0,
-		"limits.crawl_max_pages":             10000.0,
-		"limits.crawl_timeout":               "2m0s",
-		"limits.crawl_delay":                 "1m0s",
-		"limits.fetch_timeout":               "2m0s",
-		"limits.fetch_many_urls":             64.0,
-		"limits.search_results":              100.0,
-		"limits.list_limit":                  500.0,
-		"limits.mcp_max_length":              1000000.0,
-		"limits.page_cache_bytes":            16777216.0,
-		"budgets.tenant.crawls":              16.0,
-		"audit.retention":                    "720h0m0s",
-		"browse.provider":                    "native",
-		"browse.batch_max":                   64.0,
-		"browse.batch_concurrency":           16.0,
-		"browse.batch_timeout":               "15s",
-		"browse.page_cache_bytes":            67108864.0,
-		"browse.page_cache_ttl":              "5m0s",
-		"browser.exec_path":                  "/usr/lib/chromium/chromium",
-		"browser.max_sessions":               4.0,
-		"browser.idle_timeout":               "10m0s",
-		"browser.op_timeout":                 "1m0s",
-		"browser.ask_timeout":                "30s",
-		"browser.approve_via_elicitation":    "local",
-		"browser.policy.default_action":      "deny",
-		"state.crawl_lease":                  "15s",
-		"serve.listen":                       "127.0.0.1:8080",
-		"serve.max_body_bytes":               1048576.0,
-		"serve.drain_timeout":                "10s",
-		"tenants.local.profile":              "posix",
-		"tenants.local.rate":                 2000.0,
-		"tenants.local.burst":                2000.0,
-		"tenants.local.budgets.crawls":       16.0,
-		"tenants.local.limits.crawl_delay":   "1m0s",
-		"tenants.local.limits.max_redirects": 5.0,
+		"data_dir":                                 "./airlock-data",
+		"egress.fetch_timeout":                     "20s",
+		"egress.max_redirects":                     5.0,
+		"egress.max_body_bytes":                    10485760.0,
+		"egress.max_decoded_bytes":                 52428800.0,
+		"egress.tls_profile":                       "chrome",
+		"limits.tenant_rate":                       2000.0,
+		"limits.connect_window":                    "10s",
+		"limits.exchange_max_reply":                1048576.0,
+		"limits.exchange_timeout":                  "10s",
+		"limits.udp_max_reply":                     65535.0,
+		"limits.udp_timeout":                       "5s",
+		"limits.max_redirects":                     5.0,
+		"limits.http_body":                         10485760.0,
+		"limits.crawl_concurrency":                 64.0,
+		"limits.crawl_max_pages":                   10000.0,
+		"limits.crawl_timeout":                     "2m0s",
+		"limits.crawl_delay":                       "1m0s",
+		"limits.fetch_timeout":                     "2m0s",
+		"limits.fetch_many_urls":                   64.0,
+		"limits.search_results":                    100.0,
+		"limits.list_limit":                        500.0,
+		"limits.mcp_max_length":                    1000000.0,
+		"limits.page_cache_bytes":                  16777216.0,
+		"budgets.tenant.crawls":                    16.0,
+		"audit.retention":                          "720h0m0s",
+		"browse.provider":                          "native",
+		"browse.batch_max":                         64.0,
+		"browse.batch_concurrency":                 16.0,
+		"browse.batch_timeout":                     "15s",
+		"browse.page_cache_bytes":                  67108864.0,
+		"browse.page_cache_ttl":                    "5m0s",
+		"browser.exec_path":                        "/usr/lib/chromium/chromium",
+		"browser.max_sessions":                     4.0,
+		"browser.idle_timeout":                     "10m0s",
+		"browser.op_timeout":                       "1m0s",
+		"browser.ask_timeout":                      "30s",
+		"browser.approve_via_elicitation":          "local",
+		"browser.policy.default_action":            "deny",
+		"state.crawl_lease":                        "15s",
+		"serve.listen":                             "127.0.0.1:8080",
+		"serve.max_body_bytes":                     1048576.0,
+		"serve.drain_timeout":                      "10s",
+		"tenants.local.profile":                    "posix",
+		"tenants.local.rate":                       2000.0,
+		"tenants.local.burst":                      2000.0,
+		"tenants.local.budgets.crawls":             16.0,
+		"tenants.local.limits.crawl_delay":         "1m0s",
+		"tenants.local.limits.max_redirects":       5.0,
+		"tenants.local.identities.model.identity":  "airlock",
+		"tenants.local.identities.model.robots":    "obey",
+		"tenants.local.identities.person.identity": "chrome",
+		"tenants.local.identities.person.robots":   "ignore",
 	}
 	got := map[string]any{}
 	var walk func(prefix string, v any)
@@ -208,6 +212,56 @@ func TestConfigCheckEffective(t *testing.T) {
 	for k, v := range got {
 		if (v == 0.0 || v == "0s") && !zeroOK[k] {
 			t.Errorf("%s = %v: an unset key shows 0, not its default", k, v)
+		}
+	}
+}
+
+// TestConfigCheckEffectiveTenant: a tenant's printed limits are its own
+// overrides over the global values, and what it leaves out shows the
+// defaults of a tenant that is not local.
+func TestConfigCheckEffectiveTenant(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	f := filepath.Join(dir, "acme.yaml")
+	yaml := "egress:\n  max_redirects: -1\nlimits:\n  crawl_delay: 2s\ndefault_tenant: acme\ntenants:\n  acme:\n    rate: 5\n    limits:\n      crawl_max_pages: 7\n"
+	if err := os.WriteFile(f, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := invoke(t, context.Background(), "", []string{"config", "check", "--config", f})
+	if r.code != 0 {
+		t.Fatalf("config check: exit %d, stderr %q", r.code, r.stderr)
+	}
+	var out struct {
+		Config struct {
+			Egress struct {
+				MaxRedirects int `json:"max_redirects"`
+			}
+			Tenants map[string]struct {
+				Profile    string
+				Rate       float64
+				Burst      int
+				Initiators []string
+				Identities map[string]struct{ Identity, Robots string }
+				Limits     map[string]any
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Config.Egress.MaxRedirects; got != -1 {
+		t.Errorf("egress.max_redirects = %d, want -1 (none followed) as set", got)
+	}
+	acme := out.Config.Tenants["acme"]
+	if acme.Profile != "compute" || acme.Rate != 5 || acme.Burst != 1 || len(acme.Initiators) != 1 || acme.Initiators[0] != "model" {
+		t.Errorf("acme = %+v, want profile compute, rate 5, burst 1, initiators [model]", acme)
+	}
+	if id := acme.Identities["model"]; id.Identity != "airlock" || id.Robots != "obey" || len(acme.Identities) != 1 {
+		t.Errorf("acme identities = %+v, want model only: airlock, obey", acme.Identities)
+	}
+	for k, want := range map[string]any{"crawl_max_pages": 7.0, "crawl_delay": "2s", "crawl_depth": 100.0, "fetch_timeout": "2m0s"} {
+		if got := acme.Limits[k]; got != want {
+			t.Errorf("tenants.acme.limits.%s = %v, want %v", k, got, want)
 		}
 	}
 }
