@@ -132,14 +132,33 @@ func checkYAML(path string, b []byte) []configProblem {
 	if len(doc.Content) == 0 {
 		return nil // an empty file
 	}
-	var out []configProblem
-	walkYAML(path, "", doc.Content[0], reflect.TypeFor[fileConfig](), &out)
-	return out
+	w := &yamlWalk{path: path, seen: map[aliasUse]bool{}}
+	w.walk("", doc.Content[0], reflect.TypeFor[fileConfig]())
+	return w.out
 }
 
-// walkYAML checks the node n against the type t at the dotted key.
-func walkYAML(path, key string, n *yaml.Node, t reflect.Type, out *[]configProblem) {
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
+// yamlWalk checks a parsed file against fileConfig's shape.
+type yamlWalk struct {
+	path string
+	out  []configProblem
+	// seen: an anchor is checked once per type, however many aliases
+	// name it (a "billion laughs" file stays linear, a cycle ends).
+	seen map[aliasUse]bool
+}
+
+type aliasUse struct {
+	n *yaml.Node
+	t reflect.Type
+}
+
+// walk checks the node n against the type t at the dotted key.
+func (w *yamlWalk) walk(key string, n *yaml.Node, t reflect.Type) {
+	path, out := w.path, &w.out
+	if n.Kind == yaml.AliasNode {
+		if n.Alias == nil || w.seen[aliasUse{n.Alias, t}] {
+			return
+		}
+		w.seen[aliasUse{n.Alias, t}] = true
 		n = n.Alias
 	}
 	for t.Kind() == reflect.Pointer {
@@ -161,12 +180,18 @@ func walkYAML(path, key string, n *yaml.Node, t reflect.Type, out *[]configProbl
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			if k.Tag == "!!merge" { // <<: *anchor
-				walkYAML(path, key, v, t, out)
+			if k.Tag == "!!merge" { // <<: *anchor, or a list of them
+				if v.Kind == yaml.SequenceNode {
+					for _, e := range v.Content {
+						w.walk(key, e, t)
+					}
+				} else {
+					w.walk(key, v, t)
+				}
 				continue
 			}
 			if t.Kind() == reflect.Map {
-				walkYAML(path, joinKey(key, k.Value), v, t.Elem(), out)
+				w.walk(joinKey(key, k.Value), v, t.Elem())
 				continue
 			}
 			ft, ok := fields[strings.ToLower(k.Value)]
@@ -174,16 +199,16 @@ func walkYAML(path, key string, n *yaml.Node, t reflect.Type, out *[]configProbl
 				*out = append(*out, configProblem{at(k), unknownKey(key, k.Value, t)})
 				continue
 			}
-			walkYAML(path, joinKey(key, k.Value), v, ft, out)
+			w.walk(joinKey(key, k.Value), v, ft)
 		}
 	case t.Kind() == reflect.Slice:
 		switch n.Kind {
 		case yaml.SequenceNode:
 			for _, e := range n.Content {
-				walkYAML(path, key, e, t.Elem(), out)
+				w.walk(key, e, t.Elem())
 			}
 		case yaml.ScalarNode: // one value is a list of one
-			walkYAML(path, key, n, t.Elem(), out)
+			w.walk(key, n, t.Elem())
 		default:
 			*out = append(*out, configProblem{at(n), fmt.Sprintf("%s must be a list, not %s", key, describeNode(n))})
 		}

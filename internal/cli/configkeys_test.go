@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +52,17 @@ func TestConfigErrorsNameLine(t *testing.T) {
 			want: []string{`:4: limits.fetch_timeout must be a duration such as 20s or 1m30s, not "soon"`},
 		},
 		{
+			name: "not a mapping",
+			yaml: "- egress\n",
+			want: []string{":1: the configuration must be a mapping of keys to values, not a list"},
+		},
+		{
+			// Each anchor is checked once: 9^11 expansions would hang.
+			name: "aliases",
+			yaml: laughs(11),
+			want: []string{":1: unknown key tenants.t.rote (did you mean tenants.t.rate?)"},
+		},
+		{
 			name: "environment",
 			env:  []string{"AIRLOCK_EGRESS__MAX_REDIRECTZ=3", "AIRLOCK_LIMITS__TENANT_RATE=fast"},
 			want: []string{
@@ -94,6 +106,18 @@ func TestConfigErrorsNameLine(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, f+":2: unknown key egres (did you mean egress?)") {
 		t.Errorf("config check: exit %d, stderr %q", r.code, r.stderr)
 	}
+}
+
+// laughs is a file whose tenant t merges 9^n mappings (the last one
+// with an unknown key).
+func laughs(n int) string {
+	var b strings.Builder
+	b.WriteString("a0: &a0 {profile: posix, rote: 1}\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d {<<: [%s]}\n", i, i, strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 8)+fmt.Sprintf("*a%d", i-1))
+	}
+	fmt.Fprintf(&b, "tenants:\n  t: *a%d\n", n)
+	return b.String()
 }
 
 func TestLevenshtein(t *testing.T) {
