@@ -55,10 +55,40 @@ func configKeys(t reflect.Type) map[string]reflect.Type {
 // have, with the closest known key when one is close enough to be a typo.
 func unknownKey(parent, key string, t reflect.Type) string {
 	msg := "unknown key " + joinKey(parent, key)
-	if s := closest(strings.ToLower(key), slices.Sorted(mapKeys(configKeys(t)))); s != "" {
-		msg += " (did you mean " + joinKey(parent, s) + "?)"
+	lower := strings.ToLower(key)
+	if s := closest(lower, slices.Sorted(mapKeys(configKeys(t)))); s != "" {
+		return msg + " (did you mean " + joinKey(parent, s) + "?)"
+	}
+	// A known key one section or more deeper: put at the wrong level.
+	var deeper []string
+	for _, p := range nestedKeys(t, "") {
+		if p[strings.LastIndexByte(p, '.')+1:] == lower {
+			deeper = append(deeper, joinKey(parent, p))
+		}
+	}
+	if len(deeper) > 0 && len(deeper) <= 3 {
+		msg += " (did you mean " + strings.Join(deeper, " or ") + "?)"
 	}
 	return msg
+}
+
+// nestedKeys lists the dotted keys below t's sections (structs only: a
+// map's keys are names the file chooses), sorted.
+func nestedKeys(t reflect.Type, prefix string) []string {
+	var out []string
+	for k, ft := range configKeys(t) {
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && ft != durationType {
+			out = append(out, nestedKeys(ft, joinKey(prefix, k))...)
+			for sk := range configKeys(ft) {
+				out = append(out, joinKey(joinKey(prefix, k), sk))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func mapKeys(m map[string]reflect.Type) func(func(string) bool) {

@@ -52,6 +52,14 @@ func TestConfigErrorsNameLine(t *testing.T) {
 			want: []string{`:4: limits.fetch_timeout must be a duration such as 20s or 1m30s, not "soon"`},
 		},
 		{
+			name: "wrong level",
+			yaml: "fetch_timeout: 5s\npin_dns: true\n",
+			want: []string{
+				":1: unknown key fetch_timeout (did you mean egress.fetch_timeout or limits.fetch_timeout?)",
+				":2: unknown key pin_dns (did you mean egress.pin_dns?)",
+			},
+		},
+		{
 			name: "not a mapping",
 			yaml: "- egress\n",
 			want: []string{":1: the configuration must be a mapping of keys to values, not a list"},
