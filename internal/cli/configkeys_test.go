@@ -297,3 +297,24 @@ func TestConfigCheckEffectiveTenant(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCheckConfig: no file and no variable makes the checks panic or
+// hang, and whatever they refuse names where.
+func FuzzCheckConfig(f *testing.F) {
+	for _, s := range []string{"", "bogus: 1\n", "egress:\n  max_redirects: x\n", "- a\n", laughs(2), "a: &a\n  b: *a\n",
+		"tenants:\n  t:\n    <<: [*x]\n", "egress: [1, {a: b}]\n", "limits: {fetch_timeout: 1.5, tenant_rate: 1e3}\n"} {
+		f.Add(s, "EGRESS__MAX_REDIRECTS=3")
+	}
+	f.Fuzz(func(t *testing.T, file, env string) {
+		for _, p := range checkYAML("f.yaml", []byte(file)) {
+			if !strings.HasPrefix(p.where, "f.yaml") || p.msg == "" {
+				t.Errorf("problem %+v names no place or says nothing", p)
+			}
+		}
+		for _, p := range checkEnv([]string{"AIRLOCK_" + env}) {
+			if !strings.HasPrefix(p.where, "AIRLOCK_") || p.msg == "" {
+				t.Errorf("problem %+v names no variable or says nothing", p)
+			}
+		}
+	})
+}
