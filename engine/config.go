@@ -101,9 +101,11 @@ const (
 	RobotsIgnore = config.RobotsIgnore
 )
 
-// Effective returns cfg with every default filled in, as New would run it.
-// It holds no secret values: secrets are references (env, file).
-func Effective(cfg Config) Config { return config.Defaults(cfg) }
+// Effective returns cfg with every default filled in, as New would run it:
+// the value of each key a start uses, for `airlock config check` to show
+// (config.Effective says which keys keep their configured value). Feed
+// New the configuration as written, not this.
+func Effective(cfg Config) Config { return config.Effective(cfg) }
 
 // Names of the ceilings a surface checks itself with CheckLimit (the
 // others are checked on the root request types).

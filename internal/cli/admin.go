@@ -533,7 +533,7 @@ func newConfigCmd(e *env) *cobra.Command {
 			if err := engine.Validate(cfg.Config, e.engineOptions(cfg.Config)...); err != nil {
 				return err
 			}
-			return writeJSONIndent(e.stdout, describeConfig(fileConfig{Config: engine.Effective(cfg.Config), Serve: cfg.Serve}, path))
+			return writeJSONIndent(e.stdout, describeConfig(effectiveConfig(cfg), path))
 		},
 	}
 	cmd.AddCommand(check)

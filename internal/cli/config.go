@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
+	"github.com/airlockhq/airlock/internal/wasmhost"
 )
 
 // Configuration sources, lowest precedence first: the embedded defaults,
@@ -63,10 +64,50 @@ type ServeConfig struct {
 	DrainTimeout time.Duration `koanf:"drain_timeout" json:"drain_timeout"`
 }
 
+// withDefaults is s as `airlock serve` runs it.
+func (s ServeConfig) withDefaults() ServeConfig {
+	if s.Listen == "" {
+		s.Listen = defaultListen
+	}
+	if s.MaxBodyBytes <= 0 {
+		s.MaxBodyBytes = defaultMaxBodyBytes
+	}
+	if s.DrainTimeout <= 0 {
+		s.DrainTimeout = engine.DefaultDrainTimeout
+	}
+	return s
+}
+
+// effectiveGuests is g as the WebAssembly host fills it on this machine
+// (wasmhost.DefaultBudget; InstancesPerPrincipal at most Instances).
+// ClientInstances depends on the served guest's profile and stays as set.
+func effectiveGuests(g engine.GuestsConfig) engine.GuestsConfig {
+	d := wasmhost.DefaultBudget()
+	if g.Instances == 0 {
+		g.Instances = d.Instances
+	}
+	if g.InstancesPerPrincipal == 0 || g.InstancesPerPrincipal > g.Instances {
+		g.InstancesPerPrincipal = g.Instances
+	}
+	if g.MemoryMiB == 0 {
+		g.MemoryMiB = int(d.Memory >> 20)
+	}
+	return g
+}
+
+// effectiveConfig is cfg with every default filled in: the engine's keys
+// as engine.Effective says New runs them, serve's as serve runs them.
+func effectiveConfig(cfg fileConfig) fileConfig {
+	out := fileConfig{Config: engine.Effective(cfg.Config), Serve: cfg.Serve.withDefaults()}
+	out.Guests = effectiveGuests(out.Guests)
+	return out
+}
+
 // loadConfig reads the configuration. path "" means $AIRLOCK_CONFIG, else
 // ./airlock.yaml if present, else none. It returns the path actually read.
 func loadConfig(path string, environ []string) (fileConfig, string, error) {
 	var cfg fileConfig
+	var problems []configProblem
 	k := koanf.New(keyDelim)
 	if path == "" {
 		path = lookupEnv(environ, "AIRLOCK_CONFIG")
@@ -81,9 +122,17 @@ func loadConfig(path string, environ []string) (fileConfig, string, error) {
 		if err != nil {
 			return cfg, path, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "config: read %s: %v", path, errors.Unwrap(err))
 		}
+		// Problems name their line here, which koanf's map has lost.
+		if problems = checkYAML(path, b); len(problems) > 0 {
+			problems = append(problems, checkEnv(environ)...)
+			return cfg, path, problemsError(problems)
+		}
 		if err := k.Load(rawbytes.Provider(b), yaml.Parser()); err != nil {
 			return cfg, path, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "config: %s: %v", path, err)
 		}
+	}
+	if problems = checkEnv(environ); len(problems) > 0 {
+		return cfg, path, problemsError(problems)
 	}
 	envMap := map[string]any{}
 	for _, kv := range environ {

@@ -212,7 +212,7 @@ func TestConfigCheckCatchesEngineErrors(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"egress:\n  tls_profile: bogus\n", "unknown TLS profile"},
 		{"browse:\n  provider: nosuch\n", "nosuch"},
-		{"egress:\n  bogus: 1\n", "'egress' has unknown keys: bogus"},
+		{"egress:\n  bogus: 1\n", ":2: unknown key egress.bogus"},
 		{"browser:\n  policy:\n    default_action: maybe\n", "default_action"},
 		{"browser:\n  policy:\n    allowed_origins: [\"ftp://x.test\"]\n", "allowed_origins: \"ftp://x.test\""},
 	} {

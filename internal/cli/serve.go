@@ -103,8 +103,9 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 	if err := pf.applyTo(&cfg.Config); err != nil {
 		return err
 	}
-	if !listenSet && cfg.Serve.Listen != "" {
-		listen = cfg.Serve.Listen
+	serveCfg := cfg.Serve.withDefaults()
+	if !listenSet {
+		listen = serveCfg.Listen
 	}
 	ap, err := checkListen(listen)
 	if err != nil {
@@ -134,10 +135,7 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 	}
 	// From here on the engine is closed on every path: that flushes the
 	// audit log.
-	drain := cfg.Serve.DrainTimeout
-	if drain <= 0 {
-		drain = engine.DefaultDrainTimeout
-	}
+	drain := serveCfg.DrainTimeout
 	closeEngine := func() error {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
 		defer cancel()
@@ -157,10 +155,7 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 	var stopping atomic.Bool
 	streams, stopStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStreams()
-	maxBody := cfg.Serve.MaxBodyBytes
-	if maxBody <= 0 {
-		maxBody = defaultMaxBodyBytes
-	}
+	maxBody := serveCfg.MaxBodyBytes
 	handler := api.New(en, api.Options{
 		MCP:           mcp.HTTPHandler(en, mcp.Options{Version: version, Logger: logger}),
 		PublicMetrics: loopback || cfg.Serve.PublicMetrics,
