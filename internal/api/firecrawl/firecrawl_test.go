@@ -19,8 +19,8 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
-	"github.com/airlockhq/airlock/internal/provider/searxng"
 	"github.com/airlockhq/airlock/internal/api"
+	"github.com/airlockhq/airlock/internal/provider/searxng"
 )
 
 const (
