@@ -3,14 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/airlockhq/airlock"
-	"github.com/airlockhq/airlock/egress"
-	"github.com/airlockhq/airlock/internal/browse"
 	"github.com/airlockhq/airlock/internal/browser"
 	"github.com/airlockhq/airlock/internal/browser/sessions"
 	"github.com/airlockhq/airlock/internal/gate"
@@ -85,45 +80,6 @@ type BrowserSessionInfo struct {
 	// FilesDir is the session's confined directory for uploads,
 	// downloads and screenshots.
 	FilesDir string `json:"files_dir,omitempty"`
-}
-
-// newBrowserSessions builds the browser sessions manager on the engine's
-// parts, each handed over as the narrow dependency the manager declares.
-func newBrowserSessions(ctx context.Context, cfg Config, g *gate.Gate, audit *gate.Auditor, revs *gate.RevocationSet,
-	budgets *gate.Budgets, owners sessions.Owners, logger *slog.Logger) *sessions.Manager {
-	bc := cfg.Browser.WithDefaults()
-	sc := sessions.Config{ExecPath: bc.ExecPath, MaxSessions: bc.MaxSessions, IdleTimeout: bc.IdleTimeout,
-		OpTimeout: bc.OpTimeout, AskTimeout: bc.AskTimeout, Policy: bc.Policy, ProxyHeaderTimeout: cfg.Egress.FetchTimeout,
-		// In-memory engines, whose roots are temporary, record their
-		// browsers in one directory per user.
-		RuntimeDir: filepath.Join(os.TempDir(), fmt.Sprintf("airlock-browser-run-%d", os.Geteuid()))}
-	if !cfg.InMemory {
-		sc.Dir = filepath.Join(cfg.DataDir, "browser")
-		sc.RuntimeDir = filepath.Join(sc.Dir, "run")
-	}
-	return sessions.New(ctx, sc, sessions.Deps{
-		Dialer: func(tenant string) *egress.Dialer {
-			if t := g.Tenant(tenant); t != nil {
-				return t.Dialer
-			}
-			return nil
-		},
-		Narrow:  browse.Narrowing,
-		Revoked: revs.Revoked,
-		Audit: func(r gate.Record) {
-			r.ID = g.NewID()
-			audit.Record(r)
-		},
-		AcquireSession: func(ctx context.Context, tenant string, wait bool) (func(), error) {
-			if wait {
-				return budgets.Acquire(ctx, gate.BudgetBrowsers, tenant, 1)
-			}
-			return budgets.TryAcquire(ctx, gate.BudgetBrowsers, tenant, 1)
-		},
-		OnConnectionsFull: func(tenant string, f func()) { budgets.OnFull(gate.BudgetConnections, tenant, f) },
-		Owners:            owners,
-		Logger:            logger,
-	})
 }
 
 // BrowserOpen opens a browser session for the principal (capability
