@@ -165,29 +165,11 @@ func ParseBrowserAction(data []byte) (BrowserAction, error) { return browser.Par
 // (invalid actions, no session, a crash that could not be restarted).
 func (e *Engine) BrowserInteract(ctx context.Context, p airlock.Principal, id string, actions []BrowserAction, stopOnError bool) (BrowserInteractResult, error) {
 	res := BrowserInteractResult{Results: []browser.ActionResult{}}
-	for i, a := range actions {
-		if err := a.Validate(); err != nil {
-			return res, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBrowserAction, "actions[%d]: %v", i, err)
-		}
+	if err := sessions.ValidateActions(actions); err != nil {
+		return res, err
 	}
-	check := func(l *gate.Limits) error {
-		if err := l.CheckValue(gate.LimitBrowserActions, "actions", int64(len(actions))); err != nil {
-			return err
-		}
-		for i, a := range actions {
-			if err := l.Check(a, ""); err != nil {
-				return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonLimit, "actions[%d]: %w", i, err)
-			}
-		}
-		return nil
-	}
-	// The budget of a sequence longer than the ceiling is not computed:
-	// the check refuses it first.
-	budget := time.Duration(0)
-	if len(actions) <= browser.MaxActions {
-		budget = browser.InteractBudget(actions)
-	}
-	cctx, cancel := context.WithTimeout(ctx, budget+10*time.Second)
+	check := func(l *gate.Limits) error { return sessions.CheckActions(l, actions) }
+	cctx, cancel := context.WithTimeout(ctx, sessions.InteractTimeout(actions))
 	defer cancel()
 	err := e.browserCall(cctx, p, id, fmt.Sprintf("interact %d actions", len(actions)), check, func(ctx context.Context, s *browser.Session) error {
 		var err error
