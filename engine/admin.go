@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"net/http"
@@ -36,38 +35,16 @@ func (e *Engine) Authenticate(ctx context.Context, token string) (airlock.Princi
 }
 
 // AuthenticateAdmin accepts token when its hash is one of the configured
-// admin tokens. The lookup is by SHA-256 hash, so comparing never touches
-// the token itself; the loop compares every hash in constant time.
+// admin tokens, compared in constant time.
 func (e *Engine) AuthenticateAdmin(ctx context.Context, token string) error {
-	if token == "" {
-		return airlock.Errorf(airlock.CodeDenied, airlock.ReasonToken, "missing admin token")
-	}
-	h := []byte(store.HashToken(token))
-	ok := 0
-	for _, a := range e.cfg.AdminTokens {
-		ok |= subtle.ConstantTimeCompare(h, []byte(a))
-	}
-	if ok != 1 {
-		return airlock.Errorf(airlock.CodeDenied, airlock.ReasonAdminToken, "not an admin token")
-	}
-	return nil
+	return gate.CheckAdminToken(e.cfg.AdminTokens, token)
 }
 
 // AuthenticateApprover checks an approver token (browser.approver_tokens)
 // and returns how the audit log names it: "approver sha256:<first 12
 // hex>". Errors: denied (approver_token).
 func (e *Engine) AuthenticateApprover(token string) (string, error) {
-	h := []byte(store.HashToken(token))
-	found := -1
-	for i, a := range e.cfg.Browser.ApproverTokens {
-		if subtle.ConstantTimeCompare(h, []byte(a)) == 1 {
-			found = i
-		}
-	}
-	if token == "" || found < 0 {
-		return "", airlock.Errorf(airlock.CodeDenied, airlock.ReasonApproverToken, "not an approver token")
-	}
-	return "approver " + string(h[:min(len(h), len("sha256:")+12)]), nil
+	return gate.CheckApproverToken(e.cfg.Browser.ApproverTokens, token)
 }
 
 // HashToken is the form tokens are configured and stored in: "sha256:<hex>".
@@ -100,7 +77,7 @@ func (e *Engine) CreateToken(ctx context.Context, tenant, label string) (string,
 // cancelled. Every process sharing the data directory sees it within a
 // second.
 func (e *Engine) Revoke(ctx context.Context, subject, reason string) error {
-	if err := checkSubject(subject); err != nil {
+	if err := gate.CheckSubject(subject); err != nil {
 		return err
 	}
 	err := e.revs.Revoke(ctx, subject, reason)
@@ -108,23 +85,9 @@ func (e *Engine) Revoke(ctx context.Context, subject, reason string) error {
 	return err
 }
 
-// checkSubject accepts "tenant" or "tenant/instance" in canonical form
-// (ParsePrincipal also reads "tenant/" as the tenant, which the store
-// refuses).
-func checkSubject(subject string) error {
-	p, err := airlock.ParsePrincipal(subject)
-	if err != nil {
-		return err
-	}
-	if p.String() != subject {
-		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonPrincipal, "bad revocation subject %q: want tenant or tenant/instance", subject)
-	}
-	return nil
-}
-
 // Unrevoke lifts a revocation.
 func (e *Engine) Unrevoke(ctx context.Context, subject string) error {
-	if err := checkSubject(subject); err != nil {
+	if err := gate.CheckSubject(subject); err != nil {
 		return err
 	}
 	err := e.revs.Unrevoke(ctx, subject)
@@ -152,11 +115,7 @@ func (e *Engine) AuditQuery(ctx context.Context, q airlock.AuditQuery) ([]airloc
 	if p, err := airlock.ParsePrincipal(q.Principal); err == nil && q.Principal != "" {
 		tenant = p.Tenant
 	}
-	var l *gate.Limits
-	if t := e.gate.Tenant(tenant); t != nil {
-		l = t.Limits
-	}
-	return gate.QueryAudit(ctx, e.st, l, q)
+	return gate.QueryAudit(ctx, e.st, e.gate.Limits(tenant), q)
 }
 
 // AuditStats counts persisted decisions since a time by broker, outcome and

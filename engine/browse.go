@@ -4,45 +4,16 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/browse"
 	"github.com/airlockhq/airlock/internal/crawl"
+	"github.com/airlockhq/airlock/internal/doer"
 	"github.com/airlockhq/airlock/internal/gate"
 	"github.com/airlockhq/airlock/internal/jobs"
 	"github.com/airlockhq/airlock/internal/provider/native"
 )
-
-// countingDoer counts the body bytes a call received.
-type countingDoer struct {
-	*callDoer
-	in atomic.Int64
-}
-
-func (c *countingDoer) Do(ctx context.Context, req *airlock.HTTPRequest) (*airlock.HTTPResponse, error) {
-	resp, err := c.callDoer.Do(ctx, req)
-	if resp != nil {
-		c.in.Add(int64(len(resp.Body)))
-	}
-	return resp, err
-}
-
-func (e *Engine) newDoer(call *gate.Call, n *egress.Checker, proxy string, profile egress.TLSProfile, cache bool) *countingDoer {
-	return &countingDoer{callDoer: &callDoer{e: e, call: call, narrow: n, proxy: e.browse.Proxy(proxy), profile: profile, cache: cache}}
-}
-
-// checkURL runs the policy on a URL without fetching it: what a remote
-// provider is asked for, and every final URL it reports.
-func (e *Engine) checkURL(call *gate.Call, n *egress.Checker, raw string) error {
-	t, err := egress.ParseRequestURL(raw)
-	if err != nil {
-		return err
-	}
-	_, err = call.Tenant.Dialer.Resolve(call.Ctx, egress.LaneHTTP, t, &egress.Call{Key: call.Key(), Narrow: n})
-	return err
-}
 
 // Fetch fetches one page through the resolved provider (capability
 // browse) as req.Initiator ("": model), which the tenant must be allowed
@@ -80,19 +51,19 @@ func (e *Engine) fetchIn(call *gate.Call, ini gate.Initiator, req airlock.FetchR
 	if err != nil {
 		return nil, 0, err
 	}
-	d := e.newDoer(call, n, req.Proxy, egress.ProfileChrome, req.Cache)
-	d.timeout = req.Timeout
-	req.Proxy = d.proxy
-	identify(ini, d, &req)
-	if err := e.checkRobots(call, ini, d, req); err != nil {
-		return nil, d.in.Load(), err
+	d := e.doers.New(call, n, req.Proxy, egress.ProfileChrome, req.Cache)
+	d.Timeout = req.Timeout
+	req.Proxy = d.Proxy
+	e.doers.Identify(ini, d, &req)
+	if err := e.doers.CheckRobots(call, ini, d, req); err != nil {
+		return nil, d.In(), err
 	}
 	if name == browse.NativeName {
 		page, err := prov.(airlock.Fetcher).Fetch(call.Ctx, d, req)
-		return page, d.in.Load(), err
+		return page, d.In(), err
 	}
-	page, err := browse.FetchRemote(call.Ctx, name, prov, d, req, func(u string) error { return e.checkURL(call, n, u) })
-	return page, d.in.Load(), err
+	page, err := browse.FetchRemote(call.Ctx, name, prov, d, req, func(u string) error { return doer.CheckURL(call, n, u) })
+	return page, d.In(), err
 }
 
 // FetchMany fetches a batch of URLs concurrently as one broker call
@@ -203,8 +174,8 @@ func (e *Engine) crawlIn(call *gate.Call, shared crawl.Shared, join bool, req ai
 		return nil, 0, err
 	}
 	defer release()
-	d := e.newDoer(call, n, req.Proxy, egress.ProfileGo, req.Cache)
-	req.Proxy = d.proxy
+	d := e.doers.New(call, n, req.Proxy, egress.ProfileGo, req.Cache)
+	req.Proxy = d.Proxy
 	if emit == nil {
 		emit = func(*airlock.Page) error { return nil }
 	}
@@ -213,7 +184,7 @@ func (e *Engine) crawlIn(call *gate.Call, shared crawl.Shared, join bool, req ai
 	}
 	out := emit
 	if name != browse.NativeName {
-		if out, err = browse.GuardCrawl(name, req, func(u string) error { return e.checkURL(call, n, u) }, emit); err != nil {
+		if out, err = browse.GuardCrawl(name, req, func(u string) error { return doer.CheckURL(call, n, u) }, emit); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -222,7 +193,7 @@ func (e *Engine) crawlIn(call *gate.Call, shared crawl.Shared, join bool, req ai
 		ctx = crawl.WithShared(ctx, shared, join)
 	}
 	sum, err := prov.(airlock.Crawler).Crawl(ctx, d, req, out, progress)
-	return sum, d.in.Load(), err
+	return sum, d.In(), err
 }
 
 // Search searches through the resolved provider (capability browse).
@@ -244,13 +215,13 @@ func (e *Engine) Search(ctx context.Context, p airlock.Principal, req airlock.Se
 	if err != nil {
 		return nil, "", call.End(err, 0, 0)
 	}
-	d := e.newDoer(call, nil, req.Proxy, egress.ProfileChrome, false)
-	req.Proxy = d.proxy
+	d := e.doers.New(call, nil, req.Proxy, egress.ProfileChrome, false)
+	req.Proxy = d.Proxy
 	res, err := prov.(airlock.Searcher).Search(call.Ctx, d, req)
 	if err == nil && name != browse.NativeName {
 		res = browse.KeepParsable(res)
 	}
-	if err = call.End(err, d.in.Load(), 0); err != nil {
+	if err = call.End(err, d.In(), 0); err != nil {
 		return nil, "", err
 	}
 	return res, call.ID, nil

@@ -3,14 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/airlockhq/airlock"
-	"github.com/airlockhq/airlock/egress"
-	"github.com/airlockhq/airlock/internal/browse"
 	"github.com/airlockhq/airlock/internal/browser"
 	"github.com/airlockhq/airlock/internal/browser/sessions"
 	"github.com/airlockhq/airlock/internal/gate"
@@ -85,45 +80,6 @@ type BrowserSessionInfo struct {
 	// FilesDir is the session's confined directory for uploads,
 	// downloads and screenshots.
 	FilesDir string `json:"files_dir,omitempty"`
-}
-
-// newBrowserSessions builds the browser sessions manager on the engine's
-// parts, each handed over as the narrow dependency the manager declares.
-func newBrowserSessions(ctx context.Context, cfg Config, g *gate.Gate, audit *gate.Auditor, revs *gate.RevocationSet,
-	budgets *gate.Budgets, owners sessions.Owners, logger *slog.Logger) *sessions.Manager {
-	bc := cfg.Browser.WithDefaults()
-	sc := sessions.Config{ExecPath: bc.ExecPath, MaxSessions: bc.MaxSessions, IdleTimeout: bc.IdleTimeout,
-		OpTimeout: bc.OpTimeout, AskTimeout: bc.AskTimeout, Policy: bc.Policy, ProxyHeaderTimeout: cfg.Egress.FetchTimeout,
-		// In-memory engines, whose roots are temporary, record their
-		// browsers in one directory per user.
-		RuntimeDir: filepath.Join(os.TempDir(), fmt.Sprintf("airlock-browser-run-%d", os.Geteuid()))}
-	if !cfg.InMemory {
-		sc.Dir = filepath.Join(cfg.DataDir, "browser")
-		sc.RuntimeDir = filepath.Join(sc.Dir, "run")
-	}
-	return sessions.New(ctx, sc, sessions.Deps{
-		Dialer: func(tenant string) *egress.Dialer {
-			if t := g.Tenant(tenant); t != nil {
-				return t.Dialer
-			}
-			return nil
-		},
-		Narrow:  browse.Narrowing,
-		Revoked: revs.Revoked,
-		Audit: func(r gate.Record) {
-			r.ID = g.NewID()
-			audit.Record(r)
-		},
-		AcquireSession: func(ctx context.Context, tenant string, wait bool) (func(), error) {
-			if wait {
-				return budgets.Acquire(ctx, gate.BudgetBrowsers, tenant, 1)
-			}
-			return budgets.TryAcquire(ctx, gate.BudgetBrowsers, tenant, 1)
-		},
-		OnConnectionsFull: func(tenant string, f func()) { budgets.OnFull(gate.BudgetConnections, tenant, f) },
-		Owners:            owners,
-		Logger:            logger,
-	})
 }
 
 // BrowserOpen opens a browser session for the principal (capability
@@ -209,29 +165,11 @@ func ParseBrowserAction(data []byte) (BrowserAction, error) { return browser.Par
 // (invalid actions, no session, a crash that could not be restarted).
 func (e *Engine) BrowserInteract(ctx context.Context, p airlock.Principal, id string, actions []BrowserAction, stopOnError bool) (BrowserInteractResult, error) {
 	res := BrowserInteractResult{Results: []browser.ActionResult{}}
-	for i, a := range actions {
-		if err := a.Validate(); err != nil {
-			return res, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBrowserAction, "actions[%d]: %v", i, err)
-		}
+	if err := sessions.ValidateActions(actions); err != nil {
+		return res, err
 	}
-	check := func(l *gate.Limits) error {
-		if err := l.CheckValue(gate.LimitBrowserActions, "actions", int64(len(actions))); err != nil {
-			return err
-		}
-		for i, a := range actions {
-			if err := l.Check(a, ""); err != nil {
-				return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonLimit, "actions[%d]: %w", i, err)
-			}
-		}
-		return nil
-	}
-	// The budget of a sequence longer than the ceiling is not computed:
-	// the check refuses it first.
-	budget := time.Duration(0)
-	if len(actions) <= browser.MaxActions {
-		budget = browser.InteractBudget(actions)
-	}
-	cctx, cancel := context.WithTimeout(ctx, budget+10*time.Second)
+	check := func(l *gate.Limits) error { return sessions.CheckActions(l, actions) }
+	cctx, cancel := context.WithTimeout(ctx, sessions.InteractTimeout(actions))
 	defer cancel()
 	err := e.browserCall(cctx, p, id, fmt.Sprintf("interact %d actions", len(actions)), check, func(ctx context.Context, s *browser.Session) error {
 		var err error

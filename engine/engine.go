@@ -16,10 +16,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"fmt"
-	"io"
 	"net/http"
-	"slices"
-	"time"
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
@@ -100,52 +97,15 @@ func (e *Engine) HTTP(ctx context.Context, p airlock.Principal, req airlock.HTTP
 	var resp *airlock.HTTPResponse
 	var in int64
 	if req.Cache {
-		resp, in, err = e.cachedHTTP(call, er)
+		resp, in, err = e.doers.Cached(call, er)
 	} else {
-		resp, in, err = e.doHTTP(call, call.Tenant.Client, er, nil)
+		resp, in, err = e.doers.Do(call, call.Tenant.Client, er, nil)
 	}
 	if err = call.End(err, in, int64(len(req.Body))); err != nil {
 		return nil, err
 	}
 	resp.DecisionID = call.ID
 	return resp, nil
-}
-
-// doHTTP makes the request and reads the answer. A non-nil redact runs
-// over every string of the answer and of the error, and refuses a redirect
-// target that carries the credential.
-func (e *Engine) doHTTP(call *gate.Call, c *egress.Client, r *egress.Request, redact *gate.Redactor) (*airlock.HTTPResponse, int64, error) {
-	if redact != nil {
-		r.CheckRedirect = redact.CheckRedirect
-	}
-	resp, err := c.Do(call.Ctx, r)
-	if err != nil {
-		return nil, 0, redact.Error(err)
-	}
-	// The body's bytes count against the tenant's bytes in flight while
-	// they are read.
-	counted, release := e.budgets.Reader(call.Ctx, gate.BudgetBytes, call.Tenant.Name, resp.Body)
-	defer release()
-	resp.Body = readCloser{Reader: counted, Closer: resp.Body}
-	body, err := egress.ReadAll(resp)
-	if err != nil {
-		return nil, int64(len(body)), redact.Error(err)
-	}
-	out := &airlock.HTTPResponse{Status: resp.StatusCode, Header: map[string][]string(resp.Header), Body: body,
-		URL: resp.URL.String(), Redirects: resp.Redirects, Proto: resp.Proto}
-	if redact != nil {
-		out.Body = redact.Bytes(out.Body)
-		redact.Header(out.Header)
-		out.URL = redact.String(out.URL)
-		out.Redirects = slices.Clone(out.Redirects)
-		redact.Strings(out.Redirects)
-	}
-	return out, int64(len(body)), nil
-}
-
-type readCloser struct {
-	io.Reader
-	io.Closer
 }
 
 // Exchange makes a one-shot TCP, UDP or TLS exchange (capability tcp, udp or
@@ -176,7 +136,7 @@ func (e *Engine) Exchange(ctx context.Context, p airlock.Principal, req airlock.
 	if err := call.Tenant.Limits.Check(req, req.Lane); err != nil {
 		return nil, call.End(err, 0, 0)
 	}
-	req = exchangeDefaults(req, call.Tenant.Limits)
+	req = call.Tenant.Limits.ExchangeDefaults(req)
 	n, err := browse.Narrowing(req.Narrow)
 	if err != nil {
 		return nil, call.End(err, 0, 0)
@@ -196,28 +156,6 @@ func (e *Engine) Exchange(ctx context.Context, p airlock.Principal, req airlock.
 		return nil, err
 	}
 	return &airlock.ExchangeResponse{Data: reply, DecisionID: call.ID}, nil
-}
-
-// exchangeDefaults fills the zero values of an exchange the way egress
-// would, except where the tenant's ceiling is below egress's default:
-// then the ceiling is the default.
-func exchangeDefaults(req airlock.ExchangeRequest, l *gate.Limits) airlock.ExchangeRequest {
-	reply, timeout := egress.DefaultTCPReplyCap, egress.DefaultTCPTimeout
-	replyLimit, timeoutLimit := gate.LimitExchangeMaxReply, gate.LimitExchangeTimeout
-	if req.Lane == airlock.LaneUDP {
-		reply, timeout = egress.DefaultUDPReplyCap, egress.DefaultUDPTimeout
-		replyLimit, timeoutLimit = gate.LimitUDPMaxReply, gate.LimitUDPTimeout
-	}
-	if req.MaxReply == 0 {
-		req.MaxReply = min(int64(reply), l.Ceiling(replyLimit))
-	}
-	if req.Timeout == 0 {
-		req.Timeout = min(timeout, time.Duration(l.Ceiling(timeoutLimit)))
-	}
-	if req.Idle == 0 {
-		req.Idle = min(egress.DefaultIdleAfterFirstByte, time.Duration(l.Ceiling(gate.LimitExchangeIdle)))
-	}
-	return req
 }
 
 // CheckLimit refuses (invalid, reason limit) a value a surface takes
@@ -244,11 +182,7 @@ func (e *Engine) CheckLimit(ctx context.Context, p airlock.Principal, broker, na
 // table), or the table's default for an unknown tenant: what a surface
 // uses to make its own defaults fit under the tenant's ceilings.
 func (e *Engine) Ceiling(p airlock.Principal, name string) int64 {
-	var l *gate.Limits
-	if t := e.gate.Tenant(p.Tenant); t != nil {
-		l = t.Limits
-	}
-	return l.Ceiling(name)
+	return e.gate.Limits(p.Tenant).Ceiling(name)
 }
 
 // Sign returns HMAC-SHA256(secret, data) with the tenant's named secret
@@ -289,7 +223,7 @@ func (e *Engine) Route(ctx context.Context, p airlock.Principal, req airlock.Rou
 	if err != nil {
 		return nil, call.End(err, 0, 0)
 	}
-	resp, in, err := e.doHTTP(call, call.Tenant.Client, &egress.Request{Method: method, URL: u, Header: h, Body: req.Body,
+	resp, in, err := e.doers.Do(call, call.Tenant.Client, &egress.Request{Method: method, URL: u, Header: h, Body: req.Body,
 		Call: egress.Call{Key: call.Key(), Narrow: r.Origin()}}, r.Redactor())
 	if err = call.End(err, in, int64(len(req.Body))); err != nil {
 		return nil, err

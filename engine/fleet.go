@@ -2,14 +2,10 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock"
-	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/browser/sessions"
 	"github.com/airlockhq/airlock/internal/fleet"
 	"github.com/airlockhq/airlock/internal/gate"
@@ -22,9 +18,8 @@ import (
 const DefaultFleetMaxStale = fleet.DefaultMaxStale
 
 // FleetPinTTL is how long a fleet pins a DNS answer when egress.pin_dns
-// is off: the bound of the resolver's cache, so that every replica uses
-// the answer one process would.
-const FleetPinTTL = egress.MaxCacheTTL
+// is off: the bound of the resolver's cache.
+const FleetPinTTL = fleet.PinTTL
 
 // FallbackAuditEvery bounds the audit records of state.fallback_local.
 const FallbackAuditEvery = fleet.FallbackAuditEvery
@@ -100,37 +95,19 @@ func (e *Engine) fleetRevocations(fl *fleet.Fleet, logger *slog.Logger) store.Re
 
 // Revocation is one revoked subject, as `airlock admin revocations export`
 // prints it and `restore --from` reads it.
-type Revocation struct {
-	Subject string    `json:"subject"`
-	Reason  string    `json:"reason,omitempty"`
-	Created time.Time `json:"created,omitzero"`
-}
+type Revocation = fleet.Revocation
 
 // RevocationList returns the current revocations with their reasons, by
 // subject. While the shared set is lost it is the set as this process
 // last knew it.
-func (e *Engine) RevocationList() []Revocation {
-	return fromStore(e.revs.List())
-}
+func (e *Engine) RevocationList() []Revocation { return fleet.FromStore(e.revs.List()) }
 
 // LocalRevocationCopy returns the copy of the fleet's revocation set kept
 // in this data directory by the replicas that ran on it, as of the last
 // change they saw. Errors: not_found (revocation_copy) when no replica
 // with state.redis_url ever ran on this data directory.
 func (e *Engine) LocalRevocationCopy(ctx context.Context) ([]Revocation, error) {
-	mark, err := e.st.RevocationMark(ctx)
-	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonStore, "read the revocation copy: %v", err)
-	}
-	if mark.Epoch == 0 {
-		return nil, airlock.Errorf(airlock.CodeNotFound, airlock.ReasonRevocationCopy,
-			"this data directory holds no copy of a fleet's revocation set (no replica with state.redis_url ran on it): restore from a file (--from)")
-	}
-	list, err := e.st.ListRevocations(ctx)
-	if err != nil {
-		return nil, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonStore, "read the revocation copy: %v", err)
-	}
-	return fromStore(list), nil
+	return fleet.ReadLocalCopy(ctx, e.st)
 }
 
 // RestoreRevocations writes list to Redis as the fleet's whole revocation
@@ -141,36 +118,5 @@ func (e *Engine) LocalRevocationCopy(ctx context.Context) ([]Revocation, error) 
 // without shared state, invalid (principal) for a bad subject, unavailable
 // (redis).
 func (e *Engine) RestoreRevocations(ctx context.Context, list []Revocation, force bool) error {
-	if e.fleetRevs == nil {
-		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonRedisURL, "revocations restore: no shared state is configured (state.redis_url): there is nothing to restore")
-	}
-	recs := make([]store.Revocation, 0, len(list))
-	for _, r := range list {
-		if err := checkSubject(r.Subject); err != nil {
-			return err
-		}
-		recs = append(recs, store.Revocation{Subject: r.Subject, Reason: r.Reason, Created: r.Created})
-	}
-	if !force && e.revs.Lost() == nil {
-		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNotLost,
-			"revocations restore: the shared revocation set is not lost as this process sees it; --force replaces it anyway")
-	}
-	err := e.fleetRevs.Restore(ctx, recs, "airlock admin on "+e.replica)
-	e.gate.RecordAdmin("revocations_restore", fmt.Sprintf("%d subjects", len(recs)), err)
-	if err != nil {
-		return err
-	}
-	if err := e.revs.Refresh(ctx); err != nil {
-		e.logger.Warn("revocations restored; reloading them here failed (the next poll retries)", slog.String("error", err.Error()))
-	}
-	return nil
-}
-
-func fromStore(list []store.Revocation) []Revocation {
-	out := make([]Revocation, 0, len(list))
-	for _, r := range list {
-		out = append(out, Revocation{Subject: r.Subject, Reason: r.Reason, Created: r.Created})
-	}
-	slices.SortFunc(out, func(a, b Revocation) int { return strings.Compare(a.Subject, b.Subject) })
-	return out
+	return e.fleetRevs.RestoreSet(ctx, list, force, e.revs, e.gate, e.replica, e.logger)
 }

@@ -53,7 +53,7 @@ func (e *Engine) startJobs(ctx context.Context) {
 		Crawler: jobs.Crawler{Begin: e.beginCrawl, Prepare: e.prepareCrawlJob, Run: e.crawlIn,
 			Shareable: e.sharesCrawl},
 		Fleet: shared, Replica: e.replica, CrawlLease: e.cfg.State.CrawlLease,
-		NewID: e.gate.NewID, CheckReader: e.checkReader, Limits: e.limits,
+		NewID: e.gate.NewID, CheckReader: e.gate.CheckReader, Limits: e.gate.Limits,
 		DrainTimeout: DefaultDrainTimeout, Logger: e.logger,
 	})
 }
@@ -78,28 +78,6 @@ func (e *Engine) prepareCrawlJob(call *gate.Call, req airlock.CrawlRequest) (air
 func (e *Engine) sharesCrawl(req airlock.CrawlRequest) bool {
 	name, _, err := e.browse.Resolve(airlock.VerbCrawl, req.Provider)
 	return err == nil && (name == browse.NativeName || name == ChromiumProvider)
-}
-
-// checkReader checks a principal that reads or cancels jobs: the checks of
-// the gate that do not spend its rate.
-func (e *Engine) checkReader(p airlock.Principal) error {
-	switch {
-	case !p.Valid():
-		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonPrincipal, "bad principal %q", p.String())
-	case e.gate.Tenant(p.Tenant) == nil:
-		return airlock.Errorf(airlock.CodeDenied, airlock.ReasonUnknownTenant, "unknown tenant %q", p.Tenant)
-	case e.revs.Revoked(p):
-		return airlock.Errorf(airlock.CodeRevoked, airlock.ReasonRevoked, "%s is revoked", p.String())
-	}
-	return nil
-}
-
-// limits returns a tenant's ceilings, or nil for an unknown tenant.
-func (e *Engine) limits(tenant string) *gate.Limits {
-	if t := e.gate.Tenant(tenant); t != nil {
-		return t.Limits
-	}
-	return nil
 }
 
 // StartCrawlJob starts a crawl job (capability browse): the crawl runs in

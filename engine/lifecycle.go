@@ -10,17 +10,16 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/airlockhq/airlock"
-	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/browse"
 	"github.com/airlockhq/airlock/internal/browser/sessions"
 	"github.com/airlockhq/airlock/internal/config"
 	"github.com/airlockhq/airlock/internal/crawl"
+	"github.com/airlockhq/airlock/internal/doer"
 	"github.com/airlockhq/airlock/internal/fleet"
 	"github.com/airlockhq/airlock/internal/gate"
 	"github.com/airlockhq/airlock/internal/jobs"
@@ -70,11 +69,11 @@ type Engine struct {
 	browse   *browse.Dispatcher
 	tokens   map[string]string // config token hash → tenant
 	logger   *slog.Logger
-	budgets  *gate.Budgets      // resource budgets (budgets.go)
-	jobs     *jobs.Runner       // crawl jobs (jobs.go)
-	pages    *pagecache.Cache   // rendered pages read in parts (pages.go)
-	robots   *crawl.RobotsCache // robots.txt verdicts of single fetches, per tenant (initiator.go)
-	browser  *sessions.Manager  // browser sessions and the render pool (browser.go)
+	budgets  *gate.Budgets     // resource budgets (budgets.go)
+	jobs     *jobs.Runner      // crawl jobs (jobs.go)
+	pages    *pagecache.Cache  // rendered pages read in parts (pages.go)
+	doers    *doer.Env         // the requests of calls: doers, the HTTP cache, robots.txt of single fetches
+	browser  *sessions.Manager // browser sessions and the render pool (browser.go)
 
 	fleet       *fleet.Fleet // shared state on Redis, or nil (fleet.go)
 	fleetRevs   *fleet.ReplicaRevocations
@@ -168,8 +167,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 	e.fallbacks = fleet.Fallbacks{Logger: o.logger, Record: e.recordFallback}
 	e.budgets = gate.NewBudgets(p.Budgets)
 	e.pages = pagecache.New(pagecache.Config{MaxBytes: cfg.Browse.PageCacheBytes, TTL: cfg.Browse.PageCacheTTL})
-	e.robots = crawl.NewRobotsCache(0)
-	tenants := e.tenants(p)
+	// DNS pins (fleet.PinsFor): a fleet's in Redis, or egress.pin_dns's.
+	pins, pinTTL := fleet.PinsFor(e.fleet, cfg.Egress.PinDNS)
+	tenants := p.GateTenants(pins, pinTTL, e.budgets, e.logger)
 	e.closers.push("idle connections", func(context.Context) error {
 		for _, t := range tenants {
 			t.Client.CloseIdleConnections()
@@ -180,6 +180,8 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 	if err := e.openLog(stop); err != nil {
 		return nil, err
 	}
+	e.doers = &doer.Env{Revoked: func(p airlock.Principal) bool { return e.revs.Revoked(p) }, Budgets: e.budgets, Cache: e.st,
+		Robots: crawl.NewRobotsCache(0), Proxy: func(s string) string { return e.browse.Proxy(s) }, UserAgent: crawlerUserAgent(), Logger: o.logger}
 
 	// The poller may call onChange from its goroutine before the gate
 	// exists: hand the gate over through an atomic pointer.
@@ -212,18 +214,19 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 	g := gate.New(gate.Config{Tenants: tenants, Limiter: limiter, Revocations: e.revs, Auditor: e.audit, Logger: o.logger, Connect: p.Connect})
 	gp.Store(g)
 	e.gate = g
-	e.browser = newBrowserSessions(e.ctx, cfg, g, e.audit, e.revs, e.budgets, browserOwners(e.fleet, e.replica, o.logger), o.logger)
+	e.browser = sessions.OnGate(e.ctx, cfg, sessions.Gate{Gate: g, Audit: e.audit, Revs: e.revs, Budgets: e.budgets, Narrow: browse.Narrowing},
+		browserOwners(e.fleet, e.replica, o.logger), o.logger)
 	e.closers.push("browser sessions", func(ctx context.Context) error { e.browser.Close(ctx); return nil })
 	// compile built the same dispatcher to validate it: this cannot fail.
 	if e.browse, err = o.dispatcher(e.browser)(cfg.Browse); err != nil {
 		return nil, config.Errorf("%v", err)
 	}
-	e.closers.push("calls in flight", func(ctx context.Context) error { e.drain(ctx); return nil })
+	e.closers.push("calls in flight", func(ctx context.Context) error { g.Drain(ctx, errShuttingDown(), DefaultDrainTimeout); return nil })
 
 	e.registerMetrics()
 	e.startJobs(e.ctx)
 	e.closers.push("crawl jobs", func(ctx context.Context) error { e.jobs.Close(ctx); return nil })
-	e.loops.Go(e.retention)
+	e.loops.Go(func() { gate.Retain(e.ctx, e.st, cfg.Audit.Retention, cfg.Audit.MaxRows, e.logger) })
 	return e, nil
 }
 
@@ -276,76 +279,6 @@ func (e *Engine) registerMetrics() {
 	g := e.gate
 	e.registry.MustRegister(bi, e.budgets, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "airlock_broker_calls_in_flight", Help: "Broker calls in progress."}, func() float64 { return float64(g.Active()) }))
-}
-
-// tenants builds the gate's tenants of p: each tenant's dialer on the
-// plan's checker, resolver and proxies, with the fleet's DNS pins when
-// there is a fleet, holding slots of the connection budget.
-func (e *Engine) tenants(p *config.Plan) map[string]*gate.Tenant {
-	// Pins: with egress.pin_dns, trust-on-first-use for DefaultPinTTL.
-	// A fleet pins every answer for the DNS cache's bound even without
-	// it, so that a name resolves the same on every replica, as it does
-	// within one process through the cache.
-	var pins egress.PinStore
-	var pinTTL time.Duration
-	switch {
-	case e.fleet != nil:
-		pins = e.fleet.Pins()
-		if !e.cfg.Egress.PinDNS {
-			pinTTL = FleetPinTTL
-		}
-	case e.cfg.Egress.PinDNS:
-		pins = &egress.MemoryPins{}
-	}
-	return p.GateTenants(pins, pinTTL, e.budgets, e.logger)
-}
-
-// retention prunes the audit log now and every ten minutes, until the
-// engine closes.
-func (e *Engine) retention() {
-	t := time.NewTicker(10 * time.Minute)
-	defer t.Stop()
-	prune := func() {
-		ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
-		defer cancel()
-		if _, err := e.st.PruneAudit(ctx, time.Now().Add(-e.cfg.Audit.Retention), e.cfg.Audit.MaxRows); err != nil && e.ctx.Err() == nil {
-			e.logger.Error("audit retention", slog.String("error", err.Error()))
-		}
-	}
-	prune()
-	for {
-		select {
-		case <-e.ctx.Done():
-			return
-		case <-t.C:
-			prune()
-		}
-	}
-}
-
-// drain waits for the calls in flight until ctx ends, then cancels them
-// and gives them a bounded moment to end, so that their decision records
-// reach the audit log before it closes.
-func (e *Engine) drain(ctx context.Context) {
-	if e.waitIdle(ctx) {
-		return
-	}
-	e.gate.CancelActive(errShuttingDown())
-	waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultDrainTimeout)
-	defer cancel()
-	e.waitIdle(waitCtx)
-}
-
-// waitIdle waits until no call is in flight, or ctx ends (false).
-func (e *Engine) waitIdle(ctx context.Context) bool {
-	for e.gate.Active() > 0 {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	return true
 }
 
 // Close stops taking calls, stops the crawl jobs, waits for calls in

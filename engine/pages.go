@@ -3,16 +3,12 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/airlockhq/airlock"
-	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/browse"
+	"github.com/airlockhq/airlock/internal/doer"
 	"github.com/airlockhq/airlock/internal/gate"
 	"github.com/airlockhq/airlock/internal/pagecache"
-	"github.com/airlockhq/airlock/internal/provider/native"
 )
 
 // LimitPageCacheBytes is the ceiling on one tenant's share of the page
@@ -71,10 +67,10 @@ func (e *Engine) fetchRendered(call *gate.Call, ini gate.Initiator, req airlock.
 	// Keyed by principal, bounded by tenant.
 	tenant, key := call.Principal.Tenant, call.Key()+"\x00"+pageKey(req, opts)
 	if ent, ok := e.pages.Get(tenant, key); ok {
-		if err := e.checkURL(call, n, req.URL); err != nil {
+		if err := doer.CheckURL(call, n, req.URL); err != nil {
 			return nil, 0, err
 		}
-		if err := e.checkURL(call, n, ent.URL); err != nil {
+		if err := doer.CheckURL(call, n, ent.URL); err != nil {
 			return nil, 0, err
 		}
 		return &RenderedPage{Entry: ent, Cached: true}, 0, nil
@@ -82,24 +78,9 @@ func (e *Engine) fetchRendered(call *gate.Call, ini gate.Initiator, req airlock.
 	var ent pagecache.Entry
 	var in int64
 	if opts.Raw {
-		d := e.newDoer(call, n, req.Proxy, egress.ProfileChrome, req.Cache)
-		identify(ini, d, &req)
-		if err := e.checkRobots(call, ini, d, req); err != nil {
-			return nil, d.in.Load(), err
-		}
-		resp, err := d.Do(call.Ctx, &airlock.HTTPRequest{URL: req.URL, TLSProfile: req.TLSProfile, Proxy: d.proxy, Cache: req.Cache, Narrow: req.Narrow})
-		in = d.in.Load()
-		if err != nil {
+		if ent, in, err = e.doers.FetchRaw(call, ini, n, req); err != nil {
 			return nil, in, err
 		}
-		if (resp.Status < 200 || resp.Status > 299) && !req.ErrorPages {
-			return nil, in, &native.StatusError{URL: resp.URL, Status: resp.Status}
-		}
-		body := string(resp.Body)
-		if !utf8.ValidString(body) {
-			body = strings.ToValidUTF8(body, "\uFFFD")
-		}
-		ent = pagecache.Entry{URL: resp.URL, ContentType: http.Header(resp.Header).Get("Content-Type"), Content: body}
 	} else {
 		page, pin, err := e.fetchIn(call, ini, req)
 		in = pin

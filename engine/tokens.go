@@ -3,10 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/internal/gate"
 	"github.com/airlockhq/airlock/internal/store"
 )
 
@@ -21,12 +21,7 @@ type StoredToken struct {
 
 // ID is the short name of the token that RevokeToken accepts: "sha256:"
 // and the first 12 hex digits of its hash.
-func (t StoredToken) ID() string {
-	return t.Hash[:min(len(t.Hash), len(store.TokenHashPrefix)+minTokenIDDigits)]
-}
-
-// minTokenIDDigits is the shortest hash prefix RevokeToken accepts.
-const minTokenIDDigits = 12
+func (t StoredToken) ID() string { return gate.TokenID(t.Hash) }
 
 // ListTokens returns the API tokens made by CreateToken for tenant (""
 // for every tenant), oldest first. Tokens listed in the configuration
@@ -68,36 +63,6 @@ func (e *Engine) RevokeToken(ctx context.Context, id string) (StoredToken, error
 }
 
 func (e *Engine) findToken(ctx context.Context, id string) (StoredToken, error) {
-	id = strings.TrimSpace(id)
-	var prefix string
-	if strings.HasPrefix(id, "alk_") {
-		prefix = store.HashToken(id)
-	} else {
-		prefix = store.TokenHashPrefix + strings.ToLower(strings.TrimPrefix(id, store.TokenHashPrefix))
-		if len(prefix) < len(store.TokenHashPrefix)+minTokenIDDigits {
-			return StoredToken{}, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonToken, "token id %q is too short: give at least %d hex digits of the hash (airlock token list shows them)", id, minTokenIDDigits)
-		}
-	}
-	all, err := e.ListTokens(ctx, "")
-	if err != nil {
-		return StoredToken{}, err
-	}
-	var found []StoredToken
-	for _, t := range all {
-		if strings.HasPrefix(t.Hash, prefix) {
-			found = append(found, t)
-		}
-	}
-	switch len(found) {
-	case 0:
-		shown := id
-		if strings.HasPrefix(id, "alk_") {
-			shown = "the given token"
-		}
-		return StoredToken{}, airlock.Errorf(airlock.CodeNotFound, airlock.ReasonToken, "no stored API token matches %q (airlock token list shows them)", shown)
-	case 1:
-		return found[0], nil
-	default:
-		return StoredToken{}, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonToken, "%q matches %d tokens: give more digits of the hash", id, len(found))
-	}
+	t, err := gate.FindToken(ctx, e.st.ListTokens, id)
+	return StoredToken{Hash: t.Hash, Tenant: t.Tenant, Label: t.Label, Created: t.Created}, err
 }

@@ -132,6 +132,18 @@ func importRules() []importRule {
 			},
 		},
 		{
+			// The requests of a call (internal/doer) join the gate and the
+			// dispatcher below the facade: holding the facade instead of
+			// the narrow Env it is given would run the dependency the
+			// wrong way.
+			name:       "the call doers never import the engine facade, a surface or the CLI",
+			applies:    func(rel string) bool { return under(rel, "internal/doer") },
+			transitive: true,
+			forbidden: func(dep pkg) bool {
+				return underAny(dep.Rel, append([]string{"internal/cli", "engine"}, surfaces...)...)
+			},
+		},
+		{
 			// The facade delegates to its subsystems (config, fleet,
 			// browse, gate, the caches, and those with rules of their own
 			// above: providers, jobs, the browser sessions); one that
@@ -140,7 +152,7 @@ func importRules() []importRule {
 			name: "an internal package never imports the engine facade, a surface or the CLI",
 			applies: func(rel string) bool {
 				return under(rel, "internal") && !underAny(rel, append([]string{"internal/cli", "internal/archtest",
-					"internal/provider", "internal/jobs", "internal/browser"}, surfaces...)...)
+					"internal/provider", "internal/jobs", "internal/browser", "internal/doer"}, surfaces...)...)
 			},
 			transitive: true,
 			forbidden: func(dep pkg) bool {
@@ -286,7 +298,7 @@ func TestForbiddenImports(t *testing.T) {
 		}
 	}
 	// Guard against a vacuous pass: the packages that exist today must be seen.
-	for _, want := range append([]string{".", "egress", "internal/cli", "cmd/airlock", "internal/render", "internal/fleet", "internal/browser/sessions", "internal/provider/chromium", "internal/config"}, surfaces...) {
+	for _, want := range append([]string{".", "egress", "internal/cli", "cmd/airlock", "internal/render", "internal/fleet", "internal/browser/sessions", "internal/provider/chromium", "internal/config", "internal/doer"}, surfaces...) {
 		if !slices.Contains(ours, want) {
 			t.Fatalf("go list did not report %q among the module's packages %q", want, ours)
 		}
@@ -446,6 +458,22 @@ func TestImportRulesCatch(t *testing.T) {
 			name: "the jobs runner imports the engine",
 			pkgs: []pkg{ours("internal/jobs", m("engine")), ours("engine")},
 			want: []string{"the crawl-jobs runner never imports the engine facade, a surface or the CLI"},
+		},
+		{
+			name: "the call doers import the engine",
+			pkgs: []pkg{ours("internal/doer", m("engine")), ours("engine")},
+			want: []string{"the call doers never import the engine facade, a surface or the CLI"},
+		},
+		{
+			name: "the call doers import a surface transitively",
+			pkgs: []pkg{
+				{ImportPath: m("internal/doer"), Rel: "internal/doer", Imports: []string{m("internal/gate")}, Deps: []string{m("internal/gate"), m("internal/api")}},
+				ours("internal/gate", m("internal/api")), ours("internal/api"),
+			},
+			want: []string{
+				"internal/doer imports " + m("internal/api") + ": the call doers never import",
+				"internal/gate imports " + m("internal/api") + ": an internal package never imports",
+			},
 		},
 		{
 			name: "the compiled configuration imports the engine",

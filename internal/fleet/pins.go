@@ -77,3 +77,26 @@ func decodeAddrs(v string) ([]netip.Addr, error) {
 }
 
 var _ egress.PinStore = (*Pins)(nil)
+
+// PinTTL is how long a fleet pins a DNS answer when egress.pin_dns is
+// off: the bound of the resolver's cache, so that every replica uses the
+// answer one process would.
+const PinTTL = egress.MaxCacheTTL
+
+// PinsFor returns the DNS pins of the tenants' dialers and the TTL that
+// overrides the dialers' own (0: none). With egress.pin_dns (pinDNS),
+// trust-on-first-use for egress's DefaultPinTTL; a fleet (fl not nil)
+// pins every answer in Redis for PinTTL even without it, so that a name
+// resolves the same on every replica, as it does within one process
+// through the cache.
+func PinsFor(fl *Fleet, pinDNS bool) (egress.PinStore, time.Duration) {
+	switch {
+	case fl != nil && pinDNS:
+		return fl.Pins(), 0
+	case fl != nil:
+		return fl.Pins(), PinTTL
+	case pinDNS:
+		return &egress.MemoryPins{}, 0
+	}
+	return nil, 0
+}

@@ -432,3 +432,26 @@ func cut(s string, n int) string {
 	}
 	return s[:i]
 }
+
+// Retain prunes log to retention and maxRows now and every ten minutes,
+// until ctx ends.
+func Retain(ctx context.Context, log store.AuditLog, retention time.Duration, maxRows int64, logger *slog.Logger) {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	prune := func() {
+		pctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if _, err := log.PruneAudit(pctx, time.Now().Add(-retention), maxRows); err != nil && ctx.Err() == nil {
+			logger.Error("audit retention", slog.String("error", err.Error()))
+		}
+	}
+	prune()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			prune()
+		}
+	}
+}

@@ -338,3 +338,50 @@ func (g *Gate) RecordAdmin(action, subject string, err error) string {
 	g.audit.Record(rec)
 	return id
 }
+
+// Drain waits for the calls in flight until ctx ends, then cancels them
+// with cause and gives them up to grace to end, so that their decision
+// records reach the audit log before it closes.
+func (g *Gate) Drain(ctx context.Context, cause error, grace time.Duration) {
+	if g.waitIdle(ctx) {
+		return
+	}
+	g.CancelActive(cause)
+	waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	g.waitIdle(waitCtx)
+}
+
+// waitIdle waits until no call is in flight, or ctx ends (false).
+func (g *Gate) waitIdle(ctx context.Context) bool {
+	for g.Active() > 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return true
+}
+
+// CheckReader checks a principal that reads or cancels what its tenant
+// owns (crawl jobs): the checks of Begin that do not spend its rate.
+func (g *Gate) CheckReader(p airlock.Principal) error {
+	switch {
+	case !p.Valid():
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonPrincipal, "bad principal %q", p.String())
+	case g.Tenant(p.Tenant) == nil:
+		return airlock.Errorf(airlock.CodeDenied, airlock.ReasonUnknownTenant, "unknown tenant %q", p.Tenant)
+	case g.revs.Revoked(p):
+		return airlock.Errorf(airlock.CodeRevoked, airlock.ReasonRevoked, "%s is revoked", p.String())
+	}
+	return nil
+}
+
+// Limits returns a tenant's ceilings, or nil for an unknown tenant.
+func (g *Gate) Limits(tenant string) *Limits {
+	if t := g.Tenant(tenant); t != nil {
+		return t.Limits
+	}
+	return nil
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/egress"
 )
 
 // LimitKind says what a limit's value measures.
@@ -454,4 +455,26 @@ func LimitNames() []string {
 		out[i] = c.Name
 	}
 	return slices.Clip(out)
+}
+
+// ExchangeDefaults fills the zero values of an exchange the way egress
+// would, except where the ceiling is below egress's default: then the
+// ceiling is the default.
+func (l *Limits) ExchangeDefaults(req airlock.ExchangeRequest) airlock.ExchangeRequest {
+	reply, timeout := egress.DefaultTCPReplyCap, egress.DefaultTCPTimeout
+	replyLimit, timeoutLimit := LimitExchangeMaxReply, LimitExchangeTimeout
+	if req.Lane == airlock.LaneUDP {
+		reply, timeout = egress.DefaultUDPReplyCap, egress.DefaultUDPTimeout
+		replyLimit, timeoutLimit = LimitUDPMaxReply, LimitUDPTimeout
+	}
+	if req.MaxReply == 0 {
+		req.MaxReply = min(int64(reply), l.Ceiling(replyLimit))
+	}
+	if req.Timeout == 0 {
+		req.Timeout = min(timeout, time.Duration(l.Ceiling(timeoutLimit)))
+	}
+	if req.Idle == 0 {
+		req.Idle = min(egress.DefaultIdleAfterFirstByte, time.Duration(l.Ceiling(LimitExchangeIdle)))
+	}
+	return req
 }

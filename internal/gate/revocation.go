@@ -231,3 +231,17 @@ func (r *RevocationSet) Close() {
 	}
 	<-r.done
 }
+
+// CheckSubject accepts a revocation subject "tenant" or "tenant/instance"
+// in canonical form (ParsePrincipal also reads "tenant/" as the tenant,
+// which the store refuses). Errors: invalid (principal).
+func CheckSubject(subject string) error {
+	p, err := airlock.ParsePrincipal(subject)
+	if err != nil {
+		return err
+	}
+	if p.String() != subject {
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonPrincipal, "bad revocation subject %q: want tenant or tenant/instance", subject)
+	}
+	return nil
+}
