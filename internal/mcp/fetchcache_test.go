@@ -1,15 +1,12 @@
 package mcp
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
@@ -33,27 +30,6 @@ func bigSite(t *testing.T, hits *atomic.Int64) *httptest.Server {
 	}))
 	t.Cleanup(srv.Close)
 	return srv
-}
-
-// connectAs connects a client to a server whose tools run as p.
-func connectAs(t *testing.T, en *engine.Engine, p airlock.Principal) *sdkmcp.ClientSession {
-	t.Helper()
-	ctx := testCtx(t)
-	s := NewServer(en, func(context.Context) airlock.Principal { return p }, Options{})
-	st, ct := sdkmcp.NewInMemoryTransports()
-	ss, err := s.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := newClient().Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cs.Close()
-		ss.Wait()
-	})
-	return cs
 }
 
 // TestWebFetchPagesFromCache reads a large page in parts: one upstream

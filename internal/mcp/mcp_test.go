@@ -136,8 +136,15 @@ func newClient() *sdkmcp.Client {
 // as the engine's default principal.
 func inMemory(t testing.TB, en *engine.Engine) *sdkmcp.ClientSession {
 	t.Helper()
+	return connectAs(t, en, en.Principal())
+}
+
+// connectAs connects the SDK's client to NewServer over an in-memory
+// pipe, its tools running as p.
+func connectAs(t testing.TB, en *engine.Engine, p airlock.Principal) *sdkmcp.ClientSession {
+	t.Helper()
 	ctx := testCtx(t)
-	s := NewServer(en, func(context.Context) airlock.Principal { return en.Principal() }, Options{Version: "test"})
+	s := NewServer(en, func(context.Context) airlock.Principal { return p }, Options{Version: "test"})
 	st, ct := sdkmcp.NewInMemoryTransports()
 	ss, err := s.Connect(ctx, st, nil)
 	if err != nil {
