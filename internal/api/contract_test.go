@@ -58,6 +58,7 @@ func TestContractValidatorFails(t *testing.T) {
 	}
 	page := string(pb)
 	errBody := `{"error":{"code":"invalid","reason":"body","message":"m","decision_id":""}}`
+	fcErr := `{"success":false,"error":"m","code":"denied","details":{"error":{"code":"denied","reason":"policy","message":"m","decision_id":"d1"}}}`
 	for _, c := range []struct {
 		name        string
 		method      string
@@ -95,6 +96,16 @@ func TestContractValidatorFails(t *testing.T) {
 		{"an undocumented event", "GET", "/api/crawls/j1/events", "", 200, "text/event-stream",
 			"event: surprise\ndata: {}\n\n", "does not name this event"},
 		{"an unknown route's answer", "GET", "/nope", "", 404, "application/json", `{"error":{}}`, "error body"},
+		{"a Firecrawl error", "POST", "/v2/scrape", `{"url":"http://127.0.0.1/"}`, 403, "application/json", fcErr, ""},
+		{"a Firecrawl error in the native shape", "POST", "/v2/scrape", `{"url":"http://127.0.0.1/"}`, 403, "application/json", errBody, `at ""`},
+		{"a Firecrawl error with the wrong code for its status", "POST", "/v2/scrape", `{"url":"http://127.0.0.1/"}`, 400, "application/json", fcErr, `at "/code"`},
+		{"a Firecrawl document with an unknown field", "POST", "/v2/scrape", `{"url":"http://127.0.0.1/"}`, 200, "application/json",
+			`{"success":true,"data":{"metadata":{"sourceURL":"u","url":"u","contentType":"text/html"},"bogus":1}}`, "bogus"},
+		{"a Firecrawl request with an unknown field, taken", "POST", "/v2/scrape", `{"url":"http://127.0.0.1/","fomats":["markdown"]}`, 200, "application/json",
+			`{"success":true,"data":{"metadata":{"sourceURL":"u","url":"u","contentType":"text/html"}}}`, "refuses the request"},
+		{"an unknown Firecrawl route's answer in Firecrawl's shape", "POST", "/v2/extract", "{}", 404, "application/json",
+			strings.ReplaceAll(fcErr, "denied", "not_found"), ""},
+		{"an unknown Firecrawl route's answer in the native shape", "POST", "/v2/extract", "{}", 404, "application/json", errBody, "error body"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var got []string

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
 	"github.com/airlockhq/airlock/internal/api"
+	"github.com/airlockhq/airlock/internal/api/contracttest"
 	"github.com/airlockhq/airlock/internal/provider/searxng"
 )
 
@@ -144,9 +146,27 @@ func newFixture(t *testing.T, change ...func(*engine.Config)) *fixture {
 		defer cancel()
 		en.Close(ctx)
 	})
-	srv := httptest.NewServer(api.New(en, api.Options{}))
+	// Every request and answer is checked against the served OpenAPI
+	// document, as the native routes' are.
+	srv := httptest.NewServer(served(t).Handler(t, api.New(en, api.Options{})))
 	t.Cleanup(srv.Close)
 	return &fixture{site: site, api: srv, en: en}
+}
+
+var (
+	contractOnce sync.Once
+	contractDoc  *contracttest.Contract
+	contractErr  error
+)
+
+// served is the compiled OpenAPI document the API serves.
+func served(t testing.TB) *contracttest.Contract {
+	t.Helper()
+	contractOnce.Do(func() { contractDoc, contractErr = contracttest.New(api.OpenAPI()) })
+	if contractErr != nil {
+		t.Fatalf("openapi.json does not compile: %v", contractErr)
+	}
+	return contractDoc
 }
 
 // call sends a JSON body (nil: none) with token and decodes the answer

@@ -145,10 +145,19 @@ func (o *scrapeOptions) cache() bool { return o.MaxAge != nil && *o.MaxAge > 0 }
 
 // document is Firecrawl's Document: the formats asked for and metadata.
 type document struct {
-	Markdown *string        `json:"markdown,omitempty"`
-	RawHTML  *string        `json:"rawHtml,omitempty"`
-	Links    *[]string      `json:"links,omitempty"`
-	Metadata map[string]any `json:"metadata"`
+	Markdown   *string        `json:"markdown,omitempty"`
+	HTML       *string        `json:"html,omitempty"`
+	RawHTML    *string        `json:"rawHtml,omitempty"`
+	Links      *[]string      `json:"links,omitempty"`
+	Screenshot *string        `json:"screenshot,omitempty"`
+	Actions    *actionResults `json:"actions,omitempty"`
+	Metadata   map[string]any `json:"metadata"`
+}
+
+// actionResults is what a scrape's actions returned: the screenshots
+// they took, in order.
+type actionResults struct {
+	Screenshots []string `json:"screenshots"`
 }
 
 // scrapeResponse is the answer of POST /v2/scrape.
