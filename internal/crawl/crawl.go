@@ -232,6 +232,9 @@ func newOptions(cfg Config, req airlock.CrawlRequest) (options, error) {
 	if o.depth == 0 {
 		o.depth = DefaultDepth
 	}
+	if req.NoLinks {
+		o.depth = 0 // the seed and sitemap URLs are at depth 0, links deeper
+	}
 	if o.maxPages == 0 {
 		o.maxPages = DefaultMaxPages
 		if o.seed == "" {

@@ -68,8 +68,8 @@ func (c *crawlRequest) request() (airlock.CrawlRequest, error) {
 	case "", "include":
 	case "skip":
 		req.Sitemap = false
-	case "only":
-		return req, unsupported("sitemap \"only\" is not supported: Airlock's crawl follows links too")
+	case "only": // the start URL and its sitemap's URLs
+		req.NoLinks = true
 	default:
 		return req, badRequest("Bad Request: sitemap %q: want include, skip or only", c.Sitemap)
 	}
@@ -82,9 +82,9 @@ func (c *crawlRequest) request() (airlock.CrawlRequest, error) {
 	if c.MaxDiscoveryDepth != nil {
 		switch d := *c.MaxDiscoveryDepth; {
 		case d < 0:
-			return req, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonLimit, "maxDiscoveryDepth %d: want at least 1", d)
-		case d == 0:
-			return req, unsupported("maxDiscoveryDepth 0 (the seed and its sitemap only) is not supported: use /v2/scrape or /v2/map")
+			return req, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonLimit, "maxDiscoveryDepth %d: want at least 0", d)
+		case d == 0: // the start URL and its sitemap's URLs: no link
+			req.NoLinks = true
 		default:
 			req.Depth = d
 		}

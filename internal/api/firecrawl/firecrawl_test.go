@@ -439,7 +439,7 @@ func TestMap(t *testing.T) {
 	for _, body := range []map[string]any{
 		{"url": base + "/", "limit": 0},
 		{"url": base + "/", "limit": MaxMapLimitPlusOne},
-		{"url": base + "/", "sitemap": "only"},
+		{"url": base + "/", "sitemap": "everything"},
 		{"url": base + "/", "serch": "x"},
 	} {
 		if status, m, _ := f.call(t, "POST", "/v2/map", acmeToken, body); status != http.StatusBadRequest {
@@ -771,5 +771,70 @@ func TestSearchDefaultUnderCeiling(t *testing.T) {
 	status, m, _ = f.call(t, "POST", "/v2/search", acmeToken, map[string]any{"query": "airlock", "limit": 3})
 	if e := errorOf(t, m); status != http.StatusBadRequest || e["reason"] != "limit" {
 		t.Errorf("limit 3 above a ceiling of 2: %d %v, want 400 limit", status, e)
+	}
+}
+
+// crawlPaths starts a crawl with body, waits for it to end and returns
+// the paths of its pages, sorted.
+func (f *fixture) crawlPaths(t *testing.T, body map[string]any) []string {
+	t.Helper()
+	status, m, _ := f.call(t, "POST", "/v2/crawl", acmeToken, body)
+	if status != http.StatusOK {
+		t.Fatalf("start crawl %v: %d %v", body, status, m)
+	}
+	m = f.waitCrawl(t, acmeToken, m["id"].(string))
+	if m["status"] != "completed" {
+		t.Fatalf("crawl %v: %v, want completed", body, m)
+	}
+	var got []string
+	for _, d := range m["data"].([]any) {
+		got = append(got, strings.TrimPrefix(d.(map[string]any)["metadata"].(map[string]any)["url"].(string), f.site.URL))
+	}
+	slices.Sort(got)
+	return got
+}
+
+// TestCrawlDiscoveryScope: maxDiscoveryDepth 0 follows no link (the start
+// URL, and its sitemap's URLs unless sitemap is skip); sitemap "only"
+// crawls the start URL and its sitemap's URLs, no links; "skip" reads no
+// sitemap. The test site's sitemap lists /docs/b, which no link of the
+// start page reaches in one hop.
+func TestCrawlDiscoveryScope(t *testing.T) {
+	f := newFixture(t)
+	base := f.site.URL + "/"
+	for _, c := range []struct {
+		name string
+		body map[string]any
+		want []string
+	}{
+		{"depth 0, no sitemap", map[string]any{"url": base, "maxDiscoveryDepth": 0, "sitemap": "skip"}, []string{"/"}},
+		{"depth 0 with the sitemap", map[string]any{"url": base, "maxDiscoveryDepth": 0}, []string{"/", "/docs/b"}},
+		{"sitemap only", map[string]any{"url": base, "sitemap": "only"}, []string{"/", "/docs/b"}},
+		{"sitemap only, deep", map[string]any{"url": base, "sitemap": "only", "maxDiscoveryDepth": 5}, []string{"/", "/docs/b"}},
+		{"depth 1, no sitemap", map[string]any{"url": base, "maxDiscoveryDepth": 1, "sitemap": "skip"}, []string{"/", "/blog/x", "/docs/a"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := f.crawlPaths(t, c.body); !slices.Equal(got, c.want) {
+				t.Errorf("crawled %q, want %q", got, c.want)
+			}
+		})
+	}
+	// A negative depth is refused.
+	if status, m, _ := f.call(t, "POST", "/v2/crawl", acmeToken, map[string]any{"url": base, "maxDiscoveryDepth": -1}); status != http.StatusBadRequest {
+		t.Errorf("maxDiscoveryDepth -1: %d %v, want 400", status, m)
+	}
+}
+
+// TestMapSitemapOnly: map with sitemap "only" lists the start URL and its
+// sitemap's URLs, not the links of the pages.
+func TestMapSitemapOnly(t *testing.T) {
+	f := newFixture(t)
+	base := f.site.URL
+	status, m, _ := f.call(t, "POST", "/v2/map", acmeToken, map[string]any{"url": base + "/", "sitemap": "only"})
+	if status != http.StatusOK {
+		t.Fatalf("map sitemap only: %d %v", status, m)
+	}
+	if got, want := mapURLs(t, m), []string{base + "/", base + "/docs/b"}; !slices.Equal(got, want) {
+		t.Errorf("map sitemap only = %v, want %v", got, want)
 	}
 }
