@@ -161,17 +161,18 @@ type CrawlRequest struct {
 	// External follows links to other hosts too (a seed crawl otherwise
 	// stays on the seed's host); each is decided by the policy when it is
 	// fetched, and a refused one is skipped (reason policy), not fetched.
-	External     bool `json:"external,omitempty"`
-	IgnoreRobots bool `json:"ignore_robots,omitempty"` // audited; only for tenants with allow_ignore_robots
-	Sitemap      bool `json:"sitemap,omitempty"`       // seed from /sitemap.xml too
+	External     bool       `json:"external,omitempty"`
+	IgnoreRobots bool       `json:"ignore_robots,omitempty"` // audited; only for tenants with allow_ignore_robots
+	Sitemap      bool       `json:"sitemap,omitempty"`       // seed from /sitemap.xml too
+	TLSProfile   string     `json:"tls_profile,omitempty"`   // "": go; chrome is audited
+	Provider     string     `json:"provider,omitempty"`
+	Proxy        string     `json:"proxy,omitempty"`
+	Cache        bool       `json:"cache,omitempty"`
+	Narrow       *Narrowing `json:"narrow,omitempty"`
+
 	// NoLinks follows no link: a seed crawl fetches the seed (and, with
 	// Sitemap, its sitemap's URLs) and nothing its pages link to.
-	NoLinks    bool       `json:"no_links,omitempty"`
-	TLSProfile string     `json:"tls_profile,omitempty"` // "": go; chrome is audited
-	Provider   string     `json:"provider,omitempty"`
-	Proxy      string     `json:"proxy,omitempty"`
-	Cache      bool       `json:"cache,omitempty"`
-	Narrow     *Narrowing `json:"narrow,omitempty"`
+	NoLinks bool `json:"no_links,omitempty"`
 }
 
 // SearchRequest asks for search results.
