@@ -571,7 +571,6 @@ func TestCrawl(t *testing.T) {
 	for _, body := range []map[string]any{
 		{"url": base + "/", "includePaths": []string{"^/docs/("}},
 		{"url": base + "/", "prompt": "crawl the docs"},
-		{"url": base + "/", "scrapeOptions": map[string]any{"formats": []string{"rawHtml"}}},
 		{"url": base + "/", "scrapeOptions": map[string]any{"formats": []string{"json"}}},
 		{"url": base + "/", "webhook": "https://example.com/hook"},
 		{"url": base + "/", "limit": 1_000_000},
@@ -660,7 +659,7 @@ func TestBatchScrape(t *testing.T) {
 	for _, body := range []map[string]any{
 		{"urls": []string{base + "/", "not a url"}},
 		{"urls": []string{}},
-		{"urls": []string{base + "/"}, "formats": []string{"rawHtml"}},
+		{"urls": []string{base + "/"}, "formats": []string{"screenshot"}},
 		{"urls": []string{base + "/"}, "webhook": "https://example.com/hook"},
 	} {
 		if status, m, _ := f.call(t, "POST", "/v2/batch/scrape", acmeToken, body); status != http.StatusBadRequest {
@@ -836,5 +835,149 @@ func TestMapSitemapOnly(t *testing.T) {
 	}
 	if got, want := mapURLs(t, m), []string{base + "/", base + "/docs/b"}; !slices.Equal(got, want) {
 		t.Errorf("map sitemap only = %v, want %v", got, want)
+	}
+}
+
+// jobDocuments waits for the job at route+id to end and returns its
+// documents (all of them: the test jobs fit in one answer).
+func (f *fixture) jobDocuments(t *testing.T, route, id string) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status, m, _ := f.call(t, "GET", route+id, acmeToken, nil)
+		if status != http.StatusOK {
+			t.Fatalf("job status: %d %v", status, m)
+		}
+		if m["status"] != "scraping" {
+			if m["status"] != "completed" || m["next"] != nil {
+				t.Fatalf("job %s: %v, want completed in one answer", id, m)
+			}
+			var out []map[string]any
+			for _, d := range m["data"].([]any) {
+				out = append(out, d.(map[string]any))
+			}
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s still scraping after 30s", id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestJobFormats: a crawl's and a batch's documents carry the formats the
+// request named (markdown alone by default), as a scrape's do; rawHtml
+// is the page as served. The formats are kept with the job.
+func TestJobFormats(t *testing.T) {
+	f := newFixture(t)
+	base := f.site.URL
+	for _, c := range []struct {
+		name    string
+		route   string
+		body    map[string]any
+		formats []string // the keys every document has besides metadata
+	}{
+		{"crawl default", "/v2/crawl/", map[string]any{"url": base + "/docs/b", "sitemap": "skip", "maxDiscoveryDepth": 0}, []string{"markdown"}},
+		{"crawl links", "/v2/crawl/", map[string]any{"url": base + "/docs/b", "sitemap": "skip", "maxDiscoveryDepth": 0,
+			"scrapeOptions": map[string]any{"formats": []string{"links"}}}, []string{"links"}},
+		{"crawl rawHtml and markdown", "/v2/crawl/", map[string]any{"url": base + "/docs/b", "sitemap": "skip", "maxDiscoveryDepth": 0,
+			"scrapeOptions": map[string]any{"formats": []any{"rawHtml", map[string]any{"type": "markdown"}}}}, []string{"markdown", "rawHtml"}},
+		{"batch default", "/v2/batch/scrape/", map[string]any{"urls": []string{base + "/docs/b"}}, []string{"markdown"}},
+		{"batch links and rawHtml", "/v2/batch/scrape/", map[string]any{"urls": []string{base + "/docs/b"}, "formats": []string{"links", "rawHtml"}},
+			[]string{"links", "rawHtml"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			status, m, _ := f.call(t, "POST", strings.TrimSuffix(c.route, "/"), acmeToken, c.body)
+			if status != http.StatusOK {
+				t.Fatalf("start: %d %v", status, m)
+			}
+			docs := f.jobDocuments(t, c.route, m["id"].(string))
+			if len(docs) != 1 {
+				t.Fatalf("documents = %v, want /docs/b alone", docs)
+			}
+			d := docs[0]
+			var got []string
+			for k := range d {
+				if k != "metadata" {
+					got = append(got, k)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.formats) {
+				t.Errorf("document has %q, want %q", got, c.formats)
+			}
+			if raw, ok := d["rawHtml"].(string); ok && !strings.Contains(raw, "<title>Doc B</title>") {
+				t.Errorf("rawHtml = %.200q, want the page as served", raw)
+			}
+			if md, ok := d["markdown"].(string); ok && !strings.Contains(md, "main content") {
+				t.Errorf("markdown = %.200q", md)
+			}
+			if links, ok := d["links"].([]any); ok && !slices.Contains(links, any(base+"/docs/a")) {
+				t.Errorf("links = %v, want %s/docs/a among them", links, base)
+			}
+			job, err := f.en.CrawlJob(context.Background(), airlock.Principal{Tenant: "acme"}, m["id"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(job.Request.Formats) != len(c.formats) {
+				t.Errorf("the stored job's formats = %q, want the %d asked for", job.Request.Formats, len(c.formats))
+			}
+		})
+	}
+	// What a job cannot give is refused when it starts: the formats and
+	// options of the browser, which serves a scrape alone (a message that
+	// says so, namesJob, where no other refusal comes first).
+	for _, c := range []struct {
+		route    string
+		body     map[string]any
+		reason   string
+		namesJob bool
+	}{
+		{"/v2/crawl", map[string]any{"url": base + "/", "scrapeOptions": map[string]any{"formats": []string{"screenshot"}}}, "unsupported", false},
+		{"/v2/crawl", map[string]any{"url": base + "/", "scrapeOptions": map[string]any{"formats": []string{"summary"}}}, "unsupported", false},
+		{"/v2/crawl", map[string]any{"url": base + "/", "scrapeOptions": map[string]any{"actions": []any{map[string]any{"type": "wait", "milliseconds": 10}}}}, "unsupported_action", true},
+		{"/v2/crawl", map[string]any{"url": base + "/", "scrapeOptions": map[string]any{"waitFor": 10}}, "unsupported", true},
+		{"/v2/crawl", map[string]any{"url": base + "/", "scrapeOptions": map[string]any{"includeTags": []string{"main"}}}, "unsupported", true},
+		{"/v2/batch/scrape", map[string]any{"urls": []string{base + "/"}, "headers": map[string]string{"X-A": "b"}}, "unsupported", true},
+		{"/v2/batch/scrape", map[string]any{"urls": []string{base + "/"}, "mobile": true}, "unsupported", true},
+	} {
+		status, m, _ := f.call(t, "POST", c.route, acmeToken, c.body)
+		if e := errorOf(t, m); status != http.StatusBadRequest || e["reason"] != c.reason {
+			t.Errorf("%s %v: %d %v, want 400 reason %s", c.route, c.body, status, m, c.reason)
+		}
+		if msg, _ := m["error"].(string); c.namesJob && !strings.Contains(msg, "crawl") && !strings.Contains(msg, "batch") {
+			t.Errorf("%s %v: error %q does not say a job cannot do it", c.route, c.body, msg)
+		}
+	}
+}
+
+// TestJobFormatsSurviveRestart: the formats are kept with the job in the
+// store, so a crawl's documents keep them after the server restarts.
+func TestJobFormatsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	onDisk := func(c *engine.Config) { c.InMemory, c.DataDir = false, dir }
+	f := newFixture(t, onDisk)
+	status, m, _ := f.call(t, "POST", "/v2/crawl", acmeToken, map[string]any{"url": f.site.URL + "/docs/b", "sitemap": "skip",
+		"maxDiscoveryDepth": 0, "scrapeOptions": map[string]any{"formats": []string{"links", "rawHtml"}}})
+	if status != http.StatusOK {
+		t.Fatalf("start crawl: %d %v", status, m)
+	}
+	id := m["id"].(string)
+	f.jobDocuments(t, "/v2/crawl/", id)
+	f.api.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.en.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	g := newFixture(t, onDisk)
+	docs := g.jobDocuments(t, "/v2/crawl/", id)
+	if len(docs) != 1 {
+		t.Fatalf("after a restart: %v, want the one document", docs)
+	}
+	raw, _ := docs[0]["rawHtml"].(string)
+	if _, md := docs[0]["markdown"]; md || docs[0]["links"] == nil || !strings.Contains(raw, "<title>Doc B</title>") {
+		t.Errorf("after a restart: document %v, want links and rawHtml alone", docs[0])
 	}
 }
