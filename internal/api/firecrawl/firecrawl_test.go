@@ -981,3 +981,46 @@ func TestJobFormatsSurviveRestart(t *testing.T) {
 		t.Errorf("after a restart: document %v, want links and rawHtml alone", docs[0])
 	}
 }
+
+// TestNumbersAboveCeilings: every number a Firecrawl request carries goes
+// through the tenant's limits ceilings: above one it is refused (400,
+// reason limit) before anything is fetched or queued. The tenant's
+// ceilings are lowered so that each is one above.
+func TestNumbersAboveCeilings(t *testing.T) {
+	f := newFixture(t, func(c *engine.Config) {
+		acme := c.Tenants["acme"]
+		acme.Limits = engine.CeilingsConfig{CrawlMaxPages: 3, CrawlDepth: 2, CrawlConcurrency: 2, CrawlDelay: time.Second,
+			CrawlTimeout: 2 * time.Second, CrawlURLs: 2, SearchResults: 3}
+		c.Tenants["acme"] = acme
+	})
+	u := f.site.URL + "/"
+	for _, c := range []struct {
+		route string
+		body  map[string]any
+	}{
+		{"/v2/scrape", map[string]any{"url": u, "timeout": 2001}},
+		{"/v2/crawl", map[string]any{"url": u, "limit": 4}},
+		{"/v2/crawl", map[string]any{"url": u, "maxDiscoveryDepth": 3}},
+		{"/v2/crawl", map[string]any{"url": u, "maxConcurrency": 3}},
+		{"/v2/crawl", map[string]any{"url": u, "delay": 1.5}},
+		{"/v2/crawl", map[string]any{"url": u, "scrapeOptions": map[string]any{"timeout": 2001}}},
+		{"/v2/batch/scrape", map[string]any{"urls": []string{u, u + "a", u + "b"}}},
+		{"/v2/batch/scrape", map[string]any{"urls": []string{u}, "maxConcurrency": 3}},
+		{"/v2/batch/scrape", map[string]any{"urls": []string{u}, "timeout": 2001}},
+		{"/v2/map", map[string]any{"url": u, "timeout": 2001}},
+		{"/v2/map", map[string]any{"url": u, "limit": MaxMapLimitPlusOne}},
+		{"/v2/search", map[string]any{"query": "q", "limit": 4}},
+		{"/v2/search", map[string]any{"query": "q", "timeout": 2001}},
+	} {
+		status, m, _ := f.call(t, "POST", c.route, acmeToken, c.body)
+		if e := errorOf(t, m); status != http.StatusBadRequest || e["code"] != "invalid" || e["reason"] != "limit" {
+			t.Errorf("%s %v: %d %v, want 400 reason limit", c.route, c.body, status, m)
+		}
+	}
+	// At the ceilings, taken.
+	status, m, _ := f.call(t, "POST", "/v2/crawl", acmeToken, map[string]any{"url": u, "limit": 3, "maxDiscoveryDepth": 2,
+		"maxConcurrency": 2, "delay": 0.001, "scrapeOptions": map[string]any{"timeout": 2000}})
+	if status != http.StatusOK {
+		t.Errorf("crawl at the ceilings: %d %v", status, m)
+	}
+}
