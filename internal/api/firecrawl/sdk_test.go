@@ -187,6 +187,34 @@ func runSDK(t *testing.T) {
 		t.Errorf("crawl with includePaths ^/docs/ and excludePaths /b$ through the SDK = %s %q, want completed %q", paths.Status, urls, want)
 	}
 
+	var formats struct {
+		Status string
+		Data   []struct {
+			Markdown *string
+			RawHTML  string
+			Links    []string
+		}
+	}
+	ok("crawlFormats", &formats)
+	if formats.Status != "completed" || len(formats.Data) != 1 || formats.Data[0].Markdown != nil ||
+		!strings.Contains(formats.Data[0].RawHTML, "<title>Doc B</title>") || !slices.Contains(formats.Data[0].Links, f.site.URL+"/docs/a") {
+		t.Errorf("crawl of /docs/b, depth 0, formats links and rawHtml, through the SDK = %+v, want one document with links and rawHtml alone", formats)
+	}
+	var sitemapOnly struct {
+		Status string
+		Data   []struct{ Metadata map[string]any }
+	}
+	ok("crawlSitemapOnly", &sitemapOnly)
+	urls = nil
+	for _, d := range sitemapOnly.Data {
+		u, _ := d.Metadata["url"].(string)
+		urls = append(urls, strings.TrimPrefix(u, f.site.URL))
+	}
+	slices.Sort(urls)
+	if want := []string{"/", "/docs/b"}; sitemapOnly.Status != "completed" || !slices.Equal(urls, want) {
+		t.Errorf("crawl with sitemap only through the SDK = %s %q, want completed %q", sitemapOnly.Status, urls, want)
+	}
+
 	var batch struct {
 		Status    string
 		Completed int

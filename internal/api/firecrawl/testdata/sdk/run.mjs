@@ -39,6 +39,16 @@ out.crawl = await attempt(() => app.crawl(`${site}/`, { limit: 10, sitemap: "ski
 out.crawlPaths = await attempt(() =>
   app.crawl(`${site}/`, { includePaths: ["^/docs/"], excludePaths: ["/b$"], sitemap: "skip", pollInterval: 1, timeout: 60 }),
 );
+out.crawlFormats = await attempt(() =>
+  app.crawl(`${site}/docs/b`, {
+    maxDiscoveryDepth: 0,
+    sitemap: "skip",
+    scrapeOptions: { formats: ["links", "rawHtml"] },
+    pollInterval: 1,
+    timeout: 60,
+  }),
+);
+out.crawlSitemapOnly = await attempt(() => app.crawl(`${site}/`, { sitemap: "only", pollInterval: 1, timeout: 60 }));
 out.batch = await attempt(() =>
   app.batchScrape([`${site}/docs/a`, `${site}/blog/x`], { options: { formats: ["markdown"] }, pollInterval: 1, timeout: 60 }),
 );
