@@ -52,7 +52,8 @@ var requestSchemas = []string{"FirecrawlScrapeFields", "FirecrawlScrapeOptions",
 // neverNull are fields whose Go type could be nil but that the handlers
 // always fill.
 var neverNull = []string{"FirecrawlCrawlStatus.data", "FirecrawlCrawlErrors.errors", "FirecrawlCrawlErrors.robotsBlocked",
-	"FirecrawlMapResponse.links", "FirecrawlSearchResponse.data", "FirecrawlActionResults.screenshots", "FirecrawlDocument.metadata"}
+	"FirecrawlMapResponse.links", "FirecrawlSearchResponse.data", "FirecrawlDocument.metadata",
+	"FirecrawlActionResults.screenshots", "FirecrawlActionResults.scrapes", "FirecrawlActionResults.javascriptReturns", "FirecrawlActionResults.pdfs"}
 
 // others are the Firecrawl schemas with no Go struct: a format or an
 // action (read as raw JSON), the metadata (a map).

@@ -154,10 +154,14 @@ type document struct {
 	Metadata   map[string]any `json:"metadata"`
 }
 
-// actionResults is what a scrape's actions returned: the screenshots
-// they took, in order.
+// actionResults are Firecrawl's results of a scrape's actions: Airlock's
+// fill screenshots alone (the other lists come from actions it does not
+// run, and are always empty).
 type actionResults struct {
-	Screenshots []string `json:"screenshots"`
+	Screenshots       []string `json:"screenshots"`
+	Scrapes           []any    `json:"scrapes"`
+	JavascriptReturns []any    `json:"javascriptReturns"`
+	PDFs              []any    `json:"pdfs"`
 }
 
 // scrapeResponse is the answer of POST /v2/scrape.
