@@ -52,7 +52,7 @@ func sitePage(title string, links ...string) string {
 }
 
 // newSite serves a small site on loopback: /, /docs/a, /docs/b, /blog/x,
-// /blog/y, a sitemap and a 404 page with content.
+// /blog/y, /outward, a sitemap and a 404 page with content.
 func newSite(t *testing.T) *httptest.Server {
 	t.Helper()
 	pages := map[string]string{
@@ -61,6 +61,10 @@ func newSite(t *testing.T) *httptest.Server {
 		"/docs/b": sitePage("Doc B", "/docs/a"),
 		"/blog/x": sitePage("Blog X", "/blog/y"),
 		"/blog/y": sitePage("Blog Y", "/"),
+		// Linked from no page: a start URL whose one link leaves for a
+		// host under the floor (127.0.0.2 is not excepted), for a crawl
+		// with allowExternalLinks (nothing listens there).
+		"/outward": sitePage("Outward", "http://127.0.0.2:9/"),
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {

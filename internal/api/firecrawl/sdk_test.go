@@ -215,6 +215,20 @@ func runSDK(t *testing.T) {
 		t.Errorf("crawl with sitemap only through the SDK = %s %q, want completed %q", sitemapOnly.Status, urls, want)
 	}
 
+	var crawlErrs struct {
+		Status string
+		Errors struct {
+			Errors []struct {
+				URL, Code, Error string
+			}
+			RobotsBlocked []string
+		}
+	}
+	ok("crawlErrors", &crawlErrs)
+	if e := crawlErrs.Errors.Errors; crawlErrs.Status != "completed" || len(e) != 1 || e[0].URL != "http://127.0.0.2:9/" || e[0].Code != "policy" {
+		t.Errorf("errors of a crawl with allowExternalLinks through the SDK = %+v, want http://127.0.0.2:9/ refused by the policy", crawlErrs)
+	}
+
 	var batch struct {
 		Status    string
 		Completed int

@@ -49,6 +49,15 @@ out.crawlFormats = await attempt(() =>
   }),
 );
 out.crawlSitemapOnly = await attempt(() => app.crawl(`${site}/`, { sitemap: "only", pollInterval: 1, timeout: 60 }));
+out.crawlErrors = await attempt(async () => {
+  const started = await app.startCrawl(`${site}/outward`, { allowExternalLinks: true, sitemap: "skip" });
+  let status = await app.getCrawlStatus(started.id);
+  for (let i = 0; status.status === "scraping" && i < 600; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    status = await app.getCrawlStatus(started.id);
+  }
+  return { status: status.status, errors: await app.getCrawlErrors(started.id) };
+});
 out.batch = await attempt(() =>
   app.batchScrape([`${site}/docs/a`, `${site}/blog/x`], { options: { formats: ["markdown"] }, pollInterval: 1, timeout: 60 }),
 );
