@@ -31,7 +31,9 @@ const defaultExecProfile = "network"
 // its own).
 type commandExitError struct{ code int }
 
-func (e *commandExitError) Error() string       { return fmt.Sprintf("the command exited with code %d", e.code) }
+func (e *commandExitError) Error() string {
+	return fmt.Sprintf("the command exited with code %d", e.code)
+}
 func (e *commandExitError) ErrorCode() string   { return string(airlock.CodeUpstream) }
 func (e *commandExitError) ErrorReason() string { return string(airlock.ReasonCommandExit) }
 func (e *commandExitError) ExitStatus() int     { return e.code }
