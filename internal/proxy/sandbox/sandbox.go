@@ -58,7 +58,7 @@ func (f OutsideFunc) Serve(ln net.Listener) error { return f(ln) }
 // Config is one command to run. Args and Outside are required.
 type Config struct {
 	Args []string // the command and its arguments; Args[0] is looked up in PATH inside
-	Env  []string // the command's environment; the proxy variables are set over it
+	Env  []string // the command's environment (nil: this process's); the proxy variables are set over it
 	Dir  string   // the working directory; "" is the caller's; it must be visible inside
 
 	Stdin  io.Reader

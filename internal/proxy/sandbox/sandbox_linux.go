@@ -92,7 +92,11 @@ func run(ctx context.Context, cfg Config) (int, error) {
 	defer ctl.Close()
 	childEnd := os.NewFile(uintptr(fds[1]), "sandbox-ctl-child")
 
-	env := ProxyEnv(cfg.Env, cfg.port(), cfg.SOCKS)
+	base := cfg.Env
+	if base == nil {
+		base = os.Environ()
+	}
+	env := ProxyEnv(base, cfg.port(), cfg.SOCKS)
 	cmd := &exec.Cmd{
 		Path:       fmt.Sprintf("/proc/self/fd/%d", exeFD),
 		Args:       []string{"airlock-exec-init"},
