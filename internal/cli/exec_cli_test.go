@@ -502,3 +502,52 @@ for p in sys.argv[1:]:
 		}
 	})
 }
+
+// TestExecDiesWithAirlock kills the real binary with SIGKILL while its
+// command runs: nothing of the sandbox outlives it.
+func TestExecDiesWithAirlock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the airlock binary")
+	}
+	needTools(t, "sh", "setsid", "sleep")
+	needSandbox(t)
+	bin := buildAirlock(t)
+	marker := "876.5" + strconv.Itoa(os.Getpid()%1000)
+	cmd := exec.Command(bin, "exec", "--data-dir", t.TempDir(), "--", "sh", "-c",
+		"setsid sleep "+marker+" </dev/null >/dev/null 2>&1 & sleep "+marker)
+	cmd.Dir = "/"
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	sleepers := func() []string {
+		var pids []string
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err == nil && string(b) == "sleep\x00"+marker+"\x00" {
+				pids = append(pids, e.Name())
+			}
+		}
+		return pids
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(sleepers()) < 2 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the command's two sleeps did not start; running: %v", sleepers())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	deadline = time.Now().Add(10 * time.Second) // a hang guard, not a timing assertion
+	for len(sleepers()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("processes of the sandbox outlived airlock: %v", sleepers())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
