@@ -551,3 +551,50 @@ func TestExecDiesWithAirlock(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestExecRevoked revokes the tenant from another process while a command
+// runs: the command is stopped and the session's record says revoked.
+func TestExecRevoked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs programs in the exec sandbox")
+	}
+	needTools(t, "sleep")
+	needSandbox(t)
+	dd := t.TempDir()
+	marker := "59.87" + strconv.Itoa(os.Getpid()%1000)
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		done <- invoke(t, ctx, "", []string{"exec", "--data-dir", dd, "--", "sleep", marker})
+	}()
+	deadline := time.Now().Add(30 * time.Second) // hang guard
+	for {
+		running := false
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && string(b) == "sleep\x00"+marker+"\x00" {
+				running = true
+			}
+		}
+		if running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := invoke(t, context.Background(), "", []string{"admin", "revoke", "--data-dir", dd, "local"}); r.code != 0 {
+		t.Fatalf("revoke: %d %s", r.code, r.stderr)
+	}
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second): // hang guard
+		t.Fatal("exec did not end after the revocation")
+	}
+	if r.code != 3 || !strings.Contains(r.stderr, "revoked") {
+		t.Errorf("exec after a revocation: exit %d, stderr %q; want 3 and revoked", r.code, r.stderr)
+	}
+}
