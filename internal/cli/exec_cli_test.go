@@ -48,6 +48,7 @@ type execLab struct {
 	shownSock  string // a Unix socket in the shown directory
 	unixHits   *atomic.Int64
 	commitLine string
+	execs      int // airlock exec runs so far
 }
 
 // needTools fails (never skips) when a program the exec tests drive is
@@ -228,6 +229,7 @@ func testCA(t *testing.T, host string) ([]byte, tls.Certificate) {
 // for the plain and the TLS site's ports only.
 func (lab *execLab) exec(t *testing.T, stdin string, command ...string) result {
 	t.Helper()
+	lab.execs++
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	args := []string{"exec", "--data-dir", lab.dataDir,
@@ -389,6 +391,28 @@ for u in sys.argv[1:]:
 		wantAudit(t, recs, "connect://evil.test:"+lab.tlsPort, "deny", "internal_address")
 	})
 
+	t.Run("node", func(t *testing.T) {
+		needTools(t, "node")
+		if _, err := os.Stat(filepath.Join("testdata", "node", "node_modules", "undici")); err != nil {
+			t.Fatalf("undici is not installed: cd internal/cli/testdata/node && npm ci (bash .ci/run does it): %v", err)
+		}
+		r := lab.exec(t, "", "env", "NODE_EXTRA_CA_CERTS="+filepath.Join(lab.dir, "ca.pem"), "node", filepath.Join("testdata", "node", "run.mjs"),
+			site+"/hello", tlsSite+"/hello", other+"/node", "https://evil.test:"+lab.tlsPort+"/node")
+		for _, want := range []string{
+			site + `/hello 200 reason= body="hello from site.test"`, tlsSite + `/hello 200 reason= body="hello from site.test"`,
+			other + "/node ", "https://evil.test:" + lab.tlsPort + "/node error",
+		} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("node: %q missing\nstdout %s\nstderr %s", want, r.stdout, r.stderr)
+			}
+		}
+		if strings.Contains(r.stdout, other+"/node 200") || r.code != 1 {
+			t.Errorf("node: the refused target answered, or exit %d (want 1)\n%s", r.code, r.stdout)
+		}
+		recs := lab.audit(t)
+		wantAudit(t, recs, "connect://evil.test:"+lab.tlsPort, "deny", "internal_address")
+	})
+
 	// Every exec is one session record, broker exec, with its exit code.
 	var sessions int
 	for _, r := range lab.audit(t) {
@@ -399,8 +423,8 @@ for u in sys.argv[1:]:
 			}
 		}
 	}
-	if sessions != 6 {
-		t.Errorf("%d exec session records, want one per exec (6)", sessions)
+	if sessions != lab.execs {
+		t.Errorf("%d exec session records, want one per exec (%d)", sessions, lab.execs)
 	}
 }
 
