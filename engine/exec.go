@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"net"
 	"net/http"
 	"strings"
@@ -121,6 +122,11 @@ func (s *ExecSession) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if sw.status >= 400 {
 		h := sw.Header()
 		rerr = &proxyRefusal{code: h.Get(egress.HeaderAirlockCode), reason: h.Get(egress.HeaderAirlockReason), status: sw.status}
+	}
+	// A tunnel the gate cut (a revocation, a shutdown) is recorded so.
+	var coded interface{ ErrorCode() string }
+	if cause := context.Cause(call.Ctx); rerr == nil && errors.As(cause, &coded) {
+		rerr = cause
 	}
 	call.End(rerr, sw.bytesIn(), sw.bytesOut())
 }
