@@ -448,6 +448,38 @@ func TestExecRedTeam(t *testing.T) {
 		}
 	})
 
+	t.Run("IPv6 literals", func(t *testing.T) {
+		// Through the proxy, [::1] is the floor's; directly, the host's
+		// ::1 (when it has one) is out of reach.
+		var hits atomic.Int64
+		port := "1"
+		if l6, err := net.Listen("tcp", "[::1]:0"); err == nil {
+			defer l6.Close()
+			port = strconv.Itoa(l6.Addr().(*net.TCPAddr).Port)
+			go func() {
+				for {
+					c, err := l6.Accept()
+					if err != nil {
+						return
+					}
+					hits.Add(1)
+					c.Close()
+				}
+			}()
+		}
+		r := lab.sh(t, "curl -sS -i http://[::1]:"+port+"/; echo; curl -sS -i http://[::ffff:127.0.0.1]:"+lab.httpPort+"/; echo; "+
+			"curl --noproxy '*' -sS -m 10 http://[::1]:"+port+"/; echo \"direct=$?\"")
+		if strings.Count(r.stdout, "HTTP/1.1 403") != 2 || strings.Contains(r.stdout, "direct=0") || strings.Contains(r.stdout, "hello") {
+			t.Errorf("IPv6 literals: stdout %s\nstderr %s", r.stdout, r.stderr)
+		}
+		if n := hits.Load(); n != 0 {
+			t.Errorf("the host's ::1 listener accepted %d connections from the sandbox", n)
+		}
+		recs := lab.audit(t)
+		wantAudit(t, recs, "http://[::1]:"+port+"/", "deny", "")
+		wantAudit(t, recs, "http://[::ffff:127.0.0.1]:"+lab.httpPort+"/", "deny", "")
+	})
+
 	t.Run("nsenter into the host's network namespace fails", func(t *testing.T) {
 		r := lab.sh(t, "nsenter --net=/proc/1/ns/net true; echo nsenter=$?")
 		if strings.Contains(r.stdout, "nsenter=0") {
