@@ -131,3 +131,23 @@ func TestRunUnprivileged(t *testing.T) {
 	}
 	checkProbe(t, probeOut, "65534")
 }
+
+// BenchmarkRun measures building a sandbox, running true in it and
+// tearing it down.
+func BenchmarkRun(b *testing.B) {
+	outside := OutsideFunc(func(ln net.Listener) error {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return err
+			}
+			c.Close()
+		}
+	})
+	for b.Loop() {
+		code, err := Run(context.Background(), Config{Args: []string{"true"}, Dir: "/", Outside: outside})
+		if err != nil || code != 0 {
+			b.Fatal(code, err)
+		}
+	}
+}
