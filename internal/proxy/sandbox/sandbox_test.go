@@ -2,11 +2,17 @@ package sandbox
 
 import (
 	"errors"
+	"os"
 	"slices"
 	"testing"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/internal/leakcheck"
 )
+
+// TestMain fails the package when a Run leaves a goroutine behind (the
+// control socket's reader, the Outside server, the waiter).
+func TestMain(m *testing.M) { os.Exit(leakcheck.Main(m, "sandbox", leakcheck.Options{})) }
 
 func TestProxyEnv(t *testing.T) {
 	in := []string{"PATH=/usr/bin", "http_proxy=http://evil:1", "HTTPS_PROXY=http://evil:2", "No_Proxy=site.test",
