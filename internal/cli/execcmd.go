@@ -121,6 +121,11 @@ func (e *env) exec(ctx context.Context, pf *policyFlags, profile string, port ui
 	if err != nil {
 		return errors.Join(err, closeEngine(en))
 	}
+	// The outside server: the engine's forward proxy (HTTP and CONNECT),
+	// one gate call per request, as the session's principal. The product
+	// proxy (internal/proxy, with SOCKS5) takes its place through the
+	// same Outside interface: OutsideFunc(func(ln) error { return
+	// server.ServeAs(ln, p) }) with SOCKS set.
 	srv := &http.Server{Handler: sess, ReadHeaderTimeout: serveReadHeaderTimeout, MaxHeaderBytes: serveMaxHeaderBytes,
 		ErrorLog: slog.NewLogLogger(slog.DiscardHandler, slog.LevelDebug)}
 	environ := e.environ
