@@ -151,3 +151,44 @@ func BenchmarkRun(b *testing.B) {
 		}
 	}
 }
+
+// TestHideAndShow covers a file and a directory (as the data directory
+// and the configuration file are), and shows a directory under /tmp
+// again, read-only.
+func TestHideAndShow(t *testing.T) {
+	shown := t.TempDir()
+	for _, d := range []string{shown, filepath.Dir(shown)} {
+		os.Chmod(d, 0o755)
+	}
+	if err := os.WriteFile(filepath.Join(shown, "f"), []byte("shown\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code, err := Run(context.Background(), Config{
+		Args: []string{"sh", "-c", `wc -c < /etc/hostname; ls -A /etc/ssl | wc -l; cat "$1/f"; ` +
+			`echo x > "$1/g" 2>/dev/null || echo read-only; ls -A /tmp`, "sh", shown},
+		Dir: "/", Stdout: &out, Stderr: &errb,
+		Hide: []string{"/etc/hostname", "/etc/ssl"}, Show: []string{shown},
+		Outside: OutsideFunc(func(ln net.Listener) error {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return err
+				}
+				c.Close()
+			}
+		})})
+	if err != nil || code != 0 {
+		t.Fatalf("%d %v %s", code, err, errb.String())
+	}
+	want := "0\n0\nshown\nread-only\n" // and /tmp empty but for the way to shown
+	if rest, ok := strings.CutPrefix(shown, "/tmp/"); ok {
+		want += strings.SplitN(rest, "/", 2)[0] + "\n"
+	}
+	if out.String() != want {
+		t.Errorf("inside:\n%q\nwant\n%q", out.String(), want)
+	}
+	if _, err := os.Stat(filepath.Join(shown, "g")); err == nil {
+		t.Error("the command wrote into a shown directory")
+	}
+}
