@@ -149,6 +149,9 @@ func build(sp *spec) (*os.File, error) {
 		shown = append(shown, shownPath{path: p, fd: fd, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR})
 	}
 	for _, p := range sp.Hide {
+		if underHidden(p) && !underAny(p, sp.Show) {
+			continue // the tmpfs below covers it
+		}
 		if err := hide(p); err != nil {
 			return nil, err
 		}
@@ -295,9 +298,12 @@ func writeResolvConf(target string) error {
 	return nil
 }
 
-func underHidden(p string) bool {
-	for _, d := range hiddenDirs {
-		if p == d || strings.HasPrefix(p, d+"/") {
+func underHidden(p string) bool { return underAny(p, hiddenDirs) }
+
+// underAny reports whether p is one of dirs or inside one.
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/") {
 			return true
 		}
 	}
