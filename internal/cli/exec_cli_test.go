@@ -476,8 +476,8 @@ func TestExecRedTeam(t *testing.T) {
 			t.Errorf("the host's ::1 listener accepted %d connections from the sandbox", n)
 		}
 		recs := lab.audit(t)
-		wantAudit(t, recs, "http://[::1]:"+port+"/", "deny", "")
-		wantAudit(t, recs, "http://[::ffff:127.0.0.1]:"+lab.httpPort+"/", "deny", "")
+		wantAudit(t, recs, "http://[::1]:"+port+"/", "deny", "loopback")
+		wantAudit(t, recs, "http://[::ffff:127.0.0.1]:"+lab.httpPort+"/", "deny", "ipv4_embedded")
 	})
 
 	t.Run("nsenter into the host's network namespace fails", func(t *testing.T) {
