@@ -552,6 +552,15 @@ for p in sys.argv[1:]:
 		}
 	})
 
+	t.Run("a profile without http runs nothing", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		r := invoke(t, ctx, "", []string{"exec", "--data-dir", lab.dataDir, "--profile", "compute", "--", "sh", "-c", "echo ran"})
+		if r.code != 3 || strings.Contains(r.stdout, "ran") || !strings.Contains(r.stderr, "capability") {
+			t.Errorf("--profile compute: exit %d stdout %q stderr %q; want 3, capability, nothing run", r.code, r.stdout, r.stderr)
+		}
+	})
+
 	t.Run("stdin passes through", func(t *testing.T) {
 		if r := lab.exec(t, "through stdin\n", "cat"); r.stdout != "through stdin\n" {
 			t.Errorf("cat: %q", r.stdout)

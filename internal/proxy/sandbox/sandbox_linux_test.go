@@ -192,3 +192,34 @@ func TestHideAndShow(t *testing.T) {
 		t.Error("the command wrote into a shown directory")
 	}
 }
+
+// TestStartErrors: a working directory the sandbox hides and a missing
+// command are the command's failures (exit 127), not the sandbox's.
+func TestStartErrors(t *testing.T) {
+	outside := OutsideFunc(func(ln net.Listener) error {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return err
+			}
+			c.Close()
+		}
+	})
+	for _, cfg := range []Config{
+		{Args: []string{"true"}, Dir: "/tmp/airlock-exec-test-hidden-" + strconv.Itoa(os.Getpid())},
+		{Args: []string{"no-such-command-here"}, Dir: "/"},
+	} {
+		cfg.Outside = outside
+		if cfg.Dir != "/" {
+			if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Remove(cfg.Dir)
+		}
+		code, err := Run(context.Background(), cfg)
+		var se *StartError
+		if !errors.As(err, &se) || se.ExitStatus() != 127 || code != -1 {
+			t.Errorf("%v in %s: %d %v, want a StartError", cfg.Args, cfg.Dir, code, err)
+		}
+	}
+}
