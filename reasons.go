@@ -332,6 +332,17 @@ const (
 	ReasonProtocol        Reason = "protocol"
 )
 
+// Reasons of `airlock exec` (internal/proxy/sandbox).
+const (
+	// ReasonSandbox (with CodeUnavailable): the exec sandbox cannot be
+	// built here: not Linux, user namespaces not permitted, or a mount of
+	// the sandbox refused.
+	ReasonSandbox Reason = "sandbox"
+	// ReasonCommandExit (with CodeUpstream): the command run by `airlock
+	// exec` exited non-zero; airlock exits with the command's own code.
+	ReasonCommandExit Reason = "command_exit"
+)
+
 // ReasonInfo documents one reason of the catalogue.
 type ReasonInfo struct {
 	Reason Reason
@@ -594,6 +605,10 @@ var catalogue = []ReasonInfo{
 	{ReasonNotApproved, []Code{CodeDenied}, "An approver refused the origin.", "the approver refused the origin; ask again or add it to browser.policy.allowed_origins"},
 	{ReasonAskTimeout, []Code{CodeDenied}, "No approval came before browser.ask_timeout.", "no approver answered within browser.ask_timeout; answer asks sooner, or raise the timeout"},
 	{ReasonNoApprover, []Code{CodeDenied}, "default_action is ask and no approver can answer.", "configure browser.approver_tokens, or set browser.policy.default_action"},
+
+	// airlock exec.
+	{ReasonSandbox, []Code{CodeUnavailable}, "The exec sandbox cannot be built here: it needs Linux with user, network, PID and mount namespaces.", "airlock exec needs Linux with user namespaces open to this user: sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1 (Debian), kernel.apparmor_restrict_unprivileged_userns=0 (Ubuntu); in a container, a seccomp profile that allows unshare(CLONE_NEWUSER) and a /proc that is not masked"},
+	{ReasonCommandExit, []Code{CodeUpstream}, "The command run by airlock exec exited with a non-zero status (airlock exits with the same code).", ""},
 }
 
 var catalogueIndex = func() map[Reason]int {
