@@ -1,0 +1,276 @@
+package engine
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/egress"
+	"github.com/airlockhq/airlock/internal/browse"
+	"github.com/airlockhq/airlock/internal/browser"
+	"github.com/airlockhq/airlock/internal/doer"
+	"github.com/airlockhq/airlock/internal/gate"
+	"github.com/airlockhq/airlock/internal/htmlfilter"
+	"github.com/airlockhq/airlock/internal/provider/native"
+)
+
+// Scrape ceilings, as the configuration names them.
+const (
+	LimitScrapeHeaders    = gate.LimitScrapeHeaders
+	LimitScrapeHeaderSize = gate.LimitScrapeHeaderSize
+)
+
+// Scrape fetches one page for a Firecrawl-style scrape (capability
+// browse; with req.Browser, browser too): natively, with the caller's
+// headers, or rendered in a browser session of its own (waits, phone
+// emulation, actions, screenshots); then its tags are filtered
+// (IncludeTags, ExcludeTags) before extraction, and the result holds the
+// extracted page, the cleaned HTML and the raw document. One audited
+// fetch call. The native path honours the initiator's identity and
+// robots.txt as Fetch does, without the page providers (the document
+// itself is needed); the browser path is the chromium provider's.
+//
+// Errors: those of Fetch; denied (capability) for Browser without the
+// browser capability; invalid (limit) above a ceiling, (bad_selector),
+// (browser_action) for a malformed action, (header_identity) for a header
+// the identity sets, (unsupported) for Headers with Browser; denied
+// (header_floor) for a header the floor forbids; those of the failing
+// action.
+func (e *Engine) Scrape(ctx context.Context, p airlock.Principal, req airlock.ScrapeRequest) (*airlock.ScrapeResult, error) {
+	call, err := e.begin(ctx, p, airlock.CapabilityBrowse, "fetch", req.URL)
+	if err != nil {
+		return nil, err
+	}
+	res, in, err := e.scrape(call, req)
+	if err = call.End(err, in, 0); err != nil {
+		return nil, err
+	}
+	res.Page.DecisionID = call.ID
+	return res, nil
+}
+
+func (e *Engine) scrape(call *gate.Call, req airlock.ScrapeRequest) (*airlock.ScrapeResult, int64, error) {
+	if req.Browser != nil && !call.Tenant.Profile.Has(airlock.CapabilityBrowser) {
+		return nil, 0, airlock.Errorf(airlock.CodeDenied, airlock.ReasonCapability,
+			"capability browser is not granted by profile %s: waitFor, mobile, actions and screenshots need the browser", call.Tenant.Profile.Name)
+	}
+	if err := checkScrape(call.Tenant.Limits, req); err != nil {
+		return nil, 0, err
+	}
+	if _, err := htmlfilter.Selectors("includeTags", req.IncludeTags); err != nil {
+		return nil, 0, err
+	}
+	if _, err := htmlfilter.Selectors("excludeTags", req.ExcludeTags); err != nil {
+		return nil, 0, err
+	}
+	steps, err := scrapeSteps(req.Browser)
+	if err != nil {
+		return nil, 0, err
+	}
+	ini, err := e.initiator(call, req.Initiator)
+	if err != nil {
+		return nil, 0, err
+	}
+	for k := range req.Headers {
+		if strings.EqualFold(strings.TrimSpace(k), "User-Agent") {
+			return nil, 0, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonHeaderIdentity,
+				"header %s: the initiator's identity (%s) sets the User-Agent; a caller may not replace it", k, ini.Identity)
+		}
+	}
+	n, err := browse.Narrowing(req.Narrow)
+	if err != nil {
+		return nil, 0, err
+	}
+	cache := req.Cache && len(req.Headers) == 0
+	d := e.doers.New(call, n, req.Proxy, egress.ProfileChrome, cache)
+	d.Timeout = req.Timeout
+	req.Proxy = d.Proxy
+	e.doers.Identify(ini, d, &req.FetchRequest)
+	if err := e.doers.CheckRobots(call, ini, d, req.FetchRequest); err != nil {
+		return nil, d.In(), err
+	}
+	var resp *airlock.HTTPResponse
+	out := &airlock.ScrapeResult{}
+	in := d.In()
+	if req.Browser != nil {
+		if err := doer.CheckURL(call, n, req.URL); err != nil {
+			return nil, in, err
+		}
+		bctx := call.Ctx
+		if _, ok := bctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			bctx, cancel = context.WithTimeout(bctx, scrapeBudget(req.Browser))
+			defer cancel()
+		}
+		r, err := e.browser.Scrape(bctx, call.Principal, req.Narrow, req.URL, browser.ScrapeOptions{Mobile: req.Browser.Mobile,
+			WaitFor: req.Browser.WaitFor, Steps: steps, Screenshot: req.Browser.Screenshot, FullPage: req.Browser.FullPage})
+		if err != nil {
+			return nil, in, err
+		}
+		in += int64(len(r.HTML))
+		ct := "text/html; charset=utf-8"
+		if r.MIMEType != "" && !strings.Contains(r.MIMEType, "html") {
+			ct = r.MIMEType
+		}
+		resp = &airlock.HTTPResponse{Status: r.Status, URL: r.URL, Body: r.HTML, Header: map[string][]string{"Content-Type": {ct}}}
+		out.Screenshot, out.ActionScreenshots = r.Screenshot, r.Shots
+	} else {
+		h := map[string][]string{}
+		for k, v := range req.Headers {
+			h[k] = []string{v}
+		}
+		resp, err = d.Do(call.Ctx, &airlock.HTTPRequest{URL: req.URL, Header: h, TLSProfile: req.TLSProfile, Proxy: d.Proxy, Cache: cache, Narrow: req.Narrow})
+		in = d.In()
+		if err != nil {
+			return nil, in, err
+		}
+	}
+	if (resp.Status < 200 || resp.Status > 299) && !req.ErrorPages {
+		return nil, in, &native.StatusError{URL: resp.URL, Status: resp.Status}
+	}
+	out.RawHTML = strings.ToValidUTF8(string(resp.Body), "\uFFFD")
+	ct := http.Header(resp.Header).Get("Content-Type")
+	doc := resp
+	if strings.Contains(strings.ToLower(ct), "html") {
+		f, err := htmlfilter.Apply(resp.Body, ct, htmlfilter.Options{Include: req.IncludeTags, Exclude: req.ExcludeTags, WholePage: req.WholePage})
+		if err != nil {
+			return nil, in, err
+		}
+		out.HTML = f.HTML
+		doc = &airlock.HTTPResponse{Status: resp.Status, URL: resp.URL, Body: f.Document,
+			Header: map[string][]string{"Content-Type": {"text/html; charset=utf-8"}}}
+	}
+	page, err := native.ExtractResponse(call.Ctx, doc, airlock.ExtractFull)
+	if err != nil {
+		return nil, in, err
+	}
+	page.RequestedURL, page.Provider = req.URL, native.Name
+	if req.Browser != nil {
+		page.Provider = ChromiumProvider
+	}
+	out.Page = page
+	return out, in, nil
+}
+
+// checkScrape checks every number of req against the tenant's ceilings.
+func checkScrape(l *gate.Limits, req airlock.ScrapeRequest) error {
+	if err := l.Check(req, ""); err != nil {
+		return err
+	}
+	if err := l.Check(req.FetchRequest, ""); err != nil {
+		return err
+	}
+	size := 0
+	for k, v := range req.Headers {
+		size += len(k) + len(v)
+	}
+	if err := l.CheckValue(gate.LimitScrapeHeaderSize, "headers", int64(size)); err != nil {
+		return err
+	}
+	if req.Browser == nil {
+		return nil
+	}
+	if len(req.Headers) > 0 {
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonUnsupported,
+			"headers are not sent by the browser: it would send them to every origin the page loads from")
+	}
+	if err := l.Check(req.Browser, ""); err != nil {
+		return err
+	}
+	for i := range req.Browser.Actions {
+		if err := l.Check(req.Browser.Actions[i], ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func actionErr(i int, format string, args ...any) error {
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBrowserAction, "actions[%d]: "+format, append([]any{i}, args...)...)
+}
+
+// scrapeSteps checks a scrape's actions and maps them to the browser's
+// steps: each type takes only its own fields.
+func scrapeSteps(b *airlock.BrowserScrape) ([]browser.ScrapeStep, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var out []browser.ScrapeStep
+	for i, a := range b.Actions {
+		st := browser.ScrapeStep{Kind: a.Type, MS: a.Milliseconds, Selector: a.Selector, Text: a.Text, Key: a.Key, FullPage: a.FullPage}
+		extra := func(ok ...bool) error {
+			for _, o := range ok {
+				if !o {
+					return actionErr(i, "a field that is not part of a %s action is set", a.Type)
+				}
+			}
+			return nil
+		}
+		none := func(fields ...bool) bool {
+			for _, f := range fields {
+				if f {
+					return false
+				}
+			}
+			return true
+		}
+		var err error
+		switch a.Type {
+		case airlock.PageWait:
+			err = extra(none(a.Text != "", a.Key != "", a.Direction != "", a.FullPage))
+			if err == nil && (a.Milliseconds > 0) == (a.Selector != "") {
+				err = actionErr(i, "a wait action needs exactly one of milliseconds (above 0) and selector")
+			}
+		case airlock.PageClick:
+			err = extra(none(a.Milliseconds != 0, a.Text != "", a.Key != "", a.Direction != "", a.FullPage))
+			if err == nil && a.Selector == "" {
+				err = actionErr(i, "a click action needs a selector")
+			}
+		case airlock.PageWrite:
+			err = extra(none(a.Milliseconds != 0, a.Selector != "", a.Key != "", a.Direction != "", a.FullPage))
+		case airlock.PagePress:
+			err = extra(none(a.Milliseconds != 0, a.Selector != "", a.Text != "", a.Direction != "", a.FullPage))
+			if err == nil {
+				err = browser.Action{Action: browser.ActPress, Key: a.Key}.Validate()
+				if err != nil {
+					err = actionErr(i, "press: unknown key %q (a key name such as Enter, Tab, Escape, ArrowDown, or one character)", a.Key)
+				}
+			}
+		case airlock.PageScroll:
+			err = extra(none(a.Milliseconds != 0, a.Text != "", a.Key != "", a.FullPage))
+			switch a.Direction {
+			case "", "down":
+			case "up":
+				st.Up = true
+			default:
+				err = actionErr(i, "scroll direction %q: want up or down", a.Direction)
+			}
+		case airlock.PageScreenshot:
+			err = extra(none(a.Milliseconds != 0, a.Selector != "", a.Text != "", a.Key != "", a.Direction != ""))
+		default:
+			err = airlock.Errorf(airlock.CodeInvalid, airlock.ReasonUnsupportedAction,
+				"actions[%d]: action %q is not supported: Airlock drives wait, click, write, press, scroll and screenshot (its browser evaluates no caller JavaScript)", i, a.Type)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// scrapeBudget bounds a browser scrape whose caller set no timeout: the
+// load, the wait, and each action's own wait and timeout.
+func scrapeBudget(b *airlock.BrowserScrape) time.Duration {
+	d := DefaultScrapeTimeout + b.WaitFor
+	for _, a := range b.Actions {
+		d += time.Duration(a.Milliseconds)*time.Millisecond + time.Duration(browser.DefaultActionTimeoutMS)*time.Millisecond + 5*time.Second
+	}
+	return min(d, browser.MaxInteractBudget)
+}
+
+// DefaultScrapeTimeout is a browser scrape's time for loading its page,
+// before its wait and actions, when the caller sets no timeout.
+const DefaultScrapeTimeout = 30 * time.Second
