@@ -432,3 +432,22 @@ func TestScrapeBrowserNeedsProfile(t *testing.T) {
 		t.Errorf("html = %q", str(data, "html"))
 	}
 }
+
+// TestScrapeBrowserDeniedOrigins: browser.policy's denied_origins hold
+// for a scrape's browser too; the native path is the egress policy's.
+func TestScrapeBrowserDeniedOrigins(t *testing.T) {
+	bf := newBrowserFixture(t, func(c *engine.Config) {
+		c.Browser.Policy.DeniedOrigins = []string{"127.0.0.1"}
+	})
+	origin := bf.pages.URL
+	status, _, m := bf.scrape(t, map[string]any{"url": origin + "/form", "waitFor": 10})
+	if e := errorOf(t, m); status != http.StatusForbidden || e["code"] != "denied" {
+		t.Errorf("browser scrape of a denied origin: %d %v, want 403 denied", status, e)
+	}
+	bf.mu.Lock()
+	_, reached := bf.headers["/form"]
+	bf.mu.Unlock()
+	if reached {
+		t.Errorf("the browser loaded a page of a denied origin")
+	}
+}
