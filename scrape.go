@@ -19,8 +19,10 @@ type ScrapeRequest struct {
 	// extraction (Markdown, links) and to HTML.
 	IncludeTags []string `json:"include_tags,omitempty"`
 	ExcludeTags []string `json:"exclude_tags,omitempty"`
-	// WholePage makes HTML the whole cleaned body instead of the main
-	// content (Firecrawl's onlyMainContent: false).
+	// HTML asks for ScrapeResult.HTML, the cleaned HTML; WholePage makes
+	// it the whole cleaned body instead of the main content (Firecrawl's
+	// onlyMainContent: false).
+	HTML      bool `json:"html,omitempty"`
 	WholePage bool `json:"whole_page,omitempty"`
 	// Browser renders the page in the browser (capability browser).
 	Browser *BrowserScrape `json:"browser,omitempty"`
@@ -70,8 +72,9 @@ type ScrapeResult struct {
 	// Page is the extracted page (after the tag filters), with Status the
 	// page's HTTP status and DecisionID the call's.
 	Page *Page `json:"page"`
-	// HTML is the cleaned HTML: the filtered document without scripts,
-	// styles and the head, reduced to its main content unless WholePage.
+	// HTML is the cleaned HTML (when ScrapeRequest.HTML): the filtered
+	// document without scripts, styles and the head, reduced to its main
+	// content unless WholePage; "" for a document that is not HTML.
 	HTML string `json:"html"`
 	// RawHTML is the document as served, or as the browser left it.
 	RawHTML string `json:"raw_html"`

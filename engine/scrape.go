@@ -133,7 +133,7 @@ func (e *Engine) scrape(call *gate.Call, req airlock.ScrapeRequest) (*airlock.Sc
 	out.RawHTML = strings.ToValidUTF8(string(resp.Body), "\uFFFD")
 	ct := http.Header(resp.Header).Get("Content-Type")
 	doc := resp
-	if strings.Contains(strings.ToLower(ct), "html") {
+	if strings.Contains(strings.ToLower(ct), "html") && (req.HTML || len(req.IncludeTags) > 0 || len(req.ExcludeTags) > 0) {
 		f, err := htmlfilter.Apply(resp.Body, ct, htmlfilter.Options{Include: req.IncludeTags, Exclude: req.ExcludeTags, WholePage: req.WholePage})
 		if err != nil {
 			return nil, in, err

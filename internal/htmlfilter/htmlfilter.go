@@ -73,7 +73,8 @@ func Selectors(field string, sels []string) (cascadia.SelectorGroup, error) {
 
 // Apply filters body, an HTML document of content type contentType (its
 // charset is honoured; "" sniffs). Errors: invalid (bad_selector) for a
-// selector that does not parse.
+// selector that does not parse; upstream (html) for a document the HTML
+// parser refuses (nested deeper than 512 elements).
 func Apply(body []byte, contentType string, o Options) (Result, error) {
 	include, err := Selectors("includeTags", o.Include)
 	if err != nil {
@@ -89,7 +90,8 @@ func Apply(body []byte, contentType string, o Options) (Result, error) {
 	}
 	doc, err := html.Parse(r)
 	if err != nil {
-		return Result{}, airlock.Errorf(airlock.CodeInternal, airlock.ReasonNone, "htmlfilter: parse: %v", err)
+		// The parser refuses a document nested deeper than 512 elements.
+		return Result{}, airlock.Errorf(airlock.CodeUpstream, airlock.ReasonHTML, "the page's HTML cannot be filtered: %v", err)
 	}
 	dropCharset(doc)
 	bodyEl := find(doc, atom.Body)
@@ -126,15 +128,22 @@ func Apply(body []byte, contentType string, o Options) (Result, error) {
 	clean(bodyEl)
 	root := bodyEl
 	if !o.WholePage && len(include) == 0 {
+		// Boilerplate that holds the main content (a layout wrapper
+		// named .side) stays: mark the main elements' ancestors once.
+		marks := cascadia.QueryAll(bodyEl, mainMarks)
+		holds := map[*html.Node]bool{}
+		for _, m := range marks {
+			for p := m; p != nil && !holds[p]; p = p.Parent {
+				holds[p] = true
+			}
+		}
 		for _, n := range cascadia.QueryAll(bodyEl, nonMain) {
-			// Boilerplate that holds the main content (a layout wrapper
-			// named .side) stays.
-			if n.Parent != nil && !mainMarks.Match(n) && cascadia.Query(n, mainMarks) == nil {
+			if n.Parent != nil && !holds[n] {
 				n.Parent.RemoveChild(n)
 			}
 		}
-		if m := cascadia.Query(bodyEl, mainMarks); m != nil {
-			root = m
+		if len(marks) > 0 {
+			root = marks[0]
 		}
 	}
 	var hb strings.Builder
@@ -149,16 +158,6 @@ func Apply(body []byte, contentType string, o Options) (Result, error) {
 	}
 	out.HTML = strings.TrimSpace(hb.String())
 	return out, nil
-}
-
-// within reports whether an ancestor of n matches m.
-func within(n *html.Node, m cascadia.Matcher) bool {
-	for p := n.Parent; p != nil; p = p.Parent {
-		if p.Type == html.ElementNode && m.Match(p) {
-			return true
-		}
-	}
-	return false
 }
 
 // outermost drops the nodes that are inside another of nodes.

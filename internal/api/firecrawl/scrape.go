@@ -261,7 +261,7 @@ func (o *scrapeOptions) checkScrape(url string) (formatSet, airlock.ScrapeReques
 		return nil, airlock.ScrapeRequest{}, false, unsupported("onlyMainContent: false is not supported with markdown: Airlock's markdown is always the page's main content; ask for html or rawHtml for the whole page")
 	}
 	req := airlock.ScrapeRequest{FetchRequest: airlock.FetchRequest{URL: url, Cache: o.cache(), ErrorPages: true},
-		Headers: o.Headers, IncludeTags: o.IncludeTags, ExcludeTags: o.ExcludeTags, WholePage: whole}
+		Headers: o.Headers, IncludeTags: o.IncludeTags, ExcludeTags: o.ExcludeTags, HTML: fs[formatHTML], WholePage: whole}
 	var b airlock.BrowserScrape
 	useBrowser := false
 	if o.WaitFor != nil && *o.WaitFor != 0 {
