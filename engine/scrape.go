@@ -16,12 +16,6 @@ import (
 	"github.com/airlockhq/airlock/internal/provider/native"
 )
 
-// Scrape ceilings, as the configuration names them.
-const (
-	LimitScrapeHeaders    = gate.LimitScrapeHeaders
-	LimitScrapeHeaderSize = gate.LimitScrapeHeaderSize
-)
-
 // Scrape fetches one page for a Firecrawl-style scrape (capability
 // browse; with req.Browser, browser too): natively, with the caller's
 // headers, or rendered in a browser session of its own (waits, phone
@@ -65,9 +59,12 @@ func (e *Engine) scrape(call *gate.Call, req airlock.ScrapeRequest) (*airlock.Sc
 	if _, err := htmlfilter.Selectors("excludeTags", req.ExcludeTags); err != nil {
 		return nil, 0, err
 	}
-	steps, err := scrapeSteps(req.Browser)
-	if err != nil {
-		return nil, 0, err
+	var steps []browser.ScrapeStep
+	if req.Browser != nil {
+		var err error
+		if steps, err = browser.ScrapeSteps(req.Browser.Actions); err != nil {
+			return nil, 0, err
+		}
 	}
 	ini, err := e.initiator(call, req.Initiator)
 	if err != nil {
@@ -185,80 +182,6 @@ func checkScrape(l *gate.Limits, req airlock.ScrapeRequest) error {
 		}
 	}
 	return nil
-}
-
-func actionErr(i int, format string, args ...any) error {
-	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBrowserAction, "actions[%d]: "+format, append([]any{i}, args...)...)
-}
-
-// scrapeSteps checks a scrape's actions and maps them to the browser's
-// steps: each type takes only its own fields.
-func scrapeSteps(b *airlock.BrowserScrape) ([]browser.ScrapeStep, error) {
-	if b == nil {
-		return nil, nil
-	}
-	var out []browser.ScrapeStep
-	for i, a := range b.Actions {
-		st := browser.ScrapeStep{Kind: a.Type, MS: a.Milliseconds, Selector: a.Selector, Text: a.Text, Key: a.Key, FullPage: a.FullPage}
-		extra := func(ok ...bool) error {
-			for _, o := range ok {
-				if !o {
-					return actionErr(i, "a field that is not part of a %s action is set", a.Type)
-				}
-			}
-			return nil
-		}
-		none := func(fields ...bool) bool {
-			for _, f := range fields {
-				if f {
-					return false
-				}
-			}
-			return true
-		}
-		var err error
-		switch a.Type {
-		case airlock.PageWait:
-			err = extra(none(a.Text != "", a.Key != "", a.Direction != "", a.FullPage))
-			if err == nil && (a.Milliseconds > 0) == (a.Selector != "") {
-				err = actionErr(i, "a wait action needs exactly one of milliseconds (above 0) and selector")
-			}
-		case airlock.PageClick:
-			err = extra(none(a.Milliseconds != 0, a.Text != "", a.Key != "", a.Direction != "", a.FullPage))
-			if err == nil && a.Selector == "" {
-				err = actionErr(i, "a click action needs a selector")
-			}
-		case airlock.PageWrite:
-			err = extra(none(a.Milliseconds != 0, a.Selector != "", a.Key != "", a.Direction != "", a.FullPage))
-		case airlock.PagePress:
-			err = extra(none(a.Milliseconds != 0, a.Selector != "", a.Text != "", a.Direction != "", a.FullPage))
-			if err == nil {
-				err = browser.Action{Action: browser.ActPress, Key: a.Key}.Validate()
-				if err != nil {
-					err = actionErr(i, "press: unknown key %q (a key name such as Enter, Tab, Escape, ArrowDown, or one character)", a.Key)
-				}
-			}
-		case airlock.PageScroll:
-			err = extra(none(a.Milliseconds != 0, a.Text != "", a.Key != "", a.FullPage))
-			switch a.Direction {
-			case "", "down":
-			case "up":
-				st.Up = true
-			default:
-				err = actionErr(i, "scroll direction %q: want up or down", a.Direction)
-			}
-		case airlock.PageScreenshot:
-			err = extra(none(a.Milliseconds != 0, a.Selector != "", a.Text != "", a.Key != "", a.Direction != ""))
-		default:
-			err = airlock.Errorf(airlock.CodeInvalid, airlock.ReasonUnsupportedAction,
-				"actions[%d]: action %q is not supported: Airlock drives wait, click, write, press, scroll and screenshot (its browser evaluates no caller JavaScript)", i, a.Type)
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, st)
-	}
-	return out, nil
 }
 
 // scrapeBudget bounds a browser scrape whose caller set no timeout: the

@@ -265,3 +265,76 @@ func mobileUA(ua string) string {
 	}
 	return ua
 }
+
+func scrapeActionErr(i int, format string, args ...any) error {
+	return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBrowserAction, "actions[%d]: "+format, append([]any{i}, args...)...)
+}
+
+// ScrapeSteps checks a scrape's actions and maps them to steps: each
+// type takes only its own fields. Errors: invalid (unsupported_action)
+// for a type Airlock does not drive, (browser_action) for a malformed
+// action. The numbers are the caller's to bound (limits).
+func ScrapeSteps(actions []airlock.PageAction) ([]ScrapeStep, error) {
+	var out []ScrapeStep
+	for i, a := range actions {
+		st := ScrapeStep{Kind: a.Type, MS: a.Milliseconds, Selector: a.Selector, Text: a.Text, Key: a.Key, FullPage: a.FullPage}
+		extra := func(ok ...bool) error {
+			for _, o := range ok {
+				if !o {
+					return scrapeActionErr(i, "a field that is not part of a %s action is set", a.Type)
+				}
+			}
+			return nil
+		}
+		none := func(fields ...bool) bool {
+			for _, f := range fields {
+				if f {
+					return false
+				}
+			}
+			return true
+		}
+		var err error
+		switch a.Type {
+		case airlock.PageWait:
+			err = extra(none(a.Text != "", a.Key != "", a.Direction != "", a.FullPage))
+			if err == nil && (a.Milliseconds > 0) == (a.Selector != "") {
+				err = scrapeActionErr(i, "a wait action needs exactly one of milliseconds (above 0) and selector")
+			}
+		case airlock.PageClick:
+			err = extra(none(a.Milliseconds != 0, a.Text != "", a.Key != "", a.Direction != "", a.FullPage))
+			if err == nil && a.Selector == "" {
+				err = scrapeActionErr(i, "a click action needs a selector")
+			}
+		case airlock.PageWrite:
+			err = extra(none(a.Milliseconds != 0, a.Selector != "", a.Key != "", a.Direction != "", a.FullPage))
+		case airlock.PagePress:
+			err = extra(none(a.Milliseconds != 0, a.Selector != "", a.Text != "", a.Direction != "", a.FullPage))
+			if err == nil {
+				err = Action{Action: ActPress, Key: a.Key}.Validate()
+				if err != nil {
+					err = scrapeActionErr(i, "press: unknown key %q (a key name such as Enter, Tab, Escape, ArrowDown, or one character)", a.Key)
+				}
+			}
+		case airlock.PageScroll:
+			err = extra(none(a.Milliseconds != 0, a.Text != "", a.Key != "", a.FullPage))
+			switch a.Direction {
+			case "", "down":
+			case "up":
+				st.Up = true
+			default:
+				err = scrapeActionErr(i, "scroll direction %q: want up or down", a.Direction)
+			}
+		case airlock.PageScreenshot:
+			err = extra(none(a.Milliseconds != 0, a.Selector != "", a.Text != "", a.Key != "", a.Direction != ""))
+		default:
+			err = airlock.Errorf(airlock.CodeInvalid, airlock.ReasonUnsupportedAction,
+				"actions[%d]: action %q is not supported: Airlock drives wait, click, write, press, scroll and screenshot (its browser evaluates no caller JavaScript)", i, a.Type)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
