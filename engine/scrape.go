@@ -24,7 +24,8 @@ import (
 // extracted page, the cleaned HTML and the raw document. One audited
 // fetch call. The native path honours the initiator's identity and
 // robots.txt as Fetch does, without the page providers (the document
-// itself is needed); the browser path is the chromium provider's.
+// itself is needed: Provider may only name native); the browser path is
+// the chromium provider's.
 //
 // Errors: those of Fetch; denied (capability) for Browser without the
 // browser capability; invalid (limit) above a ceiling, (bad_selector),
@@ -52,6 +53,10 @@ func (e *Engine) scrape(call *gate.Call, req airlock.ScrapeRequest) (*airlock.Sc
 	}
 	if err := checkScrape(call.Tenant.Limits, req); err != nil {
 		return nil, 0, err
+	}
+	if req.Provider != "" && req.Provider != native.Name {
+		return nil, 0, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonUnsupported,
+			"provider %q: a scrape fetches natively, or renders in its own browser session with Browser", req.Provider)
 	}
 	if _, err := htmlfilter.Selectors("includeTags", req.IncludeTags); err != nil {
 		return nil, 0, err

@@ -451,3 +451,29 @@ func TestScrapeBrowserDeniedOrigins(t *testing.T) {
 		t.Errorf("the browser loaded a page of a denied origin")
 	}
 }
+
+// TestScrapeBrowserPolicyRefusal: a browser scrape of a target the
+// tenant's policy refuses is a 403 with the decision id, decided before
+// any browser starts, and audited under the tenant.
+func TestScrapeBrowserPolicyRefusal(t *testing.T) {
+	bf := newBrowserFixture(t, func(c *engine.Config) {
+		tc := c.Tenants["locked"]
+		tc.Profile = "posix"
+		c.Tenants["locked"] = tc
+	})
+	for _, body := range []map[string]any{
+		{"url": bf.pages.URL + "/form", "waitFor": 10},
+		{"url": bf.pages.URL + "/form", "formats": []any{"html"}, "headers": map[string]string{"X-Test": "1"}},
+	} {
+		status, m, h := bf.call(t, "POST", "/v2/scrape", lockedToken, body)
+		e := errorOf(t, m)
+		if status != http.StatusForbidden || e["code"] != "denied" || e["decision_id"] == "" || h.Get("X-Airlock-Decision") != e["decision_id"] {
+			t.Errorf("%v: %d %v, want 403 denied with the decision id", body, status, e)
+		}
+	}
+	bf.mu.Lock()
+	defer bf.mu.Unlock()
+	if len(bf.headers) != 0 {
+		t.Errorf("a refused scrape reached the site: %v", bf.headers)
+	}
+}
