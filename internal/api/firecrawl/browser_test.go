@@ -477,3 +477,33 @@ func TestScrapeBrowserPolicyRefusal(t *testing.T) {
 		t.Errorf("a refused scrape reached the site: %v", bf.headers)
 	}
 }
+
+// TestScrapeCeilingsConfigured: the tenant's limits.scrape_headers,
+// scrape_header_bytes and scrape_selectors hold.
+func TestScrapeCeilingsConfigured(t *testing.T) {
+	bf := newBrowserFixture(t, func(c *engine.Config) {
+		tc := c.Tenants["acme"]
+		tc.Limits.ScrapeHeaders, tc.Limits.ScrapeHeaderBytes, tc.Limits.ScrapeSelectors = 2, 20, 1
+		c.Tenants["acme"] = tc
+	})
+	url := bf.pages.URL + "/echo"
+	for _, c := range []struct {
+		name string
+		body map[string]any
+		ok   bool
+	}{
+		{"two headers", map[string]any{"url": url, "headers": map[string]string{"X-A": "1", "X-B": "2"}}, true},
+		{"three headers", map[string]any{"url": url, "headers": map[string]string{"X-A": "1", "X-B": "2", "X-C": "3"}}, false},
+		{"header bytes", map[string]any{"url": url, "headers": map[string]string{"X-A": strings.Repeat("v", 20)}}, false},
+		{"one selector", map[string]any{"url": url, "excludeTags": []string{"nav"}}, true},
+		{"two selectors", map[string]any{"url": url, "includeTags": []string{"main", "p"}}, false},
+	} {
+		status, _, m := bf.scrape(t, c.body)
+		if c.ok != (status == http.StatusOK) {
+			t.Errorf("%s: %d %v", c.name, status, m)
+		}
+		if !c.ok && (status != http.StatusBadRequest || errorOf(t, m)["reason"] != "limit") {
+			t.Errorf("%s: %d %v, want 400 limit", c.name, status, m)
+		}
+	}
+}
