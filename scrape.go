@@ -12,7 +12,8 @@ type ScrapeRequest struct {
 	// (invalid, header_identity); Authorization and Cookie are dropped
 	// when a redirect leaves the origin. A request with headers is never
 	// served from the shared HTTP cache. At most limits.scrape_headers
-	// of them, limits.scrape_header_bytes in all. Not with Browser.
+	// of them, limits.scrape_header_bytes in all. With Browser, they go
+	// with every request to the page's origin and to no other origin.
 	Headers map[string]string `json:"headers,omitempty"`
 	// IncludeTags keeps only the elements these CSS selectors match;
 	// ExcludeTags removes the elements they match. Both apply before

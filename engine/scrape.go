@@ -30,9 +30,8 @@ import (
 // Errors: those of Fetch; denied (capability) for Browser without the
 // browser capability; invalid (limit) above a ceiling, (bad_selector),
 // (browser_action) for a malformed action, (header_identity) for a header
-// the identity sets, (unsupported) for Headers with Browser; denied
-// (header_floor) for a header the floor forbids; those of the failing
-// action.
+// the identity sets; denied (header_floor) for a header the floor
+// forbids; those of the failing action.
 func (e *Engine) Scrape(ctx context.Context, p airlock.Principal, req airlock.ScrapeRequest) (*airlock.ScrapeResult, error) {
 	call, err := e.begin(ctx, p, airlock.CapabilityBrowse, "fetch", req.URL)
 	if err != nil {
@@ -75,11 +74,18 @@ func (e *Engine) scrape(call *gate.Call, req airlock.ScrapeRequest) (*airlock.Sc
 	if err != nil {
 		return nil, 0, err
 	}
-	for k := range req.Headers {
+	h := http.Header{}
+	for k, v := range req.Headers {
 		if strings.EqualFold(strings.TrimSpace(k), "User-Agent") {
 			return nil, 0, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonHeaderIdentity,
 				"header %s: the initiator's identity (%s) sets the User-Agent; a caller may not replace it", k, ini.Identity)
 		}
+		h[k] = []string{v}
+	}
+	// The floor's forbidden headers are refused before any request
+	// (robots.txt included), whichever path sends them.
+	if err := egress.CheckHeaders(h); err != nil {
+		return nil, 0, err
 	}
 	n, err := browse.Narrowing(req.Narrow)
 	if err != nil {
@@ -107,7 +113,7 @@ func (e *Engine) scrape(call *gate.Call, req airlock.ScrapeRequest) (*airlock.Sc
 			defer cancel()
 		}
 		r, err := e.browser.Scrape(bctx, call.Principal, req.Narrow, req.URL, browser.ScrapeOptions{Mobile: req.Browser.Mobile,
-			WaitFor: req.Browser.WaitFor, Steps: steps, Screenshot: req.Browser.Screenshot, FullPage: req.Browser.FullPage})
+			WaitFor: req.Browser.WaitFor, Steps: steps, Screenshot: req.Browser.Screenshot, FullPage: req.Browser.FullPage, Headers: req.Headers})
 		if err != nil {
 			return nil, in, err
 		}
@@ -119,10 +125,6 @@ func (e *Engine) scrape(call *gate.Call, req airlock.ScrapeRequest) (*airlock.Sc
 		resp = &airlock.HTTPResponse{Status: r.Status, URL: r.URL, Body: r.HTML, Header: map[string][]string{"Content-Type": {ct}}}
 		out.Screenshot, out.ActionScreenshots = r.Screenshot, r.Shots
 	} else {
-		h := map[string][]string{}
-		for k, v := range req.Headers {
-			h[k] = []string{v}
-		}
 		resp, err = d.Do(call.Ctx, &airlock.HTTPRequest{URL: req.URL, Header: h, TLSProfile: req.TLSProfile, Proxy: d.Proxy, Cache: cache, Narrow: req.Narrow})
 		in = d.In()
 		if err != nil {
@@ -173,10 +175,6 @@ func checkScrape(l *gate.Limits, req airlock.ScrapeRequest) error {
 	}
 	if req.Browser == nil {
 		return nil
-	}
-	if len(req.Headers) > 0 {
-		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonUnsupported,
-			"headers are not sent by the browser: it would send them to every origin the page loads from")
 	}
 	if err := l.Check(req.Browser, ""); err != nil {
 		return err

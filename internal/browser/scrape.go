@@ -2,6 +2,8 @@ package browser
 
 import (
 	"context"
+	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -9,7 +11,9 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
 
 	"github.com/airlockhq/airlock"
 )
@@ -50,6 +54,12 @@ type ScrapeOptions struct {
 	// page, up to MaxScreenshotHeight).
 	Screenshot bool
 	FullPage   bool
+	// Headers are sent with every request to the scraped URL's origin
+	// (scheme, host and port), and to no other: not to a redirect's
+	// target on another origin, nor to the subresources of other
+	// origins. The caller checks them against the header floor first
+	// (layer 2 refuses a request that carries a forbidden one).
+	Headers map[string]string
 }
 
 // Scraped is a page Scrape rendered: the document as the steps left it.
@@ -76,6 +86,14 @@ const (
 // Errors: those of Render; those of the failing step (with its index);
 // timeout when ctx ends.
 func (s *Session) Scrape(ctx context.Context, rawURL string, o ScrapeOptions) (Scraped, error) {
+	if len(o.Headers) > 0 {
+		oh, err := newOriginHeaders(rawURL, o.Headers)
+		if err != nil {
+			return Scraped{}, err
+		}
+		s.extra.Store(oh)
+		defer s.extra.Store(nil)
+	}
 	if o.Mobile {
 		if err := s.emulateMobile(ctx); err != nil {
 			return Scraped{}, err
@@ -134,6 +152,73 @@ func (s *Session) Scrape(ctx context.Context, rawURL string, o ScrapeOptions) (S
 		out.Screenshot = shot.Data
 	}
 	return out, nil
+}
+
+// originHeaders are headers for the requests to one origin.
+type originHeaders struct {
+	origin string // scheme://host:port, lower case
+	h      map[string]string
+}
+
+func newOriginHeaders(rawURL string, h map[string]string) (*originHeaders, error) {
+	o, ok := originOf(rawURL)
+	if !ok {
+		return nil, opErr("scrape: %q has no origin for its headers", rawURL)
+	}
+	return &originHeaders{origin: o, h: h}, nil
+}
+
+// originOf is scheme://host:port of an http(s) URL, the port explicit.
+func originOf(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "", false
+	}
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	switch {
+	case port != "":
+	case scheme == "http":
+		port = "80"
+	case scheme == "https":
+		port = "443"
+	default:
+		return "", false
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port), true
+}
+
+// headersFor returns the request's headers with the extra ones when raw is
+// on their origin; nil (the request's own headers) otherwise.
+func (oh *originHeaders) headersFor(raw string, have network.Headers) []*fetch.HeaderEntry {
+	if oh == nil {
+		return nil
+	}
+	if o, ok := originOf(raw); !ok || o != oh.origin {
+		return nil
+	}
+	var out []*fetch.HeaderEntry
+	for k, v := range have {
+		if _, replaced := oh.lookup(k); replaced {
+			continue
+		}
+		if s, ok := v.(string); ok {
+			out = append(out, &fetch.HeaderEntry{Name: k, Value: s})
+		}
+	}
+	for k, v := range oh.h {
+		out = append(out, &fetch.HeaderEntry{Name: k, Value: v})
+	}
+	return out
+}
+
+func (oh *originHeaders) lookup(name string) (string, bool) {
+	for k, v := range oh.h {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 func sleepCtx(ctx context.Context, d time.Duration, what string) error {

@@ -1,7 +1,10 @@
 package browser
 
 import (
+	"maps"
 	"testing"
+
+	"github.com/chromedp/cdproto/network"
 
 	"github.com/airlockhq/airlock"
 )
@@ -56,5 +59,44 @@ func TestScrapeSteps(t *testing.T) {
 				t.Errorf("got %+v, %v; want %+v", steps, err, c.want)
 			}
 		})
+	}
+}
+
+func TestOriginHeaders(t *testing.T) {
+	oh, err := newOriginHeaders("HTTP://Example.com/a?b", map[string]string{"X-Test": "v", "accept-language": "fr"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := network.Headers{"Accept-Language": "en", "Referer": "http://example.com/"}
+	for _, c := range []struct {
+		url  string
+		want bool
+	}{
+		{"http://example.com:80/x", true},
+		{"http://EXAMPLE.com/y#f", true},
+		{"https://example.com/", false},
+		{"http://example.com:8080/", false},
+		{"http://sub.example.com/", false},
+		{"http://example.com.evil/", false},
+		{"data:text/html,x", false},
+	} {
+		got := oh.headersFor(c.url, have)
+		if (got != nil) != c.want {
+			t.Errorf("%s: %v, want headers %v", c.url, got, c.want)
+			continue
+		}
+		if got == nil {
+			continue
+		}
+		m := map[string]string{}
+		for _, e := range got {
+			m[e.Name] = e.Value
+		}
+		if want := map[string]string{"X-Test": "v", "accept-language": "fr", "Referer": "http://example.com/"}; !maps.Equal(m, want) {
+			t.Errorf("%s: headers %v, want %v (the caller's replace the browser's of the same name)", c.url, m, want)
+		}
+	}
+	if (*originHeaders)(nil).headersFor("http://example.com/", have) != nil {
+		t.Error("no caller headers: want the request's own")
 	}
 }

@@ -3,8 +3,10 @@ package firecrawl_test
 import (
 	"bytes"
 	"encoding/base64"
+	"html"
 	"image/png"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -75,6 +77,20 @@ func newBrowserFixture(t *testing.T, change ...func(*engine.Config)) *browserFix
 		bf.mu.Lock()
 		bf.headers[r.URL.Path] = r.Header.Clone()
 		bf.mu.Unlock()
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+			return
+		}
+		if r.URL.Path == "/mixed" { // an image of this origin and one of ?other
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, `<!doctype html><html><head><title>Mixed</title></head><body><main><p>Mixed page.</p><img src="`+
+				html.EscapeString(r.URL.Query().Get("other"))+`/pixel.png"><img src="/own.png"></main></body></html>`)
+			return
+		}
+		if r.URL.Path == "/own.png" {
+			w.Header().Set("Content-Type", "image/png")
+			return
+		}
 		if r.URL.Path == "/echo" {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			io.WriteString(w, `<!doctype html><html><head><title>Echo</title></head><body><main><h1>Echo</h1><p>X-Test was `+
@@ -505,5 +521,62 @@ func TestScrapeCeilingsConfigured(t *testing.T) {
 		if !c.ok && (status != http.StatusBadRequest || errorOf(t, m)["reason"] != "limit") {
 			t.Errorf("%s: %d %v, want 400 limit", c.name, status, m)
 		}
+	}
+}
+
+// TestScrapeBrowserHeaders: through the browser, caller headers go to the
+// page's origin (the document and its same-origin requests) and to no
+// other origin: not to another origin's image, nor across a redirect.
+func TestScrapeBrowserHeaders(t *testing.T) {
+	bf := newBrowserFixture(t)
+	ln, err := net.Listen("tcp", "127.0.0.3:0")
+	if err != nil {
+		t.Fatalf("listen on 127.0.0.3: %v", err)
+	}
+	var mu sync.Mutex
+	other := map[string]http.Header{}
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		other[r.URL.Path] = r.Header.Clone()
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<!doctype html><title>Other</title><main><p>The other origin's page, long enough to be content.</p></main>`)
+	})}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	data := bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/echo", "waitFor": 10, "headers": map[string]string{"X-Test": "via-browser"}})
+	if md := str(data, "markdown"); !strings.Contains(md, "X-Test was via-browser") {
+		t.Errorf("markdown = %q, want the header echoed by the page", md)
+	}
+	bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/mixed?other=" + srv.URL, "waitFor": 300, "headers": map[string]string{"X-Test": "via-browser"}})
+	bf.mu.Lock()
+	own := bf.headers["/own.png"]
+	bf.mu.Unlock()
+	if own.Get("X-Test") != "via-browser" {
+		t.Errorf("same-origin image request headers = %v, want X-Test", own)
+	}
+	mu.Lock()
+	pixel, fetched := other["/pixel.png"]
+	mu.Unlock()
+	if !fetched {
+		t.Fatalf("the other origin's image was not requested: the test proves nothing")
+	}
+	if pixel.Get("X-Test") != "" {
+		t.Errorf("the other origin got the caller's header: %v", pixel)
+	}
+	data = bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/redirect?to=" + srv.URL + "/landing", "waitFor": 10, "headers": map[string]string{"X-Test": "via-browser"}})
+	mu.Lock()
+	landing, fetched := other["/landing"]
+	mu.Unlock()
+	if !fetched || landing.Get("X-Test") != "" {
+		t.Errorf("redirect to another origin: fetched %v, headers %v: want fetched without X-Test", fetched, landing)
+	}
+	if meta, _ := data["metadata"].(map[string]any); meta["url"] != srv.URL+"/landing" {
+		t.Errorf("metadata.url = %v, want the redirect's target", meta["url"])
+	}
+	status, _, m := bf.scrape(t, map[string]any{"url": bf.pages.URL + "/echo", "waitFor": 10, "headers": map[string]string{"Proxy-Authorization": "Basic eDp5"}})
+	if e := errorOf(t, m); status != http.StatusForbidden || e["reason"] != "header_floor" {
+		t.Errorf("a floor header through the browser: %d %v, want 403 header_floor", status, e)
 	}
 }
