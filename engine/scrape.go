@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -73,6 +74,13 @@ func (e *Engine) scrape(call *gate.Call, req airlock.ScrapeRequest) (*airlock.Sc
 	ini, err := e.initiator(call, req.Initiator)
 	if err != nil {
 		return nil, 0, err
+	}
+	if req.Browser != nil {
+		// The audit record says the page was rendered, and how.
+		call.Note += fmt.Sprintf(" browser actions=%d", len(req.Browser.Actions))
+		if req.Browser.Mobile {
+			call.Note += " mobile"
+		}
 	}
 	h := http.Header{}
 	for k, v := range req.Headers {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
 )
 
@@ -320,6 +321,28 @@ func TestScrapeActions(t *testing.T) {
 	}
 	if w, _ := decodePNG(t, shots[0].(string)); w == 0 {
 		t.Errorf("empty screenshot")
+	}
+	// One audited fetch decision, which says the browser ran the actions.
+	meta, _ := data["metadata"].(map[string]any)
+	id, _ := meta["scrapeId"].(string)
+	if err := bf.en.FlushAudit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := bf.en.AuditQuery(t.Context(), airlock.AuditQuery{Principal: "acme", Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range recs {
+		if r.ID == id {
+			found = r.Broker == "fetch" && r.Outcome == "allow" && strings.Contains(r.Detail, "browser actions=7")
+			if !found {
+				t.Errorf("audit record %+v, want an allowed fetch noting the browser and its 7 actions", r)
+			}
+		}
+	}
+	if id == "" || !found {
+		t.Errorf("the scrape %q is not in the audit log", id)
 	}
 	for _, k := range []string{"scrapes", "javascriptReturns", "pdfs"} {
 		if l, ok := acts[k].([]any); !ok || len(l) != 0 {
