@@ -288,6 +288,12 @@ func TestScrapeWaitFor(t *testing.T) {
 	if meta, _ := data["metadata"].(map[string]any); meta["statusCode"] != float64(200) || meta["title"] != "Timer" {
 		t.Errorf("metadata = %v", data["metadata"])
 	}
+	// A page answered 404 is a document with its statusCode, through the
+	// browser too.
+	data = bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/missing", "waitFor": 10, "formats": []any{"markdown", "rawHtml"}})
+	if meta, _ := data["metadata"].(map[string]any); meta["statusCode"] != float64(404) || !strings.Contains(str(data, "rawHtml"), "404 page not found") {
+		t.Errorf("404 through the browser: %v", data)
+	}
 	status, _, m := bf.scrape(t, map[string]any{"url": url, "waitFor": 3_600_000})
 	if e := errorOf(t, m); status != 400 || e["reason"] != "limit" {
 		t.Errorf("waitFor above the ceiling: %d %v", status, e)
