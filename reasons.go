@@ -82,6 +82,10 @@ const (
 	// action outside the ones Airlock drives (notably executeJavascript:
 	// the browser evaluates no caller JavaScript).
 	ReasonUnsupportedAction Reason = "unsupported_action"
+	// ReasonHeaderIdentity (with CodeInvalid): a caller header that the
+	// request's identity sets (the airlock identity's User-Agent): a
+	// caller may not pose as another client.
+	ReasonHeaderIdentity Reason = "header_identity"
 )
 
 // Reasons of the gate.
@@ -383,6 +387,7 @@ var catalogue = []ReasonInfo{
 	{ReasonArguments, []Code{CodeInvalid}, "An MCP tool's arguments do not match its input schema.", ""},
 	{ReasonUnsupported, []Code{CodeInvalid}, "A Firecrawl-compatible field or value Airlock does not implement (docs/firecrawl.md lists them).", ""},
 	{ReasonUnsupportedAction, []Code{CodeInvalid}, "A Firecrawl browser action Airlock does not drive (executeJavascript never: the browser evaluates no caller JavaScript).", ""},
+	{ReasonHeaderIdentity, []Code{CodeInvalid}, "A caller header that the request's identity sets (the airlock identity's User-Agent).", "drop the header, or fetch as an initiator whose identity does not set it"},
 	{ReasonRequestState, []Code{CodeInvalid}, "An answer names an elicitation the server no longer waits on.", ""},
 	{ReasonInitiator, []Code{CodeInvalid, CodeDenied}, "The request's initiator is unknown, or one the tenant may not claim.", "a tenant claims person only when tenants.NAME.initiators lists it"},
 	{ReasonInternalAddress, []Code{CodeDenied}, "A name resolves to an address the policy refuses (any class; the audit record keeps which).", "the name resolves to an address below the egress floor or on a deny list; the audit record (airlock audit query) has the class and the address"},

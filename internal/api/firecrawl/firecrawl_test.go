@@ -309,11 +309,7 @@ func TestScrapeRefusals(t *testing.T) {
 	}{
 		{"llm format", map[string]any{"url": url, "formats": []any{"summary"}}, 400, "unsupported", "LLM"},
 		{"json format object", map[string]any{"url": url, "formats": []any{map[string]any{"type": "json", "prompt": "x"}}}, 400, "unsupported", "LLM"},
-		{"html", map[string]any{"url": url, "formats": []any{"html"}}, 400, "unsupported", "rawHtml"},
 		{"unknown format", map[string]any{"url": url, "formats": []any{"nope"}}, 400, "body", "unknown format"},
-		{"include tags", map[string]any{"url": url, "includeTags": []string{"main"}}, 400, "unsupported", "includeTags"},
-		{"exclude tags", map[string]any{"url": url, "excludeTags": []string{"nav"}}, 400, "unsupported", "excludeTags"},
-		{"headers", map[string]any{"url": url, "headers": map[string]string{"X-A": "b"}}, 400, "unsupported", "headers"},
 		{"whole page markdown", map[string]any{"url": url, "onlyMainContent": false}, 400, "unsupported", "onlyMainContent"},
 		{"actions", map[string]any{"url": url, "actions": []any{map[string]any{"type": "executeJavascript", "script": "1"}}}, 400, "unsupported_action", "JavaScript"},
 		{"skip tls", map[string]any{"url": url, "skipTlsVerification": true}, 400, "unsupported", "certificates"},

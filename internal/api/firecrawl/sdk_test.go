@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/engine"
 )
 
 // sdkDir holds the pinned official Firecrawl JS SDK (package.json and
@@ -73,7 +74,12 @@ func runSDK(t *testing.T) {
 			t.Fatalf("the namespace has an interface other than loopback (%q); refusing to run the SDK", line)
 		}
 	}
-	f := newFixture(t)
+	// acme on posix: the actions scrape needs the browser.
+	f := newFixture(t, func(c *engine.Config) {
+		tc := c.Tenants["acme"]
+		tc.Profile = "posix"
+		c.Tenants["acme"] = tc
+	})
 	script, err := filepath.Abs(filepath.Join(sdkDir, "run.mjs"))
 	if err != nil {
 		t.Fatal(err)
@@ -133,6 +139,33 @@ func runSDK(t *testing.T) {
 		!strings.Contains(strings.Join(scrape.Links, " "), f.site.URL+"/docs/b") ||
 		scrape.Metadata["statusCode"] != float64(200) || scrape.Metadata["sourceURL"] != f.site.URL+"/docs/a" || scrape.Metadata["title"] != "Doc A" {
 		t.Errorf("scrape through the SDK = %+v", scrape)
+	}
+	var html struct {
+		HTML     string
+		Markdown *string
+		Metadata map[string]any
+	}
+	ok("scrapeHtml", &html)
+	if !strings.Contains(html.HTML, "<h1>Doc A</h1>") || !strings.Contains(html.HTML, "main content") ||
+		strings.Contains(html.HTML, "/docs/b") || strings.Contains(html.HTML, "<nav") || html.Markdown != nil || html.Metadata["title"] != "Doc A" {
+		t.Errorf("html scrape (excludeTags ul) through the SDK = %+v", html)
+	}
+	var acted struct {
+		Markdown, Screenshot string
+		Actions              struct{ Screenshots []string }
+		Metadata             map[string]any
+	}
+	ok("scrapeActions", &acted)
+	// The click followed the link: the document is /docs/b's.
+	if !strings.Contains(acted.Markdown, "main content") || acted.Metadata["title"] != "Doc B" || acted.Metadata["url"] != f.site.URL+"/docs/b" || acted.Metadata["sourceURL"] != f.site.URL+"/docs/a" ||
+		!strings.HasPrefix(acted.Screenshot, "data:image/png;base64,") ||
+		len(acted.Actions.Screenshots) != 1 || !strings.HasPrefix(acted.Actions.Screenshots[0], "data:image/png;base64,") {
+		t.Errorf("actions scrape through the SDK: markdown %q, metadata %v, screenshot %.40q, actions %d screenshots",
+			acted.Markdown, acted.Metadata, acted.Screenshot, len(acted.Actions.Screenshots))
+	}
+	failed("scrapeJavascript", http.StatusBadRequest, "invalid")
+	if e, _ := res["scrapeJavascript"].Details["error"].(map[string]any); e["reason"] != "unsupported_action" {
+		t.Errorf("executeJavascript through the SDK: %v, want reason unsupported_action", res["scrapeJavascript"].Details)
 	}
 	var notFound struct {
 		Markdown string

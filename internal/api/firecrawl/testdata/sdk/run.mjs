@@ -28,6 +28,25 @@ out.scrape = await attempt(async () => {
   const d = await app.scrape(`${site}/docs/a`, { formats: ["markdown", "links", "rawHtml"] });
   return { markdown: d.markdown, links: d.links, rawHtml: d.rawHtml, metadata: d.metadata, html: d.html ?? null };
 });
+out.scrapeHtml = await attempt(async () => {
+  const d = await app.scrape(`${site}/docs/a`, { formats: ["html"], excludeTags: ["ul"] });
+  return { html: d.html, markdown: d.markdown ?? null, metadata: d.metadata };
+});
+out.scrapeActions = await attempt(async () => {
+  const d = await app.scrape(`${site}/docs/a`, {
+    formats: ["markdown", "screenshot"],
+    actions: [
+      { type: "wait", milliseconds: 100 },
+      { type: "click", selector: "a[href='/docs/b']" },
+      { type: "wait", selector: "h1" },
+      { type: "screenshot" },
+    ],
+  });
+  return { markdown: d.markdown, screenshot: d.screenshot, actions: d.actions, metadata: d.metadata };
+});
+out.scrapeJavascript = await attempt(() =>
+  app.scrape(`${site}/docs/a`, { actions: [{ type: "executeJavascript", script: "document.title" }] }),
+);
 out.scrape404 = await attempt(async () => {
   const d = await app.scrape(`${site}/missing`, { formats: ["markdown"] });
   return { markdown: d.markdown, metadata: d.metadata };
