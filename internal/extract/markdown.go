@@ -258,7 +258,8 @@ func (w *mdWriter) block(n *html.Node, a atom.Atom, depth int) {
 		w.blocks(n, depth+1)
 		w.flush()
 		w.pop()
-	case atom.Table:
+	case atom.Table, atom.Tbody, atom.Thead, atom.Tfoot:
+		// Extractors leave row groups without their table.
 		w.flush()
 		w.table(n, depth)
 	case atom.Hr:

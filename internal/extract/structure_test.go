@@ -149,6 +149,7 @@ func ownListText(n *html.Node) string {
 var (
 	mdHeadingRe = regexp.MustCompile(`^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$`)
 	mdItemRe    = regexp.MustCompile(`^([ \t]*)([-*+]|\d{1,9}[.)])(?:[ \t]+|$)`)
+	mdImageRe   = regexp.MustCompile(`!\[(?:[^\]\\]|\\.)*\]`)
 	mdBreakRe   = regexp.MustCompile(`(?i)<br ?/?>`)
 	mdQuoteRe   = regexp.MustCompile(`^([ \t]*)(?:>[ \t]?)+`)
 	mdFenceRe   = regexp.MustCompile("^[ \t]*(`{3,}|~{3,})")
@@ -159,13 +160,15 @@ var (
 
 // markdownStructure lists the elements of Markdown text, read with the
 // block rules of CommonMark and GFM tables, simplified: ATX headings,
-// list items (the text from the marker to the next item or the end of
-// the list), fenced code blocks and table rows.
+// list items (their text without their nested items; an item holds the
+// lines indented under its marker), fenced code blocks and table rows.
 func markdownStructure(md string) []structElem {
 	var out []structElem
 	add := func(kind string, level int, t string) {
 		if kind != "pre" {
 			t = mdTargetRe.ReplaceAllString(t, "]")
+			// Alt text is not the DOM's text.
+			t = mdImageRe.ReplaceAllString(t, " ")
 			t = mdBreakRe.ReplaceAllString(t, " ")
 		}
 		if t = structNorm(t); t != "" {
@@ -177,75 +180,75 @@ func markdownStructure(md string) []structElem {
 		// Block quotes are containers: what they hold counts as is.
 		lines[i] = mdQuoteRe.ReplaceAllString(l, "$1")
 	}
-	var item *strings.Builder
-	itemIndent := 0
-	flush := func() {
-		if item != nil {
-			add("list item", 0, item.String())
-			item = nil
+	// The open list items, innermost last: the indentation of their
+	// content and their text so far (without their nested items).
+	type openItem struct {
+		indent int
+		text   strings.Builder
+	}
+	var items []*openItem
+	closeTo := func(indent int) {
+		for len(items) > 0 && items[len(items)-1].indent > indent {
+			add("list item", 0, items[len(items)-1].text.String())
+			items = items[:len(items)-1]
+		}
+	}
+	inItem := func(s string) {
+		if len(items) > 0 {
+			items[len(items)-1].text.WriteString(" " + s)
 		}
 	}
 	for i := 0; i < len(lines); i++ {
-		line := lines[i]
-		if m := mdFenceRe.FindStringSubmatch(line); m != nil {
+		line := strings.TrimRight(lines[i], " \t")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		ind := len(line) - len(strings.TrimLeft(line, " \t"))
+		closeTo(ind)
+		content := line[ind:]
+		// List markers, several on one line for an item whose first
+		// content is a list.
+		for {
+			m := mdItemRe.FindStringSubmatch(content)
+			if m == nil {
+				break
+			}
+			ind += len(m[0])
+			items = append(items, &openItem{indent: ind})
+			content = content[len(m[0]):]
+		}
+		if m := mdFenceRe.FindStringSubmatch(content); m != nil {
 			var code strings.Builder
 			for i++; i < len(lines); i++ {
-				if strings.HasPrefix(strings.TrimSpace(lines[i]), m[1]) && strings.Trim(strings.TrimSpace(lines[i]), m[1][:1]) == "" {
+				if t := strings.TrimSpace(lines[i]); strings.HasPrefix(t, m[1]) && strings.Trim(t, m[1][:1]) == "" {
 					break
 				}
 				code.WriteString(lines[i])
 				code.WriteByte('\n')
 			}
-			flush()
 			add("pre", 0, code.String())
+			inItem(code.String())
 			continue
 		}
-		if m := mdHeadingRe.FindStringSubmatch(line); m != nil {
-			flush()
+		if m := mdHeadingRe.FindStringSubmatch(content); m != nil {
 			add("heading", len(m[1]), m[2])
+			inItem(m[2])
 			continue
 		}
-		if m := mdItemRe.FindStringSubmatch(line); m != nil {
-			flush()
-			item = &strings.Builder{}
-			item.WriteString(line[len(m[0]):])
-			itemIndent = len(m[1])
-			continue
-		}
-		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "|") && i+1 < len(lines) && mdDelimRe.MatchString(strings.TrimSpace(lines[i+1])) ||
-			strings.HasPrefix(trimmed, "|") && i > 0 && strings.HasPrefix(strings.TrimSpace(lines[i-1]), "|") {
-			flush()
-			if mdDelimRe.MatchString(trimmed) {
+		if strings.HasPrefix(content, "|") && (i+1 < len(lines) && mdDelimRe.MatchString(strings.TrimSpace(mdQuoteRe.ReplaceAllString(lines[i+1], ""))) ||
+			i > 0 && strings.HasPrefix(strings.TrimSpace(lines[i-1]), "|")) {
+			if mdDelimRe.MatchString(content) {
 				continue
 			}
-			for _, cell := range splitRow(trimmed) {
+			for _, cell := range splitRow(content) {
 				add("table cell", 0, cell)
+				inItem(cell)
 			}
 			continue
 		}
-		if item != nil {
-			indent := len(line) - len(strings.TrimLeft(line, " \t"))
-			switch {
-			case trimmed == "":
-				item.WriteByte('\n')
-				// A blank line ends the item unless the next line is
-				// indented under it.
-				if i+1 < len(lines) {
-					next := lines[i+1]
-					if ni := len(next) - len(strings.TrimLeft(next, " \t")); ni <= itemIndent && strings.TrimSpace(next) != "" && !mdItemRe.MatchString(next) {
-						flush()
-					}
-				}
-			case indent > itemIndent || !strings.HasPrefix(trimmed, "#"):
-				item.WriteByte(' ')
-				item.WriteString(trimmed)
-			default:
-				flush()
-			}
-		}
+		inItem(content)
 	}
-	flush()
+	closeTo(-1)
 	return out
 }
 
