@@ -132,8 +132,8 @@ func layoutGrid(rows [][]mdCell) (grid [][]*mdCell, ok bool) {
 		}
 		fillPending := func() {
 			for col < len(left) && left[col] > 0 {
-				place(pending[col])
 				left[col]--
+				place(pending[col])
 			}
 		}
 		for k := range rows[i] {

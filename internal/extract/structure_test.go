@@ -158,6 +158,14 @@ var (
 	mdTargetRe = regexp.MustCompile(`\]\((?:<[^>]*>|[^()\s]*(?:\([^()\s]*\)[^()\s]*)*)(?:[ \t]+"(?:[^"\\]|\\.)*")?\)`)
 )
 
+// mdPlain drops from Markdown what is not the DOM's text: link and image
+// targets, alt text, <br>.
+func mdPlain(t string) string {
+	t = mdTargetRe.ReplaceAllString(t, "]")
+	t = mdImageRe.ReplaceAllString(t, " ")
+	return mdBreakRe.ReplaceAllString(t, " ")
+}
+
 // markdownStructure lists the elements of Markdown text, read with the
 // block rules of CommonMark and GFM tables, simplified: ATX headings,
 // list items (their text without their nested items; an item holds the
@@ -166,10 +174,7 @@ func markdownStructure(md string) []structElem {
 	var out []structElem
 	add := func(kind string, level int, t string) {
 		if kind != "pre" {
-			t = mdTargetRe.ReplaceAllString(t, "]")
-			// Alt text is not the DOM's text.
-			t = mdImageRe.ReplaceAllString(t, " ")
-			t = mdBreakRe.ReplaceAllString(t, " ")
+			t = mdPlain(t)
 		}
 		if t = structNorm(t); t != "" {
 			out = append(out, structElem{kind, level, t})
@@ -284,7 +289,7 @@ func scoreStructure(want []structElem, md string, tally map[string]*structTally,
 	for _, e := range markdownStructure(md) {
 		have[e]++
 	}
-	all := " " + structNorm(md) + " "
+	all := " " + structNorm(mdPlain(md)) + " "
 	for _, e := range want {
 		t := tally[e.kind]
 		t.want++

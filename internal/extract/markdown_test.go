@@ -1,0 +1,221 @@
+package extract
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+)
+
+// mdOf converts an HTML fragment (the content of a <body>) to Markdown.
+func mdOf(t testing.TB, fragment string) string {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader("<html><body>" + fragment + "</body></html>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := toMarkdown(context.Background(), doc, "https://example.com/dir/page.html")
+	if err != nil {
+		t.Fatalf("toMarkdown: %v", err)
+	}
+	return md
+}
+
+func TestMarkdownConstructs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, html, want string
+	}{
+		{"heading levels", `<h1>One</h1><h3>Three</h3><h6>Six</h6>`, "# One\n\n### Three\n\n###### Six"},
+		{"heading keeps no emphasis", `<h2><strong>Bold</strong> title</h2>`, "## Bold title"},
+		{"nested lists", `<ul><li>a<ul><li>b<ol><li>c</li></ol></li></ul></li><li>d</li></ul>`,
+			"- a\n  - b\n    1. c\n- d"},
+		{"list after paragraph", `<p>Intro</p><ul><li>x</li><li>y</li></ul><p>After</p>`, "Intro\n\n- x\n- y\n\nAfter"},
+		{"ordered list start", `<ol start="9"><li>nine</li><li>ten</li><li>eleven</li></ol>`, "9. nine\n10. ten\n11. eleven"},
+		{"nested under wide marker", `<ol start="10"><li>ten<ul><li>sub</li></ul></li></ol>`, "10. ten\n    - sub"},
+		{"list directly in list", `<ul><li>a</li><ul><li>b</li></ul></ul>`, "- a\n  - b"},
+		{"item with paragraphs", `<ul><li><p>one</p><p>two</p></li><li>three</li></ul>`, "- one\n\n  two\n\n- three"},
+		{"code language class", `<pre><code class="language-go">x := 1</code></pre>`, "```go\nx := 1\n```"},
+		{"code lang- on pre", `<pre class="lang-python">print(1)</pre>`, "```python\nprint(1)\n```"},
+		{"code data-lang", `<pre data-lang="rust"><code>fn main() {}</code></pre>`, "```rust\nfn main() {}\n```"},
+		{"code highlight- wrapper", `<div class="highlight-sh notranslate"><div class="highlight"><pre>ls -l</pre></div></div>`, "```sh\nls -l\n```"},
+		{"code highlight-source", `<div class="highlight highlight-source-js"><pre>a()</pre></div>`, "```js\na()\n```"},
+		{"code without language", `<pre>  indented
+    more</pre>`, "```\n  indented\n    more\n```"},
+		{"code holding a fence", "<pre><code>```\nx\n```</code></pre>", "````\n```\nx\n```\n````"},
+		{"code line breaks", `<pre>a<br>b</pre>`, "```\na\nb\n```"},
+		{"table with header", `<table><thead><tr><th>Key</th><th>Value</th></tr></thead><tbody><tr><td>a</td><td>1</td></tr></tbody></table>`,
+			"| Key | Value |\n| --- | --- |\n| a | 1 |"},
+		{"table header promoted", `<table><tr><td>a</td><td>b</td></tr><tr><td>c</td><td>d</td></tr></table>`,
+			"| a | b |\n| --- | --- |\n| c | d |"},
+		{"table colspan", `<table><tr><th>A</th><th>B</th><th>C</th></tr><tr><td colspan="2">wide</td><td>c</td></tr></table>`,
+			"| A | B | C |\n| --- | --- | --- |\n| wide |  | c |"},
+		{"table rowspan", `<table><tr><th>A</th><th>B</th></tr><tr><td rowspan="2">tall</td><td>1</td></tr><tr><td>2</td></tr></table>`,
+			"| A | B |\n| --- | --- |\n| tall | 1 |\n|  | 2 |"},
+		{"table cell breaks and pipes", `<table><tr><th>A</th><th>B</th></tr><tr><td><p>one</p><p>two</p></td><td>x|y<br>z</td></tr></table>`,
+			"| A | B |\n| --- | --- |\n| one<br>two | x\\|y<br>z |"},
+		{"table caption", `<table><caption>Prices</caption><tr><th>A</th><th>B</th></tr><tr><td>1</td><td>2</td></tr></table>`,
+			"Prices\n\n| A | B |\n| --- | --- |\n| 1 | 2 |"},
+		{"table of code degrades", `<table><tr><td class="gutter"><pre>1
+2</pre></td><td><pre class="lang-c">int a;
+int b;</pre></td></tr></table>`, "```\n1\n2\n```\n\n```c\nint a;\nint b;\n```"},
+		{"nested table degrades", `<table><tr><td>outer</td><td><table><tr><th>x</th><th>y</th></tr><tr><td>1</td><td>2</td></tr></table></td></tr></table>`,
+			"outer\n\n| x | y |\n| --- | --- |\n| 1 | 2 |"},
+		{"one-column table degrades", `<table><tr><td><img src="a.png" alt="A figure"></td></tr><tr><td>Its caption</td></tr></table>`,
+			"![A figure](https://example.com/dir/a.png)\n\nIts caption"},
+		{"blockquote paragraphs", `<blockquote><p>one</p><p>two</p></blockquote>`, "> one\n>\n> two"},
+		{"blockquote with list", `<blockquote><ul><li>a</li><li>b</li></ul></blockquote>`, "> - a\n> - b"},
+		{"image alt and title", `<p><img src="/cat.png" alt="A [cat]" title="Cat"></p>`, `![A \[cat\]](https://example.com/cat.png "Cat")`},
+		{"image without src keeps alt", `<img alt="only alt">`, "![only alt]()"},
+		{"link with title", `<a href="other.html" title="The &quot;other&quot; page">other</a>`, `[other](https://example.com/dir/other.html "The \"other\" page")`},
+		{"link around image", `<a href="/big.png"><img src="/small.png" alt="thumb"></a>`, "[![thumb](https://example.com/small.png)](https://example.com/big.png)"},
+		{"javascript link is text", `<a href="javascript:void(0)">Click</a> here`, "Click here"},
+		{"link destination escaped", `<a href="/a b(c)">x</a>`, "[x](https://example.com/a%20b%28c%29)"},
+		{"empty link dropped", `a<a href="/x"> </a>b`, "a b"},
+		{"emphasis keeps spaces outside", `a<em> b </em>c <strong>d</strong><del>e</del>`, "a *b* c **d**~~e~~"},
+		{"inline code", "<p>Use <code>a `b`</code> or <kbd>Ctrl</kbd></p>", "Use `` a `b` `` or `Ctrl`"},
+		{"hard break", `<p>a<br>b</p>`, "a  \nb"},
+		{"horizontal rule", `<p>a</p><hr><p>b</p>`, "a\n\n---\n\nb"},
+		{"escape heading", `<p># not a heading</p>`, `\# not a heading`},
+		{"escape list markers", `<p>- not a list</p><p>1. not a list</p><p>+ no</p>`, "\\- not a list\n\n1\\. not a list\n\n\\+ no"},
+		{"escape quote and table", `<p>&gt; not a quote</p><p>| not | a row |</p>`, "\\> not a quote\n\n\\| not | a row |"},
+		{"escape inline markup", `<p>*not em* [not](link) <b>x</b> `+"`code`"+` ~~no~~ \</p>`,
+			"\\*not em\\* \\[not\\](link) **x** \\`code\\` \\~\\~no\\~\\~ \\\\"},
+		{"escape html", `<p>&lt;div&gt; and a &lt; b</p>`, `\<div> and a < b`},
+		{"underscores inside words stay", `<p>snake_case and _under_</p>`, `snake_case and \_under\_`},
+		{"escape setext underline", `<p>title<br>===</p>`, "title  \n\\==="},
+		{"escape thematic break", `<p>a<br>---</p>`, "a  \n\\---"},
+		{"span around blocks", `<span><p>one</p><p>two</p></span>`, "one\n\ntwo"},
+		{"definition list", `<dl><dt>Term</dt><dd>Meaning</dd></dl>`, "Term\n\nMeaning"},
+		{"scripts skipped", `<p>a<script>x()</script>b</p><style>p{}</style>`, "ab"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := mdOf(t, tt.html); got != tt.want {
+				t.Errorf("markdown of %s\ngot:\n%s\nwant:\n%s", tt.html, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestMarkdownRowGroup: a row group whose table the extractor dropped
+// is still a table.
+func TestMarkdownRowGroup(t *testing.T) {
+	t.Parallel()
+	doc, err := html.Parse(strings.NewReader(`<table><tbody><tr><th>A</th><th>B</th></tr><tr><td>1</td><td>2</td></tr></tbody></table>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tbody *html.Node
+	walkElements(doc, func(n *html.Node) bool {
+		if n.Data == "tbody" {
+			tbody = n
+		}
+		return tbody == nil
+	})
+	tbody.Parent.RemoveChild(tbody)
+	root := &html.Node{Type: html.ElementNode, Data: "div"}
+	root.AppendChild(tbody)
+	md, err := toMarkdown(context.Background(), root, "")
+	if want := "| A | B |\n| --- | --- |\n| 1 | 2 |"; err != nil || md != want {
+		t.Errorf("got %q, %v; want %q", md, err, want)
+	}
+}
+
+// TestMarkdownReadsBack checks that the Markdown reads back as the same
+// structure, with the test's own Markdown reader.
+func TestMarkdownReadsBack(t *testing.T) {
+	t.Parallel()
+	md := mdOf(t, `<h2>Title</h2><ul><li>one<ul><li>two</li></ul></li></ul><pre>code</pre>
+<table><tr><th>a</th><th>b</th></tr><tr><td>c</td><td>d</td></tr></table><p>1. plain # text</p>`)
+	got := markdownStructure(md)
+	want := []structElem{
+		{"heading", 2, "title"}, {"list item", 0, "two"}, {"list item", 0, "one"}, {"pre", 0, "code"},
+		{"table cell", 0, "a"}, {"table cell", 0, "b"}, {"table cell", 0, "c"}, {"table cell", 0, "d"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("structure of\n%s\ngot %v, want %v", md, got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("element %d: got %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+// TestMarkdownDeepNesting: nesting past the caps neither recurses without
+// bound nor indents without bound, and keeps the text.
+func TestMarkdownDeepNesting(t *testing.T) {
+	t.Parallel()
+	const depth = 5000
+	root := &html.Node{Type: html.ElementNode, Data: "div"}
+	// Built by hand: the HTML parser would refuse this depth.
+	cur := root
+	for range depth {
+		for _, tag := range []string{"blockquote", "ul", "li"} {
+			n := &html.Node{Type: html.ElementNode, Data: tag}
+			cur.AppendChild(n)
+			cur = n
+		}
+	}
+	cur.AppendChild(&html.Node{Type: html.TextNode, Data: "deep text"})
+	md, err := toMarkdown(context.Background(), root, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md, "deep text") {
+		t.Errorf("text lost: %.200q", md)
+	}
+	for _, l := range strings.Split(md, "\n") {
+		if len(l) > 16*4+len("deep text") {
+			t.Errorf("line of %d bytes: %.100q", len(l), l)
+		}
+	}
+}
+
+// TestMarkdownCancelled: a cancelled context stops the conversion.
+func TestMarkdownCancelled(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	for range 10000 {
+		b.WriteString("<p>para <b>bold</b></p>")
+	}
+	doc, _ := html.Parse(strings.NewReader(b.String()))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := toMarkdown(ctx, doc, ""); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+}
+
+func FuzzMarkdown(f *testing.F) {
+	for _, s := range []string{
+		`<ul><li>a<ol start="-3"><li>b</li></ol></li></ul>`,
+		`<table><tr><td colspan="1000000" rowspan="99999">x</td></tr><tr><td>y</td></tr></table>`,
+		`<pre class="language-">` + "```" + `</pre><code>` + "``" + `</code>`,
+		`<blockquote><table><tbody><tr><th><pre>x</pre></th></tr></tbody></table></blockquote>`,
+		`<a href="javascript:x"><img src="data:image/png;base64,AAAA" alt="]("></a>`,
+		`<h7>x</h7><h1></h1><p>#</p><p>1)</p>`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		doc, err := html.Parse(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		md, err := toMarkdown(context.Background(), doc, "https://example.com/")
+		if err != nil {
+			t.Fatalf("toMarkdown: %v", err)
+		}
+		if !utf8.ValidString(md) && utf8.ValidString(s) {
+			t.Errorf("invalid UTF-8 from valid input")
+		}
+		if len(md) > 64*len(s)+4096 {
+			t.Errorf("%d bytes of Markdown from %d of HTML", len(md), len(s))
+		}
+	})
+}
