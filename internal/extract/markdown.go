@@ -238,7 +238,7 @@ func (w *mdWriter) block(n *html.Node, a atom.Atom, depth int) {
 		w.flush()
 		sub := mdInline{plain: true}
 		w.inlineChildren(&sub, n, depth+1)
-		if t := oneLine(sub.b.String()); t != "" {
+		if t := strings.TrimRight(oneLine(sub.b.String()), " ¶§"); t != "" {
 			w.startBlock(false)
 			w.line(strings.Repeat("#", int(n.Data[1]-'0')) + " " + t)
 		}
@@ -624,6 +624,8 @@ func (w *mdWriter) link(dst *mdInline, n *html.Node, depth int) {
 	dest := w.resolve(mdAttr(n, "href"), true)
 	switch {
 	case t == "":
+	case dst.plain && !hasAlnum(t):
+		// A heading's permalink ("¶", "#"): not content.
 	case dest == "":
 		dst.raw(t)
 	default:
@@ -715,6 +717,10 @@ func codeSpan(dst *mdInline, n *html.Node) {
 	if r, _ := utf8.DecodeLastRuneInString(raw); unicode.IsSpace(r) {
 		dst.ws()
 	}
+}
+
+func hasAlnum(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
 }
 
 // oneLine is inline Markdown on one line.

@@ -3,6 +3,7 @@ package extract
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -30,6 +31,8 @@ func TestMarkdownConstructs(t *testing.T) {
 		name, html, want string
 	}{
 		{"heading levels", `<h1>One</h1><h3>Three</h3><h6>Six</h6>`, "# One\n\n### Three\n\n###### Six"},
+		{"heading permalinks dropped", `<h2><a href="#s1">Setup</a><a class="headerlink" href="#setup">¶</a></h2><h3>Next¶</h3>`,
+			"## [Setup](https://example.com/dir/page.html#s1)\n\n### Next"},
 		{"heading keeps no emphasis", `<h2><strong>Bold</strong> title</h2>`, "## Bold title"},
 		{"nested lists", `<ul><li>a<ul><li>b<ol><li>c</li></ol></li></ul></li><li>d</li></ul>`,
 			"- a\n  - b\n    1. c\n- d"},
@@ -218,4 +221,28 @@ func FuzzMarkdown(f *testing.F) {
 			t.Errorf("%d bytes of Markdown from %d of HTML", len(md), len(s))
 		}
 	})
+}
+
+// BenchmarkMarkdown converts pages of growing size; time per section
+// staying flat across sizes is the linear time the converter promises.
+func BenchmarkMarkdown(b *testing.B) {
+	section := `<h2>Part</h2><p>Text with <a href="/x">a link</a>, <em>emphasis</em> and <code>code</code>.</p>
+<ul><li>one<ul><li>nested <b>item</b></li></ul></li><li>two</li></ul>
+<blockquote><p>quoted</p><ol start="3"><li>x</li></ol></blockquote>
+<pre class="language-go">func f() {}</pre>
+<table><tr><th>a</th><th>b</th></tr><tr><td colspan="2">wide</td></tr><tr><td>1</td><td><p>2</p><p>3</p></td></tr></table>`
+	for _, n := range []int{100, 800, 6400} {
+		doc, err := html.Parse(strings.NewReader("<body>" + strings.Repeat(section, n) + "</body>"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("sections=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := toMarkdown(context.Background(), doc, "https://example.com/"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/section")
+		})
+	}
 }

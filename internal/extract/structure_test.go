@@ -25,13 +25,16 @@ import (
 var structKinds = []string{"heading", "list item", "pre", "table cell"}
 
 // structFloors are just under what the Markdown reaches, per kind:
-// recall of the expected elements (all of them) and recall of those
-// whose text our Markdown has at all (the structure, given the content).
+// recall of the expected elements (all of them; this depends on the
+// content chosen too) and recall of those whose text our Markdown has at
+// all (the structure, given the content). Reached when written: heading
+// 0.936 / 0.995, list item 0.769 / 0.946, pre 1.000 / 1.000, table cell
+// 0.931 / 0.960.
 var structFloors = map[string][2]float64{
-	"heading":    {0, 0},
-	"list item":  {0, 0},
-	"pre":        {0, 0},
-	"table cell": {0, 0},
+	"heading":    {0.92, 0.99},
+	"list item":  {0.75, 0.93},
+	"pre":        {0.98, 0.99},
+	"table cell": {0.91, 0.95},
 }
 
 // structNorm keeps the letters and digits of s, lower-cased, words
