@@ -62,9 +62,11 @@ func TestMarkdownConstructs(t *testing.T) {
 			"| A | B |\n| --- | --- |\n| one<br>two | x\\|y<br>z |"},
 		{"table caption", `<table><caption>Prices</caption><tr><th>A</th><th>B</th></tr><tr><td>1</td><td>2</td></tr></table>`,
 			"Prices\n\n| A | B |\n| --- | --- |\n| 1 | 2 |"},
-		{"table of code degrades", `<table><tr><td class="gutter"><pre>1
+		{"table of code degrades, gutter dropped", `<table><tr><td class="gutter"><pre>1
 2</pre></td><td><pre class="lang-c">int a;
-int b;</pre></td></tr></table>`, "```\n1\n2\n```\n\n```c\nint a;\nint b;\n```"},
+int b;</pre></td></tr></table>`, "```c\nint a;\nint b;\n```"},
+		{"one-row table of numbers kept", `<table><tr><th>1</th><th>2</th></tr><tr><td>3</td><td>4</td></tr></table>`,
+			"| 1 | 2 |\n| --- | --- |\n| 3 | 4 |"},
 		{"nested table degrades", `<table><tr><td>outer</td><td><table><tr><th>x</th><th>y</th></tr><tr><td>1</td><td>2</td></tr></table></td></tr></table>`,
 			"outer\n\n| x | y |\n| --- | --- |\n| 1 | 2 |"},
 		{"one-column table degrades", `<table><tr><td><img src="a.png" alt="A figure"></td></tr><tr><td>Its caption</td></tr></table>`,

@@ -192,14 +192,44 @@ func blockCells(rows [][]mdCell) bool {
 	return false
 }
 
-// cellByCell writes each cell's content as blocks, row by row.
+// cellByCell writes each cell's content as blocks, row by row. Beside a
+// code block, a cell of line numbers (a highlighter's gutter) is left out.
 func (w *mdWriter) cellByCell(rows [][]mdCell, depth int) {
 	for _, r := range rows {
+		code := false
 		for _, c := range r {
+			code = code || hasPre(c.n)
+		}
+		for _, c := range r {
+			if code && lineNumbers(c.n) {
+				continue
+			}
 			w.blocks(c.n, depth+1)
 			w.flush()
 		}
 	}
+}
+
+func hasPre(n *html.Node) bool {
+	found := false
+	walkElements(n, func(e *html.Node) bool {
+		found = found || mdAtom(e) == atom.Pre
+		return !found
+	})
+	return found
+}
+
+// lineNumbers reports a cell holding only numbers, one a line.
+func lineNumbers(n *html.Node) bool {
+	var b strings.Builder
+	preText(&b, n)
+	fields := strings.Fields(b.String())
+	for _, f := range fields {
+		if strings.Trim(f, "0123456789") != "" {
+			return false
+		}
+	}
+	return len(fields) > 0
 }
 
 // cellText is a cell's content on one line: blocks and line breaks
