@@ -70,6 +70,7 @@ func mdTrim(s string) string {
 type mdContainer struct {
 	first, rest string
 	started     bool
+	wasFresh    bool // the writer's fresh when it opened
 }
 
 // mdWriter writes Markdown blocks; inline content of the block being
@@ -133,7 +134,7 @@ func (w *mdWriter) push(first, rest string) {
 	if w.nest > maxMDNest {
 		return
 	}
-	w.stack = append(w.stack, mdContainer{first: first, rest: rest})
+	w.stack = append(w.stack, mdContainer{first: first, rest: rest, wasFresh: w.fresh})
 	w.fresh = true
 }
 
@@ -141,16 +142,11 @@ func (w *mdWriter) pop() {
 	if w.nest--; w.nest >= maxMDNest {
 		return
 	}
+	// An item with nothing in it writes nothing (an empty marker line
+	// says nothing either) and leaves the writer as it found it.
 	c := w.stack[len(w.stack)-1]
 	w.stack = w.stack[:len(w.stack)-1]
-	if !c.started && c.first != c.rest {
-		// An empty list item still shows its marker.
-		w.stack = append(w.stack, c)
-		w.line("")
-		w.stack = w.stack[:len(w.stack)-1]
-		w.tight = true
-	}
-	w.fresh = false
+	w.fresh = !c.started && c.wasFresh
 }
 
 // flush writes the paragraph gathered so far.

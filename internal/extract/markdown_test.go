@@ -39,6 +39,8 @@ func TestMarkdownConstructs(t *testing.T) {
 		{"list after paragraph", `<p>Intro</p><ul><li>x</li><li>y</li></ul><p>After</p>`, "Intro\n\n- x\n- y\n\nAfter"},
 		{"ordered list start", `<ol start="9"><li>nine</li><li>ten</li><li>eleven</li></ol>`, "9. nine\n10. ten\n11. eleven"},
 		{"nested under wide marker", `<ol start="10"><li>ten<ul><li>sub</li></ul></li></ol>`, "10. ten\n    - sub"},
+		{"empty items and junk in lists", `<ul><li></li><br><li>a</li><!-- c --><li> </li></ul><p>b</p>`, "- a\n\nb"},
+		{"item holding only a list", `<ul><li><ol><li>x</li></ol></li></ul>`, "- 1. x"},
 		{"list directly in list", `<ul><li>a</li><ul><li>b</li></ul></ul>`, "- a\n  - b"},
 		{"item with paragraphs", `<ul><li><p>one</p><p>two</p></li><li>three</li></ul>`, "- one\n\n  two\n\n- three"},
 		{"code language class", `<pre><code class="language-go">x := 1</code></pre>`, "```go\nx := 1\n```"},
