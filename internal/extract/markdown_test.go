@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
@@ -223,6 +224,14 @@ func FuzzMarkdown(f *testing.F) {
 		}
 		if len(md) > 64*len(s)+4096 {
 			t.Errorf("%d bytes of Markdown from %d of HTML", len(md), len(s))
+		}
+		// No text is lost: every run of letters of the page's text is
+		// in the Markdown.
+		lower := strings.ToLower(md)
+		for _, w := range strings.FieldsFunc(strings.ToLower(flatText(doc)), func(r rune) bool { return !unicode.IsLetter(r) }) {
+			if !strings.Contains(lower, w) {
+				t.Fatalf("%q lost from the Markdown:\n%s", w, md)
+			}
 		}
 	})
 }
