@@ -31,6 +31,10 @@ const (
 	maxMDColumns = 64
 	// maxMDSpan bounds a cell's colspan and rowspan.
 	maxMDSpan = maxMDColumns
+	// maxMDWrap bounds the nesting of inline markup written (emphasis in
+	// a link in emphasis...): each level copies its content once more,
+	// so deeper markup gives its content only.
+	maxMDWrap = 8
 )
 
 // toMarkdown renders the content tree n as Markdown. Links and images are
@@ -84,6 +88,7 @@ type mdWriter struct {
 	stack []mdContainer
 	nest  int // containers wanted, including those past maxMDNest
 	para  mdInline
+	wraps int // inline markup being written, nested
 	// fresh: nothing written since the innermost container opened;
 	// tight: the last line was a list item's, so a list or item that
 	// follows needs no blank line.
@@ -585,13 +590,19 @@ func (w *mdWriter) inlineChildren(dst *mdInline, n *html.Node, depth int) {
 // sub renders n's children on their own, for markup around them.
 func (w *mdWriter) sub(dst *mdInline, n *html.Node, depth int) *mdInline {
 	s := &mdInline{plain: dst.plain, breaks: dst.breaks}
+	w.wraps++
 	w.inlineChildren(s, n, depth+1)
+	w.wraps--
 	return s
 }
 
 // wrap writes n's content between delim (emphasis), keeping the white
 // space at its edges outside.
 func (w *mdWriter) wrap(dst *mdInline, n *html.Node, depth int, delim string) {
+	if w.wraps >= maxMDWrap {
+		w.inlineChildren(dst, n, depth+1)
+		return
+	}
 	s := w.sub(dst, n, depth)
 	t := strings.Trim(s.b.String(), "\n")
 	if s.lead {
@@ -612,6 +623,10 @@ func (w *mdWriter) wrap(dst *mdInline, n *html.Node, depth int, delim string) {
 // link writes [text](url "title"); a link to nowhere useful (no href,
 // javascript:, no text) gives its text only.
 func (w *mdWriter) link(dst *mdInline, n *html.Node, depth int) {
+	if w.wraps >= maxMDWrap {
+		w.inlineChildren(dst, n, depth+1)
+		return
+	}
 	s := w.sub(dst, n, depth)
 	t := oneLine(s.b.String())
 	if s.lead {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode"
@@ -257,5 +258,33 @@ func BenchmarkMarkdown(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/section")
 		})
+	}
+}
+
+// TestMarkdownNestedInlineLinear: inline markup nested hundreds deep
+// around a long text does not copy the text once per level.
+func TestMarkdownNestedInlineLinear(t *testing.T) {
+	text := strings.Repeat("word ", 20000)
+	root := &html.Node{Type: html.ElementNode, Data: "p"}
+	cur := root
+	for i := range 400 {
+		tag := []string{"b", "i", "a", "span"}[i%4]
+		n := &html.Node{Type: html.ElementNode, Data: tag}
+		if tag == "a" {
+			n.Attr = []html.Attribute{{Key: "href", Val: "/x"}}
+		}
+		cur.AppendChild(n)
+		cur = n
+	}
+	cur.AppendChild(&html.Node{Type: html.TextNode, Data: text})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	md, err := toMarkdown(context.Background(), root, "https://example.com/")
+	runtime.ReadMemStats(&after)
+	if err != nil || !strings.Contains(md, "word word") {
+		t.Fatalf("toMarkdown: %v, %.100q", err, md)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(40*len(text)) {
+		t.Errorf("allocated %d bytes for %d bytes of text", alloc, len(text))
 	}
 }
