@@ -288,3 +288,46 @@ func TestMarkdownNestedInlineLinear(t *testing.T) {
 		t.Errorf("allocated %d bytes for %d bytes of text", alloc, len(text))
 	}
 }
+
+// TestMarkdownNestedTablesLinear: tables nested in cells cost work in
+// proportion to their size, not to size times depth (allocations, which
+// the walks make, stand for work here: doubling the depth may not much
+// more than double them).
+func TestMarkdownNestedTablesLinear(t *testing.T) {
+	build := func(depth int) *html.Node {
+		root := &html.Node{Type: html.ElementNode, Data: "div"}
+		cur := root
+		for range depth {
+			table, tr, td1, td2 := &html.Node{Type: html.ElementNode, Data: "table"},
+				&html.Node{Type: html.ElementNode, Data: "tr"},
+				&html.Node{Type: html.ElementNode, Data: "td"},
+				&html.Node{Type: html.ElementNode, Data: "td"}
+			for range 50 {
+				span := &html.Node{Type: html.ElementNode, Data: "span"}
+				span.AppendChild(&html.Node{Type: html.TextNode, Data: "w "})
+				td1.AppendChild(span)
+			}
+			tr.AppendChild(td1)
+			tr.AppendChild(td2)
+			table.AppendChild(tr)
+			cur.AppendChild(table)
+			cur = td2
+		}
+		cur.AppendChild(&html.Node{Type: html.ElementNode, Data: "pre"})
+		return root
+	}
+	alloc := func(depth int) uint64 {
+		n := build(depth)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, err := toMarkdown(context.Background(), n, ""); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small, large := alloc(100), alloc(200)
+	if large > 3*small {
+		t.Errorf("depth 100: %d bytes allocated, depth 200: %d", small, large)
+	}
+}

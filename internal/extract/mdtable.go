@@ -3,6 +3,7 @@ package extract
 import (
 	"strconv"
 	"strings"
+	"unicode"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -210,26 +211,59 @@ func (w *mdWriter) cellByCell(rows [][]mdCell, depth int) {
 	}
 }
 
+// hasPre reports a pre in the cell n, not counting nested tables (each
+// table looks at its own cells only, so nested tables cost no more).
 func hasPre(n *html.Node) bool {
 	found := false
 	walkElements(n, func(e *html.Node) bool {
-		found = found || mdAtom(e) == atom.Pre
-		return !found
+		a := mdAtom(e)
+		found = found || a == atom.Pre
+		return !found && (e == n || a != atom.Table)
 	})
 	return found
 }
 
-// lineNumbers reports a cell holding only numbers, one a line.
+// lineNumbers reports a cell holding only numbers (a gutter is short:
+// it stops looking past 4096 bytes of text or at a nested table).
 func lineNumbers(n *html.Node) bool {
-	var b strings.Builder
-	preText(&b, n)
-	fields := strings.Fields(b.String())
-	for _, f := range fields {
-		if strings.Trim(f, "0123456789") != "" {
-			return false
+	size, digits := 0, false
+	ok := true
+	walkAll(n, func(c *html.Node) bool {
+		switch {
+		case !ok:
+		case c.Type == html.ElementNode && c != n && mdAtom(c) == atom.Table:
+			ok = false
+		case c.Type == html.TextNode:
+			size += len(c.Data)
+			for _, r := range c.Data {
+				if r >= '0' && r <= '9' {
+					digits = true
+				} else if !unicode.IsSpace(r) {
+					ok = false
+					break
+				}
+			}
+			ok = ok && size <= 4096
+		}
+		return ok
+	})
+	return ok && digits
+}
+
+// walkAll visits the nodes under n (n included) in document order while
+// visit returns true.
+func walkAll(n *html.Node, visit func(*html.Node) bool) {
+	stack := []*html.Node{n}
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if !visit(c) {
+			return
+		}
+		for k := c.LastChild; k != nil; k = k.PrevSibling {
+			stack = append(stack, k)
 		}
 	}
-	return len(fields) > 0
 }
 
 // cellText is a cell's content on one line: blocks and line breaks
