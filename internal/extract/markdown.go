@@ -89,6 +89,9 @@ type mdWriter struct {
 	nest  int // containers wanted, including those past maxMDNest
 	para  mdInline
 	wraps int // inline markup being written, nested
+	// open counts the emphasis delimiters being written: <b> in <strong>
+	// adds none.
+	open map[string]int
 	// fresh: nothing written since the innermost container opened;
 	// tight: the last line was a list item's, so a list or item that
 	// follows needs no blank line.
@@ -599,11 +602,16 @@ func (w *mdWriter) sub(dst *mdInline, n *html.Node, depth int) *mdInline {
 // wrap writes n's content between delim (emphasis), keeping the white
 // space at its edges outside.
 func (w *mdWriter) wrap(dst *mdInline, n *html.Node, depth int, delim string) {
-	if w.wraps >= maxMDWrap {
+	if w.wraps >= maxMDWrap || w.open[delim] > 0 {
 		w.inlineChildren(dst, n, depth+1)
 		return
 	}
+	if w.open == nil {
+		w.open = map[string]int{}
+	}
+	w.open[delim]++
 	s := w.sub(dst, n, depth)
+	w.open[delim]--
 	t := strings.Trim(s.b.String(), "\n")
 	if s.lead {
 		dst.ws()
