@@ -12,18 +12,17 @@ import (
 // mdCell is one cell of a table being written.
 type mdCell struct {
 	n            *html.Node
-	header       bool
 	colspan, row int
 	rowspan      int
 }
 
 // table writes a table as a GitHub table when it is one: rows of cells
 // holding text, links and images, at most maxMDColumns wide. Spanned
-// cells become empty cells; a header row is the table head, a first row
-// of th cells, or else the first row. Other tables (layout tables, code
-// listings laid out in cells, tables of one column, or with nested
-// tables, lists, code or headings in their cells) are written cell by
-// cell, each cell's content as blocks, which reads in order.
+// cells become empty cells; the first row that is not empty is the head
+// row (GitHub tables have one), whatever its cells. Other tables (layout
+// tables, code listings laid out in cells, tables of one column, or with
+// nested tables, lists, code or headings in their cells) are written
+// cell by cell, each cell's content as blocks, which reads in order.
 func (w *mdWriter) table(t *html.Node, depth int) {
 	var caption *html.Node
 	var rows [][]mdCell
@@ -32,8 +31,7 @@ func (w *mdWriter) table(t *html.Node, depth int) {
 		var cells []mdCell
 		for c := tr.FirstChild; c != nil; c = c.NextSibling {
 			if a := mdAtom(c); c.Type == html.ElementNode && (a == atom.Td || a == atom.Th) {
-				cells = append(cells, mdCell{n: c, header: a == atom.Th || head,
-					colspan: span(c, "colspan"), rowspan: span(c, "rowspan")})
+				cells = append(cells, mdCell{n: c, colspan: span(c, "colspan"), rowspan: span(c, "rowspan")})
 			}
 		}
 		if head && len(rows) == headRows {
@@ -65,7 +63,6 @@ func (w *mdWriter) table(t *html.Node, depth int) {
 		return
 	}
 	texts := make([][]string, 0, len(grid))
-	header := -1
 	for i, r := range grid {
 		tr := make([]string, len(r))
 		empty := true
@@ -77,9 +74,6 @@ func (w *mdWriter) table(t *html.Node, depth int) {
 		}
 		if empty {
 			continue
-		}
-		if header < 0 && (i < max(headRows, 1) || allHeader(r)) && len(texts) == 0 {
-			header = len(texts)
 		}
 		texts = append(texts, tr)
 	}
@@ -93,15 +87,6 @@ func (w *mdWriter) table(t *html.Node, depth int) {
 			w.line("|" + strings.Repeat(" --- |", len(r)))
 		}
 	}
-}
-
-func allHeader(r []*mdCell) bool {
-	for _, c := range r {
-		if c != nil && !c.header {
-			return false
-		}
-	}
-	return true
 }
 
 // span is a cell's colspan or rowspan, 1 when absent, at most maxMDSpan.
