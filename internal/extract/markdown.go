@@ -89,6 +89,9 @@ type mdWriter struct {
 	nest  int // containers wanted, including those past maxMDNest
 	para  mdInline
 	wraps int // inline markup being written, nested
+	// blockLink is the destination of a link wrapping blocks, until its
+	// first heading or paragraph takes it.
+	blockLink string
 	// open counts the emphasis delimiters being written: <b> in <strong>
 	// adds none.
 	open map[string]int
@@ -170,6 +173,9 @@ func (w *mdWriter) flush() {
 		top := w.stack[k-1]
 		itemFirst = !top.started && top.first != top.rest
 	}
+	if !strings.Contains(s, "\n") {
+		s = w.linked(s)
+	}
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		l = strings.TrimSpace(l)
@@ -183,6 +189,17 @@ func (w *mdWriter) flush() {
 		w.line(l)
 	}
 	w.tight = itemFirst
+}
+
+// linked is the text of a heading or paragraph, carrying the link of a
+// block link it is the first block of.
+func (w *mdWriter) linked(t string) string {
+	if w.blockLink == "" || strings.Contains(t, "](") {
+		return t
+	}
+	dest := w.blockLink
+	w.blockLink = ""
+	return "[" + t + "](" + dest + ")"
 }
 
 // tick counts elements and checks ctx now and then.
@@ -228,7 +245,16 @@ func (w *mdWriter) node(n *html.Node, depth int) {
 		w.blocks(n, depth+1)
 	case mdBlockTags[a]:
 		w.block(n, a, depth)
-	case a != atom.A && mdHasBlockChild(n):
+	case a == atom.A && mdHasBlockChild(n):
+		// A link wrapping blocks (a card: <a><h3>…</h3><p>…</p></a>): the
+		// first heading or paragraph in it carries the link.
+		w.flush()
+		prev := w.blockLink
+		w.blockLink = w.resolve(mdAttr(n, "href"), true)
+		w.blocks(n, depth+1)
+		w.flush()
+		w.blockLink = prev
+	case mdHasBlockChild(n):
 		// An inline element wrapping blocks (<span><p>…</p></span>).
 		w.blocks(n, depth+1)
 	default:
@@ -243,6 +269,7 @@ func (w *mdWriter) block(n *html.Node, a atom.Atom, depth int) {
 		sub := mdInline{plain: true}
 		w.inlineChildren(&sub, n, depth+1)
 		if t := strings.TrimRight(oneLine(sub.b.String()), " ¶§"); t != "" {
+			t = w.linked(t)
 			w.startBlock(false)
 			w.line(strings.Repeat("#", int(n.Data[1]-'0')) + " " + t)
 		}
