@@ -434,20 +434,21 @@ func codeLanguage(pre *html.Node) string {
 			break
 		}
 	}
+	own := len(nodes) // the pre and its code
 	if p := pre.Parent; p != nil {
 		nodes = append(nodes, p)
 		if p.Parent != nil {
 			nodes = append(nodes, p.Parent)
 		}
 	}
-	for _, n := range nodes {
+	for i, n := range nodes {
 		for _, k := range []string{"data-lang", "data-language"} {
 			if l := cleanLanguage(mdAttr(n, k)); l != "" {
 				return l
 			}
 		}
 		classes := strings.Fields(strings.ReplaceAll(mdAttr(n, "class"), ";", " "))
-		for i, c := range classes {
+		for j, c := range classes {
 			lc := strings.ToLower(c)
 			for _, p := range []string{"language-", "lang-", "highlight-source-", "highlight-"} {
 				if strings.HasPrefix(lc, p) {
@@ -456,14 +457,35 @@ func codeLanguage(pre *html.Node) string {
 					}
 				}
 			}
-			if (lc == "sourcecode" || lc == "brush:") && i+1 < len(classes) {
-				if l := cleanLanguage(classes[i+1]); l != "" {
+			if (lc == "sourcecode" || lc == "brush:") && j+1 < len(classes) {
+				if l := cleanLanguage(classes[j+1]); l != "" {
+					return l
+				}
+			}
+		}
+		if i < own {
+			// On the pre or its code only, a bare class that is the name
+			// of a language (GeSHi's class="javascript").
+			for _, c := range classes {
+				if l := strings.ToLower(c); bareLanguages[l] {
 					return l
 				}
 			}
 		}
 	}
 	return ""
+}
+
+// bareLanguages are language names taken as such when they stand alone in
+// a code block's class: long or distinctive enough not to be utility
+// classes.
+var bareLanguages = map[string]bool{
+	"javascript": true, "typescript": true, "python": true, "java": true, "ruby": true,
+	"bash": true, "rust": true, "golang": true, "json": true, "yaml": true, "html": true,
+	"xml": true, "css": true, "sql": true, "php": true, "perl": true, "scala": true,
+	"swift": true, "kotlin": true, "haskell": true, "lisp": true, "clojure": true,
+	"elixir": true, "erlang": true, "lua": true, "powershell": true, "dockerfile": true,
+	"makefile": true, "diff": true, "csharp": true, "cpp": true, "objectivec": true,
 }
 
 // cleanLanguage is s when it can be a language name on a fence line, in

@@ -50,6 +50,8 @@ func TestMarkdownConstructs(t *testing.T) {
 		{"code data-lang", `<pre data-lang="rust"><code>fn main() {}</code></pre>`, "```rust\nfn main() {}\n```"},
 		{"code highlight- wrapper", `<div class="highlight-sh notranslate"><div class="highlight"><pre>ls -l</pre></div></div>`, "```sh\nls -l\n```"},
 		{"code highlight-source", `<div class="highlight highlight-source-js"><pre>a()</pre></div>`, "```js\na()\n```"},
+		{"code bare language class", `<pre class="javascript" style="x">f()</pre><div class="python"><pre>g()</pre></div><pre class="c">h()</pre>`,
+			"```javascript\nf()\n```\n\n```\ng()\n```\n\n```\nh()\n```"},
 		{"code without language", `<pre>  indented
     more</pre>`, "```\n  indented\n    more\n```"},
 		{"code holding a fence", "<pre><code>```\nx\n```</code></pre>", "````\n```\nx\n```\n````"},
