@@ -271,7 +271,7 @@ func (w *mdWriter) block(n *html.Node, a atom.Atom, depth int) {
 		if t := strings.TrimRight(oneLine(sub.b.String()), " ¶§"); t != "" {
 			t = w.linked(t)
 			w.startBlock(false)
-			w.line(strings.Repeat("#", int(n.Data[1]-'0')) + " " + t)
+			w.line(strings.Repeat("#", headingLevel(a)) + " " + t)
 		}
 	case atom.Ul, atom.Ol, atom.Menu, atom.Dir:
 		w.flush()
@@ -302,6 +302,15 @@ func (w *mdWriter) block(n *html.Node, a atom.Atom, depth int) {
 		w.blocks(n, depth+1)
 		w.flush()
 	}
+}
+
+func headingLevel(a atom.Atom) int {
+	for i, h := range []atom.Atom{atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6} {
+		if a == h {
+			return i + 1
+		}
+	}
+	return 1
 }
 
 // list writes a list's items; an ordered list counts from its start.

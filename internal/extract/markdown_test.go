@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
 )
 
 // mdOf converts an HTML fragment (the content of a <body>) to Markdown.
@@ -135,6 +136,25 @@ func TestMarkdownRowGroup(t *testing.T) {
 	root.AppendChild(tbody)
 	md, err := toMarkdown(context.Background(), root, "")
 	if want := "| A | B |\n| --- | --- |\n| 1 | 2 |"; err != nil || md != want {
+		t.Errorf("got %q, %v; want %q", md, err, want)
+	}
+}
+
+// TestMarkdownBuiltTrees: trees built by an extractor rather than the
+// parser (tag names without atoms, atoms without tag names) convert alike.
+func TestMarkdownBuiltTrees(t *testing.T) {
+	t.Parallel()
+	root := &html.Node{Type: html.ElementNode, Data: "div"}
+	h := &html.Node{Type: html.ElementNode, DataAtom: atom.H3}
+	h.AppendChild(&html.Node{Type: html.TextNode, Data: "Title"})
+	ul := &html.Node{Type: html.ElementNode, Data: "ul"}
+	li := &html.Node{Type: html.ElementNode, Data: "li"}
+	li.AppendChild(&html.Node{Type: html.TextNode, Data: "item"})
+	ul.AppendChild(li)
+	root.AppendChild(h)
+	root.AppendChild(ul)
+	md, err := toMarkdown(context.Background(), root, "")
+	if want := "### Title\n\n- item"; err != nil || md != want {
 		t.Errorf("got %q, %v; want %q", md, err, want)
 	}
 }
