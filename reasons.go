@@ -137,6 +137,30 @@ const (
 	ReasonProvider         Reason = "provider"
 )
 
+// Reasons of the forward proxy surface (airlock proxy, airlock exec).
+const (
+	// ReasonProxyCredentials: a proxy request without credentials where
+	// they are needed, or with credentials that name no principal (407).
+	ReasonProxyCredentials Reason = "proxy_credentials"
+	// ReasonSNIMismatch: a tunnel's TLS ClientHello names another host
+	// than the tunnel's target (domain fronting), or an ECH outer name
+	// differs from it.
+	ReasonSNIMismatch Reason = "sni_mismatch"
+	// ReasonSNIMissing: a tunnel to a name whose ClientHello carries no
+	// SNI (only an IP literal target may go without one).
+	ReasonSNIMissing Reason = "sni_missing"
+	// ReasonTunnelNotTLS: a tunnel whose first bytes are not a TLS
+	// ClientHello, to a port not on proxy.plain_ports.
+	ReasonTunnelNotTLS Reason = "tunnel_not_tls"
+	// ReasonSOCKS: a SOCKS request the proxy does not serve (SOCKS4, a
+	// command other than CONNECT, an unknown address type).
+	ReasonSOCKS Reason = "socks"
+	// ReasonTunnelBytes: a tunnel passed proxy.max_tunnel_bytes.
+	ReasonTunnelBytes Reason = "tunnel_bytes"
+	// ReasonTunnelTime: a tunnel passed proxy.max_tunnel_duration.
+	ReasonTunnelTime Reason = "tunnel_time"
+)
+
 // Reasons of crawl jobs and crawl requests.
 const (
 	ReasonCrawlJob          Reason = "crawl_job"
@@ -594,6 +618,14 @@ var catalogue = []ReasonInfo{
 	{ReasonNotApproved, []Code{CodeDenied}, "An approver refused the origin.", "the approver refused the origin; ask again or add it to browser.policy.allowed_origins"},
 	{ReasonAskTimeout, []Code{CodeDenied}, "No approval came before browser.ask_timeout.", "no approver answered within browser.ask_timeout; answer asks sooner, or raise the timeout"},
 	{ReasonNoApprover, []Code{CodeDenied}, "default_action is ask and no approver can answer.", "configure browser.approver_tokens, or set browser.policy.default_action"},
+	// The forward proxy.
+	{ReasonProxyCredentials, []Code{CodeDenied}, "Proxy credentials are missing or name no principal.", "give a tenant token as the proxy password (http://x:TOKEN@host:port), or a proxy.clients credential"},
+	{ReasonSNIMismatch, []Code{CodeDenied}, "A tunnel's TLS server name differs from its target (domain fronting).", "connect to the host the TLS server name names"},
+	{ReasonSNIMissing, []Code{CodeDenied}, "A TLS tunnel to a name without a server name (SNI).", "send SNI, or tunnel to an IP literal"},
+	{ReasonTunnelNotTLS, []Code{CodeDenied}, "A tunnel that does not start with a TLS ClientHello, to a port the operator did not list.", "the operator lists ports for other protocols in proxy.plain_ports"},
+	{ReasonSOCKS, []Code{CodeInvalid}, "A SOCKS request the proxy does not serve (SOCKS4, a command other than CONNECT, an unknown address type).", "use SOCKS5 CONNECT with a domain name (socks5h://)"},
+	{ReasonTunnelBytes, []Code{CodeTooLarge}, "A tunnel passed proxy.max_tunnel_bytes.", "raise proxy.max_tunnel_bytes"},
+	{ReasonTunnelTime, []Code{CodeTimeout}, "A tunnel passed proxy.max_tunnel_duration.", "raise proxy.max_tunnel_duration"},
 }
 
 var catalogueIndex = func() map[Reason]int {

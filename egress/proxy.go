@@ -728,12 +728,20 @@ func (s *tunnelSlot) release() {
 }
 
 // splice copies both ways until both directions end (an EOF is passed on as
-// a half-close), an error, Close, or IdleTimeout with no byte either way.
+// a half-close), an error, Close, ctx's end, or IdleTimeout with no byte
+// either way.
 // toUp and toDown are bytes already read ahead from the client and the
 // upstream. It closes both connections.
 func (p *Proxy) splice(ctx context.Context, call *Call, t Target, client, up net.Conn, toUp, toDown []byte) {
 	start := time.Now()
 	idle := p.idleTimeout()
+	// A request context that ends (the caller's principal revoked, Close)
+	// ends the tunnel too.
+	stop := context.AfterFunc(ctx, func() {
+		client.Close()
+		up.Close()
+	})
+	defer stop()
 	var last atomic.Int64
 	last.Store(start.UnixNano())
 	type result struct {

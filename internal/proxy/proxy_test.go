@@ -1,0 +1,289 @@
+package proxy_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/engine"
+)
+
+func TestHTTPAndConnectThroughProxy(t *testing.T) {
+	h := newHarness(t)
+	c := h.client(h.proxyURL())
+
+	resp, err := c.Get(h.siteURL("/plain"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := body(t, resp); resp.StatusCode != 200 || got != "hello from /plain" {
+		t.Fatalf("plain: got %d %q", resp.StatusCode, got)
+	}
+	if resp.Header.Get("X-Airlock-Decision") == "" {
+		t.Errorf("plain: no X-Airlock-Decision on a forwarded answer")
+	}
+
+	resp, err = c.Get(h.tlsURL("/secure"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := body(t, resp); resp.StatusCode != 200 || got != "secure hello from /secure" {
+		t.Fatalf("tls: got %d %q", resp.StatusCode, got)
+	}
+
+	// A tunnel's record comes when it ends: closing the client's pooled
+	// connections ends it.
+	c.CloseIdleConnections()
+	for _, w := range []string{"connect://site.test:" + strconv.Itoa(h.tlsPort), h.siteURL("/plain")} {
+		h.waitRecord(t, func(r airlock.AuditRecord) bool { return r.Outcome == "allow" && r.Tenant == "acme" && r.Target == w })
+	}
+}
+
+// refusal asks the proxy for target (absolute URL or CONNECT host:port)
+// and returns the answer.
+func refusal(t *testing.T, h *harness, method, target, auth string) *http.Response {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", h.proxyAddr, testTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(testTimeout))
+	host := target
+	if _, u, ok := strings.Cut(target, "://"); ok {
+		host, _, _ = strings.Cut(u, "/")
+	}
+	req := method + " " + target + " HTTP/1.1\r\nHost: " + host + "\r\n"
+	if auth != "" {
+		req += "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(auth)) + "\r\n"
+	}
+	req += "\r\n"
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: method})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func TestRefusals(t *testing.T) {
+	h := newHarness(t)
+	auth := "agent:" + h.tok
+	other := strconv.Itoa(h.httpPort + 1)
+	if h.httpPort+1 == h.tlsPort {
+		other = strconv.Itoa(h.httpPort + 2)
+	}
+	tests := []struct {
+		name, method, target, auth string
+		status                     int
+		reason                     airlock.Reason
+	}{
+		{"no credentials", "GET", h.siteURL("/"), "", 407, airlock.ReasonProxyCredentials},
+		{"unknown token", "GET", h.siteURL("/"), "agent:alk_nope", 407, airlock.ReasonProxyCredentials},
+		{"another port", "GET", "http://site.test:" + other + "/", auth, 403, airlock.ReasonInternalAddress},
+		{"another port CONNECT", "CONNECT", "site.test:" + other, auth, 403, airlock.ReasonInternalAddress},
+		{"name into the floor", "GET", "http://internal.test:" + strconv.Itoa(h.httpPort) + "/", auth, 403, airlock.ReasonInternalAddress},
+		{"name into the floor CONNECT", "CONNECT", "internal.test:443", auth, 403, airlock.ReasonInternalAddress},
+		{"loopback literal", "CONNECT", "127.0.0.9:443", auth, 403, airlock.ReasonLoopback},
+		{"metadata literal", "GET", "http://169.254.169.254/latest/meta-data/", auth, 403, airlock.ReasonMetadata},
+		{"ambiguous host", "CONNECT", "0x7f.1:443", auth, 403, airlock.ReasonNumericHost},
+		{"https in absolute form", "GET", "https://site.test:" + strconv.Itoa(h.tlsPort) + "/", auth, 400, airlock.ReasonScheme},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := refusal(t, h, tc.method, tc.target, tc.auth)
+			b := body(t, resp)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status: got %d, want %d (%s, %v)", resp.StatusCode, tc.status, b, resp.Header)
+			}
+			if got := resp.Header.Get("X-Airlock-Reason"); got != string(tc.reason) {
+				t.Errorf("reason: got %q, want %q", got, tc.reason)
+			}
+			if tc.status != 407 && resp.Header.Get("X-Airlock-Decision") == "" {
+				t.Errorf("no X-Airlock-Decision")
+			}
+			if strings.Count(strings.TrimRight(b, "\n"), "\n") != 0 {
+				t.Errorf("body is not one line: %q", b)
+			}
+			// Only an address the caller gave may be named.
+			for _, a := range []string{"127.0.0.9", "127.0.0.1"} {
+				if strings.Contains(b, a) && !strings.Contains(tc.target, a) {
+					t.Errorf("body names an internal address: %q", b)
+				}
+			}
+		})
+	}
+	// Every refusal but the unauthenticated ones is an audited decision
+	// with the id the answer carried.
+	recs := h.audit(t)
+	denied := 0
+	for _, r := range recs {
+		if r.Outcome == "deny" || r.Outcome == "error" {
+			denied++
+		}
+	}
+	if want := len(tests) - 2; denied != want {
+		t.Errorf("audit: %d refusals recorded, want %d: %+v", denied, want, recs)
+	}
+}
+
+func TestCapabilityRefused(t *testing.T) {
+	h := newHarness(t, func(c *engine.Config, _ *engine.ProxyOptions) {
+		tc := c.Tenants["calc"]
+		tc.Tokens = []string{engine.HashToken("alk_calc_token")}
+		c.Tenants["calc"] = tc
+	})
+	resp := refusal(t, h, "GET", h.siteURL("/"), "x:alk_calc_token")
+	body(t, resp)
+	if resp.StatusCode != 403 || resp.Header.Get("X-Airlock-Reason") != string(airlock.ReasonCapability) {
+		t.Fatalf("got %d %q, want 403 capability", resp.StatusCode, resp.Header.Get("X-Airlock-Reason"))
+	}
+}
+
+// tunnel opens a CONNECT tunnel to hostport and returns the connection
+// after the 200.
+func tunnel(t *testing.T, h *harness, hostport string) net.Conn {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", h.proxyAddr, testTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(testTimeout))
+	io.WriteString(conn, "CONNECT "+hostport+" HTTP/1.1\r\nHost: "+hostport+"\r\nProxy-Authorization: Basic "+
+		base64.StdEncoding.EncodeToString([]byte("a:"+h.tok))+"\r\n\r\n")
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, &http.Request{Method: "CONNECT"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT %s: %d %s", hostport, resp.StatusCode, resp.Header.Get("X-Airlock-Reason"))
+	}
+	if br.Buffered() > 0 {
+		t.Fatal("bytes after the 200")
+	}
+	return conn
+}
+
+func TestSNIChecks(t *testing.T) {
+	h := newHarness(t)
+	target := "site.test:" + strconv.Itoa(h.tlsPort)
+	tests := []struct {
+		name       string
+		serverName string
+		ok         bool
+		reason     airlock.Reason
+	}{
+		{"matching SNI", "site.test", true, ""},
+		{"fronting: another name the certificate also holds", "other.test", false, airlock.ReasonSNIMismatch},
+		{"no SNI to a name", "", false, airlock.ReasonSNIMissing},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			conn := tunnel(t, h, target)
+			tc2 := tls.Client(conn, &tls.Config{ServerName: tc.serverName, RootCAs: h.ca, InsecureSkipVerify: tc.serverName == ""})
+			err := tc2.Handshake()
+			if tc.ok != (err == nil) {
+				t.Fatalf("handshake: err %v, want ok=%v", err, tc.ok)
+			}
+			if !tc.ok && !strings.Contains(err.Error(), "access denied") {
+				t.Errorf("handshake error %q: want the proxy's access_denied alert", err)
+			}
+		})
+	}
+	recs := h.audit(t)
+	for _, want := range []airlock.Reason{airlock.ReasonSNIMismatch, airlock.ReasonSNIMissing} {
+		found := false
+		for _, r := range recs {
+			found = found || r.Reason == string(want)
+		}
+		if !found {
+			t.Errorf("audit: no record with reason %s", want)
+		}
+	}
+}
+
+func TestNonTLSTunnel(t *testing.T) {
+	h := newHarness(t)
+	// The plain site's port is not a plain port: a tunnel carrying plain
+	// HTTP to it is refused before a byte reaches it.
+	conn := tunnel(t, h, "site.test:"+strconv.Itoa(h.httpPort))
+	io.WriteString(conn, "GET / HTTP/1.1\r\nHost: site.test\r\n\r\n")
+	b, _ := io.ReadAll(conn)
+	if len(b) != 0 {
+		t.Fatalf("non-TLS tunnel got an answer: %q", b)
+	}
+	select {
+	case host := <-h.hosts:
+		t.Fatalf("the site saw a request (Host %q)", host)
+	default:
+	}
+}
+
+func TestNonTLSTunnelPlainPort(t *testing.T) {
+	// The site's port is known only once it runs: a second proxy on the
+	// harness's engine lists it.
+	h := newHarness(t)
+	srv, err := h.en.NewProxy(engine.ProxyOptions{PlainPorts: []uint16{uint16(h.httpPort)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	h.proxyAddr = ln.Addr().String()
+	conn := tunnel(t, h, "site.test:"+strconv.Itoa(h.httpPort))
+	io.WriteString(conn, "GET /raw HTTP/1.0\r\nHost: site.test\r\n\r\n")
+	b, _ := io.ReadAll(conn)
+	if !strings.Contains(string(b), "hello from /raw") {
+		t.Fatalf("plain port tunnel: got %q", b)
+	}
+}
+
+func TestRevocationCutsTunnel(t *testing.T) {
+	h := newHarness(t)
+	conn := tunnel(t, h, "site.test:"+strconv.Itoa(h.tlsPort))
+	tc := tls.Client(conn, &tls.Config{ServerName: "site.test", RootCAs: h.ca})
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := h.en.Revoke(ctx, "acme", "test"); err != nil {
+		t.Fatal(err)
+	}
+	// The tunnel is closed: a read ends (EOF or reset) long before the
+	// hang guard.
+	tc.SetReadDeadline(time.Now().Add(testTimeout))
+	buf := make([]byte, 1)
+	_, err := tc.Read(buf)
+	if err == nil {
+		t.Fatal("read on a revoked tunnel returned data")
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the revoked tunnel stayed open")
+	}
+	// A new request of the revoked tenant is refused.
+	resp := refusal(t, h, "GET", h.siteURL("/"), "a:"+h.tok)
+	body(t, resp)
+	if resp.StatusCode != 403 || resp.Header.Get("X-Airlock-Reason") != string(airlock.ReasonRevoked) {
+		t.Fatalf("after revocation: %d %q", resp.StatusCode, resp.Header.Get("X-Airlock-Reason"))
+	}
+}
