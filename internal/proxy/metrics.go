@@ -29,7 +29,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
-				return nil, airlock.Errorf(airlock.CodeInternal, airlock.ReasonConfig, "proxy metrics: %v", err)
+				return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "proxy metrics: %v", err)
 			}
 			// A second Server on one registry shares the counters.
 			switch c {

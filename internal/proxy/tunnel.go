@@ -21,7 +21,7 @@ import (
 // splice under the tunnel caps.
 func (s *Server) connect(w http.ResponseWriter, r *http.Request, call *gate.Call) {
 	if r.ProtoMajor != 1 {
-		s.fail(w, call.End(airlock.Errorf(airlock.CodeInvalid, airlock.ReasonProtocol, "CONNECT is served over HTTP/1.1 only"), 0, 0))
+		s.fail(w, call.End(airlock.Errorf(airlock.CodeInvalid, airlock.ReasonMalformed, "CONNECT is served over HTTP/1.1 only"), 0, 0))
 		return
 	}
 	t, up, err := s.dial(call, r.RequestURI)
