@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -286,4 +287,207 @@ func TestRevocationCutsTunnel(t *testing.T) {
 	if resp.StatusCode != 403 || resp.Header.Get("X-Airlock-Reason") != string(airlock.ReasonRevoked) {
 		t.Fatalf("after revocation: %d %q", resp.StatusCode, resp.Header.Get("X-Airlock-Reason"))
 	}
+}
+
+func TestSOCKS5(t *testing.T) {
+	h := newHarness(t)
+	u := h.proxyURL()
+	u.Scheme = "socks5"
+	c := h.client(u)
+	resp, err := c.Get(h.tlsURL("/socks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := body(t, resp); got != "secure hello from /socks" {
+		t.Fatalf("got %q", got)
+	}
+	// A name into the floor: refused, the program sees the SOCKS reply.
+	_, err = c.Get("https://internal.test:" + strconv.Itoa(h.tlsPort) + "/")
+	if err == nil || !strings.Contains(err.Error(), "not allowed") {
+		t.Fatalf("internal.test through SOCKS5: err %v, want a ruleset refusal", err)
+	}
+	// Wrong password: the SOCKS5 authentication fails.
+	bad := *u
+	bad.User = nil
+	_, err = h.client(&bad).Get(h.tlsURL("/"))
+	if err == nil {
+		t.Fatal("SOCKS5 without credentials was served")
+	}
+	h.waitRecord(t, func(r airlock.AuditRecord) bool {
+		return r.Reason == string(airlock.ReasonInternalAddress) && strings.HasPrefix(r.Target, "socks5://internal.test:")
+	})
+}
+
+func TestSOCKS4Refused(t *testing.T) {
+	h := newHarness(t)
+	conn, err := net.DialTimeout("tcp", h.proxyAddr, testTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(testTimeout))
+	port := uint16(h.httpPort)
+	conn.Write([]byte{4, 1, byte(port >> 8), byte(port), 127, 0, 0, 1, 'u', 0})
+	reply := make([]byte, 8)
+	if _, err := io.ReadFull(conn, reply); err != nil {
+		t.Fatal(err)
+	}
+	if reply[1] != 0x5b {
+		t.Fatalf("SOCKS4 reply %#x, want 0x5b (rejected)", reply[1])
+	}
+	select {
+	case host := <-h.hosts:
+		t.Fatalf("the site saw a request (Host %q)", host)
+	default:
+	}
+}
+
+// TestServeAs: every connection of a ServeAs listener (a Unix socket) is
+// the given principal, without credentials, over HTTP and SOCKS5.
+func TestServeAs(t *testing.T) {
+	h := newHarness(t)
+	sock := t.TempDir() + "/proxy.sock"
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go h.srv.ServeAs(ln, airlock.Principal{Tenant: "acme", Instance: "exec-1"})
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}
+	for _, scheme := range []string{"http", "socks5"} {
+		t.Run(scheme, func(t *testing.T) {
+			tr := &http.Transport{
+				Proxy:           http.ProxyURL(&url.URL{Scheme: scheme, Host: "proxy.sock:1"}),
+				DialContext:     dial,
+				TLSClientConfig: &tls.Config{RootCAs: h.ca},
+			}
+			defer tr.CloseIdleConnections()
+			c := &http.Client{Transport: tr, Timeout: testTimeout}
+			for _, u := range []string{h.siteURL("/as"), h.tlsURL("/as")} {
+				if scheme == "socks5" && strings.HasPrefix(u, "http:") {
+					continue // a plain-HTTP tunnel: not TLS, not a plain port
+				}
+				resp, err := c.Get(u)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b := body(t, resp); resp.StatusCode != 200 || !strings.Contains(b, "hello from /as") {
+					t.Fatalf("%s: %d %q", u, resp.StatusCode, b)
+				}
+			}
+			resp, err := c.Get("http://internal.test:" + strconv.Itoa(h.httpPort) + "/")
+			if scheme == "http" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				body(t, resp)
+				if resp.StatusCode != 403 || resp.Header.Get("X-Airlock-Reason") != string(airlock.ReasonInternalAddress) {
+					t.Fatalf("refusal: %d %q", resp.StatusCode, resp.Header.Get("X-Airlock-Reason"))
+				}
+			}
+		})
+	}
+	h.waitRecord(t, func(r airlock.AuditRecord) bool {
+		return r.Tenant == "acme" && r.Instance == "exec-1" && r.Outcome == "allow"
+	})
+	h.waitRecord(t, func(r airlock.AuditRecord) bool {
+		return r.Instance == "exec-1" && r.Reason == string(airlock.ReasonInternalAddress)
+	})
+}
+
+// TestKeepAliveRechecked: each request of a kept-alive plain-HTTP
+// connection is decided again: a client that switches hosts on one
+// connection is refused for the refused host.
+func TestKeepAliveRechecked(t *testing.T) {
+	h := newHarness(t)
+	conn, err := net.DialTimeout("tcp", h.proxyAddr, testTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(testTimeout))
+	br := bufio.NewReader(conn)
+	auth := "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("a:"+h.tok)) + "\r\n"
+	for i, tc := range []struct {
+		url    string
+		status int
+	}{
+		{h.siteURL("/one"), 200},
+		{"http://internal.test:" + strconv.Itoa(h.httpPort) + "/two", 403},
+		{h.siteURL("/three"), 200},
+	} {
+		io.WriteString(conn, "GET "+tc.url+" HTTP/1.1\r\nHost: x\r\n"+auth+"\r\n")
+		resp, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		body(t, resp)
+		if resp.StatusCode != tc.status {
+			t.Fatalf("request %d (%s): status %d, want %d", i, tc.url, resp.StatusCode, tc.status)
+		}
+	}
+}
+
+// TestHostHeaderIgnored: an HTTP/1.0 absolute-form request whose Host
+// header names another host is decided and sent on the URL's host alone;
+// the Host header never reaches the target.
+func TestHostHeaderIgnored(t *testing.T) {
+	h := newHarness(t)
+	auth := "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("a:"+h.tok)) + "\r\n"
+	send := func(target, host string) *http.Response {
+		conn, err := net.DialTimeout("tcp", h.proxyAddr, testTimeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		conn.SetDeadline(time.Now().Add(testTimeout))
+		io.WriteString(conn, "GET "+target+" HTTP/1.0\r\nHost: "+host+"\r\n"+auth+"\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: "GET"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body(t, resp)
+		return resp
+	}
+	// Refused URL, allowed Host: refused.
+	if resp := send("http://internal.test:"+strconv.Itoa(h.httpPort)+"/", "site.test:"+strconv.Itoa(h.httpPort)); resp.StatusCode != 403 {
+		t.Fatalf("refused URL with an allowed Host header: %d", resp.StatusCode)
+	}
+	// Allowed URL, another Host: the site sees the URL's host.
+	if resp := send(h.siteURL("/h"), "internal.test"); resp.StatusCode != 200 {
+		t.Fatalf("allowed URL: %d", resp.StatusCode)
+	}
+	select {
+	case got := <-h.hosts:
+		if want := "site.test:" + strconv.Itoa(h.httpPort); got != want {
+			t.Fatalf("the site saw Host %q, want %q", got, want)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("the site saw no request")
+	}
+}
+
+func TestTunnelByteCap(t *testing.T) {
+	h := newHarness(t)
+	srv, err := h.en.NewProxy(engine.ProxyOptions{MaxTunnelBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	h.proxyAddr = ln.Addr().String()
+	c := h.client(h.proxyURL())
+	// A body larger than the cap: the tunnel is cut.
+	big := strings.Repeat("x", 256<<10)
+	_, err = c.Post(h.tlsURL("/big"), "text/plain", strings.NewReader(big))
+	if err == nil {
+		t.Fatal("a 256 KiB upload passed a 64 KiB tunnel cap")
+	}
+	h.waitRecord(t, func(r airlock.AuditRecord) bool { return r.Reason == string(airlock.ReasonTunnelBytes) })
 }
