@@ -15,6 +15,13 @@ type (
 	ProxyClient  = proxy.Client  // a per-client proxy credential
 )
 
+// Defaults of ProxyOptions.
+const (
+	DefaultProxyMaxTunnelBytes    = proxy.DefaultMaxTunnelBytes
+	DefaultProxyMaxTunnelDuration = proxy.DefaultMaxTunnelDuration
+	DefaultProxyIdleTimeout       = proxy.DefaultIdleTimeout
+)
+
 // NewProxy builds a forward proxy on the engine: every connection it
 // serves is a broker call (broker "proxy", capability http) of the gate
 // under the caller's principal, through that tenant's policy and floor.
