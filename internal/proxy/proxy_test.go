@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/egress/egresstest"
 	"github.com/airlockhq/airlock/engine"
 )
 
@@ -490,4 +492,47 @@ func TestTunnelByteCap(t *testing.T) {
 		t.Fatal("a 256 KiB upload passed a 64 KiB tunnel cap")
 	}
 	h.waitRecord(t, func(r airlock.AuditRecord) bool { return r.Reason == string(airlock.ReasonTunnelBytes) })
+}
+
+// TestDNSRebinding: a name whose answers move from the site's address to
+// another loopback address is decided on each connection's one
+// resolution: the first is carried, the second refused, and the refusal
+// does not name the address.
+func TestDNSRebinding(t *testing.T) {
+	dns, err := egresstest.StartDNS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dns.Close() })
+	dns.SetSequence("rebind.test", 0, []netip.Addr{netip.MustParseAddr("127.0.0.1")}, []netip.Addr{netip.MustParseAddr("127.0.0.9")})
+	h := newHarness(t, func(c *engine.Config, _ *engine.ProxyOptions) { c.Egress.DNSServer = dns.Addr() })
+	u := "http://rebind.test:" + strconv.Itoa(h.httpPort) + "/"
+	resp := refusal(t, h, "GET", u, "a:"+h.tok)
+	if b := body(t, resp); resp.StatusCode != 200 {
+		t.Fatalf("first answer: %d %q", resp.StatusCode, b)
+	}
+	resp = refusal(t, h, "GET", u, "a:"+h.tok)
+	b := body(t, resp)
+	if resp.StatusCode != 403 || resp.Header.Get("X-Airlock-Reason") != string(airlock.ReasonInternalAddress) {
+		t.Fatalf("rebound answer: %d %q %q", resp.StatusCode, resp.Header.Get("X-Airlock-Reason"), b)
+	}
+	if strings.Contains(b, "127.0.0.9") {
+		t.Fatalf("the refusal names the address: %q", b)
+	}
+}
+
+// TestRateLimited: past the tenant's rate the proxy answers 429 with
+// Retry-After, an audited decision.
+func TestRateLimited(t *testing.T) {
+	h := newHarness(t, func(c *engine.Config, _ *engine.ProxyOptions) {
+		tc := c.Tenants["acme"]
+		tc.Rate, tc.Burst = 0.001, 1
+		c.Tenants["acme"] = tc
+	})
+	body(t, refusal(t, h, "GET", h.siteURL("/"), "a:"+h.tok))
+	resp := refusal(t, h, "GET", h.siteURL("/"), "a:"+h.tok)
+	body(t, resp)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || resp.Header.Get("X-Airlock-Decision") == "" {
+		t.Fatalf("over the rate: %d %v", resp.StatusCode, resp.Header)
+	}
 }
