@@ -48,7 +48,7 @@ type harness struct {
 
 type harnessOpt func(*engine.Config, *engine.ProxyOptions)
 
-func newHarness(t *testing.T, opts ...harnessOpt) *harness {
+func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	t.Helper()
 	h := &harness{tok: engine.NewToken(), hosts: make(chan string, 64)}
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -204,7 +204,7 @@ func body(t *testing.T, resp *http.Response) string {
 	return string(b)
 }
 
-func newCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
+func newCA(t testing.TB) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -226,7 +226,7 @@ func newCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
 	return cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
-func leaf(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, names ...string) tls.Certificate {
+func leaf(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, names ...string) tls.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

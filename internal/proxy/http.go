@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/egress"
 	"github.com/airlockhq/airlock/internal/gate"
@@ -33,7 +35,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodConnect {
 		target = "connect://" + r.RequestURI
 	}
-	call, err := s.deps.Begin(r.Context(), p, airlock.CapabilityHTTP, Broker, target)
+	// The call outlives the request's context, which ends when a client
+	// half-closes a tunnel; the Server's life and a revocation end it.
+	call, err := s.deps.Begin(s.life, p, airlock.CapabilityHTTP, Broker, target)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -53,7 +57,15 @@ func (s *Server) forwardRequest(w http.ResponseWriter, r *http.Request, call *ga
 		s.fail(w, call.End(airlock.Errorf(airlock.CodeInvalid, airlock.ReasonMalformed, "not a proxy request (want CONNECT or an absolute URL)"), 0, 0))
 		return
 	}
-	ctx := context.WithValue(call.Ctx, clientKey{}, egress.ProxyClient{Key: call.Key()})
+	ctx := context.WithValue(call.Ctx, clientKey{}, egress.ProxyClient{Key: call.Key(), Done: call.Ctx.Done()})
+	if !isUpgrade(r.Header) {
+		// A plain request stops when its client goes away.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(r.Context(), cancel)
+		defer stop()
+	}
 	rw := &recorder{ResponseWriter: w, id: call.ID}
 	body := &countReader{r: r.Body}
 	r2 := r.WithContext(ctx)
@@ -85,6 +97,12 @@ func (s *Server) forwardRequest(w http.ResponseWriter, r *http.Request, call *ga
 	s.metrics.bytes.WithLabelValues("down").Add(float64(rw.n))
 	s.metrics.bytes.WithLabelValues("up").Add(float64(body.n))
 	call.End(err, rw.n, body.n)
+}
+
+// isUpgrade reports whether h asks for a protocol upgrade (a WebSocket),
+// which egress splices like a tunnel.
+func isUpgrade(h http.Header) bool {
+	return httpguts.HeaderValuesContainsToken(h["Connection"], "upgrade")
 }
 
 // fail answers a refusal: its status, the X-Airlock headers with the

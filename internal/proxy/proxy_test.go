@@ -253,6 +253,8 @@ func TestNonTLSTunnelPlainPort(t *testing.T) {
 	h.proxyAddr = ln.Addr().String()
 	conn := tunnel(t, h, "site.test:"+strconv.Itoa(h.httpPort))
 	io.WriteString(conn, "GET /raw HTTP/1.0\r\nHost: site.test\r\n\r\n")
+	// A client that half-closes its side still reads the answer.
+	conn.(*net.TCPConn).CloseWrite()
 	b, _ := io.ReadAll(conn)
 	if !strings.Contains(string(b), "hello from /raw") {
 		t.Fatalf("plain port tunnel: got %q", b)
