@@ -69,6 +69,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 		t.Fatal(err)
 	}
 	tlsSite := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // the answer comes after the whole upload
 		fmt.Fprintf(w, "secure hello from %s", r.URL.Path)
 	}))
 	tlsSite.TLS = &tls.Config{Certificates: []tls.Certificate{leaf(t, caCert, caKey, "site.test", "other.test")}}

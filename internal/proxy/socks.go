@@ -134,7 +134,7 @@ func (s *Server) serveSOCKS5(c *peekedConn) {
 		call.End(err, 0, 0)
 		return
 	}
-	s.tunnel(call, t, c, up, nil)
+	s.tunnel(call, t, c, up)
 }
 
 // refuseSOCKS4 answers a SOCKS4 request "rejected" (SOCKS4 carries no
