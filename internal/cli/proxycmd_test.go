@@ -226,3 +226,39 @@ func TestProxyCommandNeedsLoopbackInDevelopment(t *testing.T) {
 		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 	}
 }
+
+var logProxy = regexp.MustCompile(`msg="forward proxy" addr=(\S+)`)
+
+// TestServeStartsProxy: with proxy.listen configured, serve runs the
+// proxy beside the API on the same engine: its calls are in the audit
+// log the API reads.
+func TestServeStartsProxy(t *testing.T) {
+	curl := needCurl(t)
+	httpPort, _, _ := proxySites(t)
+	hp := strconv.Itoa(httpPort)
+	cfg := filepath.Join(t.TempDir(), "airlock.yaml")
+	if err := os.WriteFile(cfg, []byte("proxy:\n  listen: 127.0.0.1:0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "--config", cfg, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0",
+		"--resolve", "site.test=127.0.0.1", "--except", "127.0.0.1:"+hp)
+	var addr string
+	for deadline := time.Now().Add(20 * time.Second); addr == "" && time.Now().Before(deadline); {
+		if m := logProxy.FindStringSubmatch(s.stderr.String()); m != nil {
+			addr = m[1]
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if addr == "" {
+		t.Fatalf("serve logged no proxy address: %s", s.stderr.String())
+	}
+	code, body, _ := curlThrough(t, curl, "-x", "http://"+addr, "http://site.test:"+hp+"/via-serve")
+	if code != 0 || body != "hello from /via-serve" {
+		t.Fatalf("curl through serve's proxy: exit %d body %q", code, body)
+	}
+	status, _, out := s.do(t, "GET", "/api/audit?broker=proxy", s.token, "")
+	if status != 200 || !strings.Contains(out, "/via-serve") {
+		t.Fatalf("audit through the API: %d %s", status, out)
+	}
+}
