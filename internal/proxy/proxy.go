@@ -372,6 +372,15 @@ func (s *Server) identify(ctx context.Context, pc *peekedConn, user, pass string
 	}
 	if s.deps.Authenticate != nil && pass != "" {
 		if p, err := s.deps.Authenticate(ctx, pass); err == nil {
+			// The user name names the instance, as X-Airlock-Instance
+			// does for the API: the audit log and revocations can tell
+			// the tenant's clients apart.
+			if user != "" {
+				p.Instance = user
+				if !p.Valid() {
+					return airlock.Principal{}, airlock.Errorf(airlock.CodeDenied, airlock.ReasonProxyCredentials, "the proxy user name is not an instance name (letters, digits, '-', '_', '.', ':')")
+				}
+			}
 			return p, nil
 		}
 	}

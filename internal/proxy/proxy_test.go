@@ -538,3 +538,80 @@ func TestRateLimited(t *testing.T) {
 		t.Fatalf("over the rate: %d %v", resp.StatusCode, resp.Header)
 	}
 }
+
+// TestProfileTunnelCap: a tenant's profile caps its tunnels below the
+// proxy's own cap.
+func TestProfileTunnelCap(t *testing.T) {
+	h := newHarness(t, func(c *engine.Config, _ *engine.ProxyOptions) {
+		c.Profiles = map[string]engine.ProfileConfig{"small": {Capabilities: []string{"http"}, TunnelBytes: 64 << 10}}
+		tc := c.Tenants["acme"]
+		tc.Profile = "small"
+		c.Tenants["acme"] = tc
+	})
+	c := h.client(h.proxyURL())
+	resp, err := c.Get(h.tlsURL("/small"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body(t, resp)
+	_, err = c.Post(h.tlsURL("/big"), "text/plain", strings.NewReader(strings.Repeat("x", 256<<10)))
+	if err == nil {
+		t.Fatal("a 256 KiB upload passed the profile's 64 KiB tunnel cap")
+	}
+	h.waitRecord(t, func(r airlock.AuditRecord) bool { return r.Reason == string(airlock.ReasonTunnelBytes) })
+}
+
+// TestInstanceFromUserName: the proxy user name names the instance; an
+// instance's revocation cuts its tunnels and leaves the tenant's other
+// instances alone.
+func TestInstanceFromUserName(t *testing.T) {
+	h := newHarness(t)
+	open := func(user string) *tls.Conn {
+		conn, err := net.DialTimeout("tcp", h.proxyAddr, testTimeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		conn.SetDeadline(time.Now().Add(testTimeout))
+		hp := "site.test:" + strconv.Itoa(h.tlsPort)
+		io.WriteString(conn, "CONNECT "+hp+" HTTP/1.1\r\nHost: "+hp+"\r\nProxy-Authorization: Basic "+
+			base64.StdEncoding.EncodeToString([]byte(user+":"+h.tok))+"\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: "CONNECT"})
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("CONNECT as %s: %v %v", user, resp, err)
+		}
+		tc := tls.Client(conn, &tls.Config{ServerName: "site.test", RootCAs: h.ca})
+		if err := tc.Handshake(); err != nil {
+			t.Fatal(err)
+		}
+		return tc
+	}
+	a, b := open("agent-a"), open("agent-b")
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := h.en.Revoke(ctx, "acme/agent-a", "test"); err != nil {
+		t.Fatal(err)
+	}
+	a.SetReadDeadline(time.Now().Add(testTimeout))
+	var ne net.Error
+	if _, err := a.Read(make([]byte, 1)); err == nil || errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("agent-a's tunnel after its revocation: %v", err)
+	}
+	// agent-b's tunnel still carries a request.
+	io.WriteString(b, "GET /b HTTP/1.1\r\nHost: site.test\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(b), &http.Request{Method: "GET"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := body(t, resp); got != "secure hello from /b" {
+		t.Fatalf("agent-b: %q", got)
+	}
+	h.waitRecord(t, func(r airlock.AuditRecord) bool {
+		return r.Instance == "agent-a" && r.Code == string(airlock.CodeRevoked)
+	})
+	resp = refusal(t, h, "GET", h.siteURL("/"), "bad/name:"+h.tok)
+	body(t, resp)
+	if resp.StatusCode != 407 {
+		t.Fatalf("a user name that is not an instance name: %d", resp.StatusCode)
+	}
+}

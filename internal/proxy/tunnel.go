@@ -120,15 +120,22 @@ func (s *Server) tunnel(call *gate.Call, t egress.Target, client, up net.Conn) {
 	rawUp := up
 	start := time.Now()
 	var total atomic.Int64
-	maxBytes := s.opts.maxBytes()
+	maxBytes, maxDuration := s.opts.maxBytes(), s.opts.maxDuration()
+	// The tenant's profile may cap its tunnels lower.
+	if pb := call.Tenant.Profile.TunnelBytes; pb > 0 && pb < maxBytes {
+		maxBytes = pb
+	}
+	if pd := call.Tenant.Profile.TunnelDuration; pd > 0 && pd < maxDuration {
+		maxDuration = pd
+	}
 	var capErr atomic.Pointer[airlock.Error]
 	over := func() {
 		capErr.CompareAndSwap(nil, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonTunnelBytes, "tunnel passed %d bytes", maxBytes))
 		client.Close()
 		up.Close()
 	}
-	timer := time.AfterFunc(s.opts.maxDuration(), func() {
-		capErr.CompareAndSwap(nil, airlock.Errorf(airlock.CodeTimeout, airlock.ReasonTunnelTime, "tunnel passed %s", s.opts.maxDuration()))
+	timer := time.AfterFunc(maxDuration, func() {
+		capErr.CompareAndSwap(nil, airlock.Errorf(airlock.CodeTimeout, airlock.ReasonTunnelTime, "tunnel passed %s", maxDuration))
 		client.Close()
 		up.Close()
 	})
