@@ -100,6 +100,8 @@ func TestRefusals(t *testing.T) {
 		{"name into the floor", "GET", "http://internal.test:" + strconv.Itoa(h.httpPort) + "/", auth, 403, airlock.ReasonInternalAddress},
 		{"name into the floor CONNECT", "CONNECT", "internal.test:443", auth, 403, airlock.ReasonInternalAddress},
 		{"loopback literal", "CONNECT", "127.0.0.9:443", auth, 403, airlock.ReasonLoopback},
+		{"IPv6 loopback literal", "CONNECT", "[::1]:" + strconv.Itoa(h.tlsPort), auth, 403, airlock.ReasonLoopback},
+		{"v4-mapped IPv6 literal", "GET", "http://[::ffff:127.0.0.1]:" + strconv.Itoa(h.httpPort) + "/", auth, 403, airlock.ReasonIPv4Embedded},
 		{"metadata literal", "GET", "http://169.254.169.254/latest/meta-data/", auth, 403, airlock.ReasonMetadata},
 		{"ambiguous host", "CONNECT", "0x7f.1:443", auth, 403, airlock.ReasonNumericHost},
 		{"https in absolute form", "GET", "https://site.test:" + strconv.Itoa(h.tlsPort) + "/", auth, 400, airlock.ReasonScheme},
