@@ -153,3 +153,4 @@ func BenchmarkNewConnection(b *testing.B) {
 		}
 	})
 }
+

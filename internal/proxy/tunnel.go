@@ -283,7 +283,9 @@ func pipe(dst, src net.Conn, pending []byte, idle time.Duration, last, total *at
 		}
 	}
 	// Copied through this process: splice(2) measured slower on loopback.
-	rf := &bufferedWriter{w: dst, buf: make([]byte, 256<<10)}
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	rf := &bufferedWriter{w: dst, buf: *bp}
 	const chunk = 4 << 20
 	var probe [1]byte
 	for {
@@ -338,6 +340,10 @@ func closeWrite(c net.Conn) {
 		c.Close()
 	}
 }
+
+// copyBufs are the tunnels' copy buffers: a new connection must not cost
+// a large allocation (and its clearing and collection).
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // bufferedWriter copies into w through its own buffer (io.CopyBuffer
 // would otherwise take a socket's ReadFrom, which splices).
