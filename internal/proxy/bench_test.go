@@ -153,4 +153,3 @@ func BenchmarkNewConnection(b *testing.B) {
 		}
 	})
 }
-
