@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -141,6 +142,18 @@ func TestRefusals(t *testing.T) {
 	}
 	if want := len(tests) - 2; denied != want {
 		t.Errorf("audit: %d refusals recorded, want %d: %+v", denied, want, recs)
+	}
+	// The metrics count connections and refusals by reason.
+	rec := httptest.NewRecorder()
+	h.en.Metrics().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		`airlock_proxy_connections_total{protocol="http"} ` + strconv.Itoa(len(tests)),
+		`airlock_proxy_refusals_total{reason="internal_address"} 4`,
+		`airlock_proxy_refusals_total{reason="proxy_credentials"} 2`,
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 }
 
