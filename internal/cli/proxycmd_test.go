@@ -1,14 +1,19 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -261,4 +266,74 @@ func TestServeStartsProxy(t *testing.T) {
 	if status != 200 || !strings.Contains(out, "/via-serve") {
 		t.Fatalf("audit through the API: %d %s", status, out)
 	}
+}
+
+// TestProxyRevocationFromAnotherProcess: `airlock admin revoke` run
+// against the data directory of a running `airlock proxy` cuts the
+// revoked tenant's open tunnel (the proxy's revocation poll picks it up),
+// and the tenant's next connection is refused.
+func TestProxyRevocationFromAnotherProcess(t *testing.T) {
+	_, tlsPort, caFile := proxySites(t)
+	tp := strconv.Itoa(tlsPort)
+	data := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "airlock.yaml")
+	tok := "alk_proxy_revocation_test_token"
+	yaml := "tenants:\n  acme:\n    profile: network\n    tokens: [" + hashToken(tok) + "]\ndefault_tenant: acme\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := startProxyCmd(t, "--config", cfg, "--data-dir", data, "--listen", "127.0.0.1:0",
+		"--resolve", "site.test=127.0.0.1", "--except", "127.0.0.1:"+tp)
+	conn, err := net.DialTimeout("tcp", addr, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	hp := "site.test:" + tp
+	fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic %s\r\n\r\n", hp, hp, basic("ci", tok))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, &http.Request{Method: "CONNECT"})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	// A live TLS session in the tunnel (nothing times out on its own: the
+	// proxy's idle timeout is minutes).
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	tc := tls.Client(&readerConn{Conn: conn, r: br}, &tls.Config{ServerName: "site.test", RootCAs: pool})
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if r := invoke(t, context.Background(), "", []string{"admin", "revoke", "--config", cfg, "--data-dir", data, "acme", "--reason", "test"}); r.code != 0 {
+		t.Fatalf("revoke: exit %d %s", r.code, r.stderr)
+	}
+	// The proxy closes the tunnel: the read ends, long before the hang
+	// guard of the connection's deadline.
+	_, err = tc.Read(make([]byte, 1))
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the revoked tenant's tunnel stayed open: %v", err)
+	}
+}
+
+// readerConn reads through r (bytes a bufio.Reader may hold ahead).
+type readerConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *readerConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
+func basic(user, pass string) string {
+	return base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+}
+
+func hashToken(tok string) string {
+	h := sha256.Sum256([]byte(tok))
+	return "sha256:" + hex.EncodeToString(h[:])
 }
