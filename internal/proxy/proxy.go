@@ -24,7 +24,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -344,9 +343,9 @@ func (s *Server) dispatch(c net.Conn, fixed *airlock.Principal, hl *chanListener
 }
 
 // identify returns the principal of a client: the listener's fixed one,
-// a Clients credential, a tenant token as the password, or (development
-// mode, loopback both ends, no credentials) Local. ok is false with the
-// refusal otherwise.
+// a Clients credential, a tenant token as the password (the user name, if
+// any, its instance), or (development mode, loopback both ends, no
+// credentials) Local. Otherwise the error is denied, proxy_credentials.
 func (s *Server) identify(ctx context.Context, pc *peekedConn, user, pass string, hasCreds bool) (airlock.Principal, error) {
 	if pc != nil && pc.fixed != nil {
 		return *pc.fixed, nil
@@ -455,4 +454,4 @@ func (l *chanListener) close()         { l.once.Do(func() { close(l.done) }) }
 func (l *chanListener) Close() error   { l.close(); return nil }
 func (l *chanListener) Addr() net.Addr { return l.addr }
 
-var _ io.Reader = (*peekedConn)(nil)
+var _ http.Handler = (*Server)(nil)
