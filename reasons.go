@@ -141,6 +141,30 @@ const (
 	ReasonProvider         Reason = "provider"
 )
 
+// Reasons of the forward proxy surface (airlock proxy, airlock exec).
+const (
+	// ReasonProxyCredentials: a proxy request without credentials where
+	// they are needed, or with credentials that name no principal (407).
+	ReasonProxyCredentials Reason = "proxy_credentials"
+	// ReasonSNIMismatch: a tunnel's TLS ClientHello names another host
+	// than the tunnel's target (domain fronting), or an ECH outer name
+	// differs from it.
+	ReasonSNIMismatch Reason = "sni_mismatch"
+	// ReasonSNIMissing: a tunnel to a name whose ClientHello carries no
+	// SNI (only an IP literal target may go without one).
+	ReasonSNIMissing Reason = "sni_missing"
+	// ReasonTunnelNotTLS: a tunnel whose first bytes are not a TLS
+	// ClientHello, to a port not on proxy.plain_ports.
+	ReasonTunnelNotTLS Reason = "tunnel_not_tls"
+	// ReasonSOCKS: a SOCKS request the proxy does not serve (SOCKS4, a
+	// command other than CONNECT, an unknown address type).
+	ReasonSOCKS Reason = "socks"
+	// ReasonTunnelBytes: a tunnel passed proxy.max_tunnel_bytes.
+	ReasonTunnelBytes Reason = "tunnel_bytes"
+	// ReasonTunnelTime: a tunnel passed proxy.max_tunnel_duration.
+	ReasonTunnelTime Reason = "tunnel_time"
+)
+
 // Reasons of crawl jobs and crawl requests.
 const (
 	ReasonCrawlJob          Reason = "crawl_job"
@@ -614,6 +638,15 @@ var catalogue = []ReasonInfo{
 	// airlock exec.
 	{ReasonSandbox, []Code{CodeUnavailable}, "The exec sandbox cannot be built here: it needs Linux with user, network, PID and mount namespaces.", "airlock exec needs Linux with user namespaces open to this user: sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1 (Debian), kernel.apparmor_restrict_unprivileged_userns=0 (Ubuntu); in a container, a seccomp profile that allows unshare(CLONE_NEWUSER) and a /proc that is not masked"},
 	{ReasonCommandExit, []Code{CodeUpstream}, "The command run by airlock exec exited with a non-zero status (airlock exits with the same code).", ""},
+
+	// The forward proxy.
+	{ReasonProxyCredentials, []Code{CodeDenied}, "Proxy credentials are missing or name no principal.", "give a tenant token as the proxy password (http://x:TOKEN@host:port), or a proxy.clients credential"},
+	{ReasonSNIMismatch, []Code{CodeDenied}, "A tunnel's TLS server name differs from its target (domain fronting).", "connect to the host the TLS server name names"},
+	{ReasonSNIMissing, []Code{CodeDenied}, "A TLS tunnel to a name without a server name (SNI).", "send SNI, or tunnel to an IP literal"},
+	{ReasonTunnelNotTLS, []Code{CodeDenied}, "A tunnel that does not start with a TLS ClientHello, to a port the operator did not list.", "the operator lists ports for other protocols in proxy.plain_ports"},
+	{ReasonSOCKS, []Code{CodeInvalid}, "A SOCKS request the proxy does not serve (SOCKS4, a command other than CONNECT, an unknown address type).", "use SOCKS5 CONNECT with a domain name (socks5h://)"},
+	{ReasonTunnelBytes, []Code{CodeTooLarge}, "A tunnel passed proxy.max_tunnel_bytes.", "raise proxy.max_tunnel_bytes"},
+	{ReasonTunnelTime, []Code{CodeTimeout}, "A tunnel passed proxy.max_tunnel_duration.", "raise proxy.max_tunnel_duration"},
 }
 
 var catalogueIndex = func() map[Reason]int {

@@ -50,6 +50,11 @@ type ProxyClient struct {
 	// WebSockets and workers cannot step around them, and other names for
 	// a denied address cannot either.
 	Admit func(t Target, addrs []netip.Addr) error
+	// Done, if set, ends the client's tunnels and upgraded connections
+	// when it is closed (the client's principal was revoked). A request's
+	// own context does not: a client that half-closes its side of a
+	// tunnel still reads the answer.
+	Done <-chan struct{}
 }
 
 // Proxy is a forward HTTP proxy (an http.Handler) built on the guarded
@@ -177,7 +182,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if isConnect {
-		p.connect(ctx, w, r, call)
+		p.connect(ctx, w, r, call, client.Done)
 		return
 	}
 	t, err := ParseURL(r.RequestURI)
@@ -196,7 +201,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if isWebSocketUpgrade(r.Header) {
-		p.upgrade(ctx, w, r, call, t)
+		p.upgrade(ctx, w, r, call, t, client.Done)
 		return
 	}
 	p.forward(ctx, w, r, call, t)
@@ -541,7 +546,7 @@ func (p *Proxy) upstreamErr(ctx context.Context, err error, t Target) error {
 }
 
 // connect serves CONNECT host:port.
-func (p *Proxy) connect(ctx context.Context, w http.ResponseWriter, r *http.Request, call *Call) {
+func (p *Proxy) connect(ctx context.Context, w http.ResponseWriter, r *http.Request, call *Call, done <-chan struct{}) {
 	t, err := ParseHostPort(r.RequestURI)
 	if err != nil {
 		p.refuse(ctx, call, Target{}, err)
@@ -583,12 +588,12 @@ func (p *Proxy) connect(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		return
 	}
 	nc.SetDeadline(time.Time{})
-	p.splice(ctx, call, t, nc, up, buffered(brw.Reader), nil)
+	p.splice(ctx, call, t, nc, up, buffered(brw.Reader), nil, done)
 }
 
 // upgrade passes a WebSocket upgrade through: the handshake is written to
 // the pinned address and, on 101, both connections are spliced.
-func (p *Proxy) upgrade(ctx context.Context, w http.ResponseWriter, r *http.Request, call *Call, t Target) {
+func (p *Proxy) upgrade(ctx context.Context, w http.ResponseWriter, r *http.Request, call *Call, t Target, done <-chan struct{}) {
 	slot, err := p.acquire()
 	if err != nil {
 		p.refuse(ctx, call, t, err)
@@ -667,7 +672,7 @@ func (p *Proxy) upgrade(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		return
 	}
 	nc.SetDeadline(time.Time{})
-	p.splice(ctx, call, t, nc, up, buffered(brw.Reader), buffered(br))
+	p.splice(ctx, call, t, nc, up, buffered(brw.Reader), buffered(br), done)
 }
 
 // buffered returns (a copy of) what r has read ahead.
@@ -728,12 +733,25 @@ func (s *tunnelSlot) release() {
 }
 
 // splice copies both ways until both directions end (an EOF is passed on as
-// a half-close), an error, Close, or IdleTimeout with no byte either way.
+// a half-close), an error, Close, done (the client's Done), or IdleTimeout
+// with no byte either way.
 // toUp and toDown are bytes already read ahead from the client and the
 // upstream. It closes both connections.
-func (p *Proxy) splice(ctx context.Context, call *Call, t Target, client, up net.Conn, toUp, toDown []byte) {
+func (p *Proxy) splice(ctx context.Context, call *Call, t Target, client, up net.Conn, toUp, toDown []byte, done <-chan struct{}) {
 	start := time.Now()
 	idle := p.idleTimeout()
+	if done != nil {
+		finished := make(chan struct{})
+		defer close(finished)
+		go func() {
+			select {
+			case <-done:
+				client.Close()
+				up.Close()
+			case <-finished:
+			}
+		}()
+	}
 	var last atomic.Int64
 	last.Store(start.UnixNano())
 	type result struct {

@@ -1037,3 +1037,30 @@ func TestProxyClose(t *testing.T) {
 	resp, _, _ = h.raw(t, proxyConnectHead(target, proxyBasic("alice", "secret")))
 	wantProxyRefusal(t, resp, 503, CodeUnavailable, ReasonCanceled)
 }
+
+// TestProxyClientDone: closing a client's Done ends its open tunnel (a
+// revoked principal's connections are cut).
+func TestProxyClientDone(t *testing.T) {
+	target := proxyTCPServer(t, proxyDrainThenReply)
+	done := make(chan struct{})
+	h := newProxyHarness(t, proxyOpts{creds: map[string]proxyCred{"alice": {pass: "secret", client: ProxyClient{Key: "alice", Done: done}}}})
+	resp, conn, br := h.raw(t, proxyConnectHead(target, proxyBasic("alice", "secret")))
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: got %d", resp.StatusCode)
+	}
+	h.one(t)
+	if _, err := io.WriteString(conn, "still open"); err != nil {
+		t.Fatal(err)
+	}
+	close(done)
+	// The proxy closes the tunnel (an EOF, or a reset for bytes it had
+	// not read), well before the test connection's deadline; the target
+	// never got an EOF to reply to.
+	b, err := io.ReadAll(br)
+	if isTimeout(err) {
+		t.Fatalf("got %v, want the tunnel closed by the proxy", err)
+	}
+	if len(b) != 0 {
+		t.Errorf("got %q from a cut tunnel", b)
+	}
+}

@@ -41,6 +41,7 @@ var envSkip = map[string]bool{"AIRLOCK_CONFIG": true, "AIRLOCK_TOKEN": true}
 type fileConfig struct {
 	engine.Config `koanf:",squash"`
 	Serve         ServeConfig `koanf:"serve" json:"serve"`
+	Proxy         ProxyConfig `koanf:"proxy" json:"proxy"`
 }
 
 // Defaults of `airlock serve`.
@@ -98,7 +99,7 @@ func effectiveGuests(g engine.GuestsConfig) engine.GuestsConfig {
 // effectiveConfig is cfg with every default filled in: the engine's keys
 // as engine.Effective says New runs them, serve's as serve runs them.
 func effectiveConfig(cfg fileConfig) fileConfig {
-	out := fileConfig{Config: engine.Effective(cfg.Config), Serve: cfg.Serve.withDefaults()}
+	out := fileConfig{Config: engine.Effective(cfg.Config), Serve: cfg.Serve.withDefaults(), Proxy: cfg.Proxy.withDefaults()}
 	out.Guests = effectiveGuests(out.Guests)
 	return out
 }

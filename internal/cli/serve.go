@@ -121,6 +121,14 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 	if err != nil {
 		return airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonListen, "listen on %s: %v", ap, errors.Unwrap(err))
 	}
+	// The forward proxy (proxy.listen), bound before anything is made too.
+	var proxyLns []net.Listener
+	if cfg.Proxy.Listen != "" {
+		if proxyLns, err = proxyListeners(dev, cfg.Proxy.Listen, cfg.Proxy.SOCKSListen); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	var adminToken string
 	if dev {
 		adminToken = engine.NewToken()
@@ -131,6 +139,7 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 	en, err := engine.New(ctx, cfg.Config, e.engineOptions(cfg.Config, engine.WithLogger(logger))...)
 	if err != nil {
 		ln.Close()
+		closeAll(proxyLns)
 		return err
 	}
 	// From here on the engine is closed on every path: that flushes the
@@ -147,8 +156,26 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 		dt, err = mintDevToken(ctx, en)
 		if err != nil {
 			ln.Close()
+			closeAll(proxyLns)
 			return errors.Join(err, closeEngine())
 		}
+	}
+	var fwd *runningProxy
+	if len(proxyLns) > 0 {
+		if fwd, err = startProxy(en, cfg.Proxy, dev, proxyLns, logger); err != nil {
+			ln.Close()
+			closeAll(proxyLns)
+			return errors.Join(err, closeEngine())
+		}
+		for _, l := range proxyLns {
+			logger.Info("forward proxy", "addr", l.Addr().String())
+		}
+	}
+	proxyCtx, stopProxy := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopProxy()
+	var proxyDone <-chan error
+	if fwd != nil {
+		proxyDone = fwd.done(proxyCtx)
 	}
 
 	version := releaseVersion()
@@ -207,6 +234,12 @@ func (e *env) serve(ctx context.Context, pf *policyFlags, listen string, listenS
 	}
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
+	}
+	if proxyDone != nil {
+		stopProxy()
+		if perr := <-proxyDone; perr != nil && serveErr == nil {
+			serveErr = perr
+		}
 	}
 	cerr := closeEngine()
 	if cerr == nil {

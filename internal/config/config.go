@@ -163,6 +163,11 @@ type ProfileConfig struct {
 	Capabilities []string      `koanf:"capabilities" json:"capabilities"`
 	MemoryMiB    int           `koanf:"memory_mib" json:"memory_mib"`
 	Deadline     time.Duration `koanf:"deadline" json:"deadline"`
+	// TunnelBytes and TunnelDuration cap each forward-proxy tunnel of the
+	// profile's tenants below proxy.max_tunnel_bytes and
+	// proxy.max_tunnel_duration; 0: those alone.
+	TunnelBytes    int64         `koanf:"tunnel_bytes" json:"tunnel_bytes"`
+	TunnelDuration time.Duration `koanf:"tunnel_duration" json:"tunnel_duration"`
 }
 
 // EgressConfig is the global egress policy every tenant starts from.

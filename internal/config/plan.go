@@ -171,7 +171,8 @@ func check(cfg Config) error {
 func compileProfiles(cfg Config) (map[string]gate.Profile, error) {
 	specs := map[string]gate.ProfileSpec{}
 	for n, p := range cfg.Profiles {
-		specs[n] = gate.ProfileSpec{Capabilities: p.Capabilities, MemoryMiB: p.MemoryMiB, Deadline: p.Deadline}
+		specs[n] = gate.ProfileSpec{Capabilities: p.Capabilities, MemoryMiB: p.MemoryMiB, Deadline: p.Deadline,
+			TunnelBytes: p.TunnelBytes, TunnelDuration: p.TunnelDuration}
 	}
 	profiles, err := gate.Profiles(specs)
 	if err != nil {

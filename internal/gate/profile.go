@@ -16,6 +16,10 @@ type Profile struct {
 	Caps     map[airlock.Capability]bool
 	Memory   int64         // guest memory cap in bytes
 	Deadline time.Duration // guest wall-clock deadline
+	// TunnelBytes and TunnelDuration cap each forward-proxy tunnel below
+	// the proxy's own caps; 0: the proxy's alone.
+	TunnelBytes    int64
+	TunnelDuration time.Duration
 }
 
 // The built-in profile names.
@@ -84,9 +88,11 @@ func (p Profile) Lanes() []egress.Lane {
 
 // ProfileSpec is a custom profile as configured.
 type ProfileSpec struct {
-	Capabilities []string
-	MemoryMiB    int
-	Deadline     time.Duration
+	Capabilities   []string
+	MemoryMiB      int
+	Deadline       time.Duration
+	TunnelBytes    int64
+	TunnelDuration time.Duration
 }
 
 // Profiles builds the profile table: the built-ins plus custom ones, which
@@ -120,6 +126,10 @@ func Profiles(custom map[string]ProfileSpec) (map[string]Profile, error) {
 		if spec.Deadline > 0 {
 			p.Deadline = spec.Deadline
 		}
+		if spec.TunnelBytes < 0 || spec.TunnelDuration < 0 {
+			return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonConfig, "profile %q: negative tunnel cap", name)
+		}
+		p.TunnelBytes, p.TunnelDuration = spec.TunnelBytes, spec.TunnelDuration
 		out[name] = p
 	}
 	return out, nil
