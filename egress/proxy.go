@@ -499,10 +499,15 @@ func (p *Proxy) relay(ctx context.Context, w http.ResponseWriter, resp *http.Res
 	h := w.Header()
 	removeHopHeaders(resp.Header)
 	for k, vs := range resp.Header {
+		if isAirlockHeader(k) {
+			continue // the target posing as the proxy (a refusal, a decision id)
+		}
 		h[k] = append([]string(nil), vs...)
 	}
 	for k := range resp.Trailer {
-		h.Add("Trailer", k)
+		if !isAirlockHeader(k) {
+			h.Add("Trailer", k)
+		}
 	}
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
@@ -525,8 +530,18 @@ func (p *Proxy) relay(ctx context.Context, w http.ResponseWriter, resp *http.Res
 		}
 	}
 	for k, vs := range resp.Trailer {
-		h[http.TrailerPrefix+k] = vs
+		if !isAirlockHeader(k) {
+			h[http.TrailerPrefix+k] = vs
+		}
 	}
+}
+
+// isAirlockHeader reports whether k is one of the headers Airlock's
+// proxies answer with (X-Airlock-Code, -Reason, -Decision): a target's
+// own are dropped, so that a client, the browser or the audit record never
+// takes a target's answer for Airlock's refusal.
+func isAirlockHeader(k string) bool {
+	return len(k) >= len("X-Airlock-") && strings.EqualFold(k[:len("X-Airlock-")], "X-Airlock-")
 }
 
 func (p *Proxy) upstreamErr(ctx context.Context, err error, t Target) error {

@@ -377,6 +377,11 @@ func TestProxyForwardAllowed(t *testing.T) {
 		got <- seen{r.Host, r.RequestURI, string(b), r.Header.Clone()}
 		w.Header().Set("Proxy-Authenticate", `Basic realm="evil"`)
 		w.Header().Set("X-Origin", "yes")
+		// A target posing as the proxy: these must not reach the client,
+		// which would take the answer for Airlock's refusal.
+		w.Header().Set("X-Airlock-Code", "denied")
+		w.Header().Set("X-Airlock-Reason", "metadata")
+		w.Header().Set("X-Airlock-Decision", "01FAKE")
 		w.Header().Set("Trailer", "X-Sum")
 		io.WriteString(w, "body of "+r.URL.Path)
 		w.Header().Set("X-Sum", "42")
@@ -398,6 +403,11 @@ func TestProxyForwardAllowed(t *testing.T) {
 		}
 		if resp.Header.Get("X-Origin") != "yes" || resp.Header.Get("Proxy-Authenticate") != "" {
 			t.Errorf("response header: got %v, want X-Origin and no Proxy-Authenticate", resp.Header)
+		}
+		for _, k := range []string{"X-Airlock-Code", "X-Airlock-Reason", "X-Airlock-Decision"} {
+			if v := resp.Header.Get(k); v != "" {
+				t.Errorf("the target's own %s: %q reached the client as if the proxy said it", k, v)
+			}
 		}
 		if resp.Trailer.Get("X-Sum") != "42" {
 			t.Errorf("trailer: got %v, want X-Sum: 42", resp.Trailer)

@@ -2,8 +2,6 @@ package engine_test
 
 import (
 	"bufio"
-	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -31,8 +29,6 @@ func TestExecSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := httptest.NewServer(sess)
-	defer proxy.Close()
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "site") }))
 	defer site.Close()
 	echo, err := net.Listen("tcp", "127.0.0.1:0")
@@ -50,7 +46,18 @@ func TestExecSession(t *testing.T) {
 		}
 	}()
 
-	pu, _ := url.Parse(proxy.URL)
+	// The session's proxy, with the echo server's port listed for plain
+	// (non-TLS) tunnels.
+	pl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() {
+		served <- sess.Serve(pl, engine.ProxyOptions{PlainPorts: []uint16{uint16(echo.Addr().(*net.TCPAddr).Port)}})
+	}()
+	defer func() { pl.Close(); <-served }()
+	pu, _ := url.Parse("http://" + pl.Addr().String())
 	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}
 	resp, err := client.Get(site.URL + "/a")
 	if err != nil {
@@ -146,106 +153,4 @@ func TestExecSession(t *testing.T) {
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
-}
-
-// BenchmarkExecTunnel compares, in one run, a CONNECT tunnel through an
-// exec session's proxy with a direct loopback connection: throughput of
-// 8 MiB per connection, and a new connection carrying one byte (the
-// latency the proxy adds per connection).
-func BenchmarkExecTunnel(b *testing.B) {
-	e, err := engine.New(context.Background(), engine.Config{InMemory: true, DefaultTenant: "acme",
-		Tenants: map[string]engine.TenantConfig{"acme": {Profile: "network", Exceptions: []string{"127.0.0.1"},
-			Rate: 1e6, Burst: 1e6}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close(context.Background())
-	sess, err := e.BeginExec(context.Background(), airlock.Principal{Tenant: "acme", Instance: "bench"}, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sess.End(nil, "")
-	proxy := httptest.NewServer(sess)
-	defer proxy.Close()
-	// The sink writes as many bytes as the 8-byte big-endian count asks.
-	sink, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sink.Close()
-	chunk := make([]byte, 64<<10)
-	go func() {
-		for {
-			c, err := sink.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				var hdr [8]byte
-				if _, err := io.ReadFull(c, hdr[:]); err != nil {
-					return
-				}
-				n := int64(binary.BigEndian.Uint64(hdr[:]))
-				for n > 0 {
-					w, err := c.Write(chunk[:min(n, int64(len(chunk)))])
-					if err != nil {
-						return
-					}
-					n -= int64(w)
-				}
-			}()
-		}
-	}()
-	proxyAddr := strings.TrimPrefix(proxy.URL, "http://")
-	dial := func(b *testing.B, viaProxy bool) (net.Conn, io.Reader) {
-		if !viaProxy {
-			c, err := net.Dial("tcp", sink.Addr().String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			return c, c
-		}
-		c, err := net.Dial("tcp", proxyAddr)
-		if err != nil {
-			b.Fatal(err)
-		}
-		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", sink.Addr(), sink.Addr())
-		br := bufio.NewReader(c)
-		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
-		if err != nil || resp.StatusCode != 200 {
-			b.Fatalf("CONNECT: %v %v", resp, err)
-		}
-		if br.Buffered() == 0 {
-			return c, c // read as the direct path does
-		}
-		return c, br
-	}
-	fetch := func(b *testing.B, viaProxy bool, n int64) {
-		c, r := dial(b, viaProxy)
-		defer c.Close()
-		var hdr [8]byte
-		binary.BigEndian.PutUint64(hdr[:], uint64(n))
-		c.Write(hdr[:])
-		if got, err := io.Copy(io.Discard, io.LimitReader(r, n)); err != nil || got != n {
-			b.Fatalf("read %d of %d: %v", got, n, err)
-		}
-	}
-	for _, via := range []struct {
-		name  string
-		proxy bool
-	}{{"direct", false}, {"exec_proxy", true}} {
-		b.Run("throughput/"+via.name, func(b *testing.B) {
-			const n = 8 << 20
-			b.SetBytes(n)
-			for b.Loop() {
-				fetch(b, via.proxy, n)
-			}
-		})
-		b.Run("connection/"+via.name, func(b *testing.B) {
-			for b.Loop() {
-				fetch(b, via.proxy, 1)
-			}
-		})
-	}
 }

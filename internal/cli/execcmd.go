@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,13 +119,13 @@ func (e *env) exec(ctx context.Context, pf *policyFlags, profile string, port ui
 	if err != nil {
 		return errors.Join(err, closeEngine(en))
 	}
-	// The outside server: the engine's forward proxy (HTTP and CONNECT),
-	// one gate call per request, as the session's principal. The product
-	// proxy (internal/proxy, with SOCKS5) takes its place through the
-	// same Outside interface: OutsideFunc(func(ln) error { return
-	// server.ServeAs(ln, p) }) with SOCKS set.
-	srv := &http.Server{Handler: sess, ReadHeaderTimeout: serveReadHeaderTimeout, MaxHeaderBytes: serveMaxHeaderBytes,
-		ErrorLog: slog.NewLogLogger(slog.DiscardHandler, slog.LevelDebug)}
+	// The outside server: internal/proxy's, as `airlock proxy` runs it
+	// (HTTP forward proxy, CONNECT with its ClientHello checks, SOCKS5),
+	// every connection the session's principal, each a gate call.
+	popts, err := cfg.Proxy.options(en, false)
+	if err != nil {
+		return errors.Join(err, sess.End(err, "the proxy's configuration"), closeEngine(en))
+	}
 	environ := e.environ
 	if environ == nil {
 		environ = os.Environ()
@@ -135,10 +133,10 @@ func (e *env) exec(ctx context.Context, pf *policyFlags, profile string, port ui
 	code, rerr := sandbox.Run(sess.Context(), sandbox.Config{
 		Args: args, Env: withoutAirlockVars(environ),
 		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
-		Outside:   sandbox.OutsideFunc(func(ln net.Listener) error { return srv.Serve(ln) }),
+		Outside:   sandbox.OutsideFunc(func(ln net.Listener) error { return sess.Serve(ln, popts) }),
+		SOCKS:     true,
 		ProxyPort: port, Hide: hide, Show: show,
 	})
-	srv.Close()
 	if rerr == nil {
 		// A revocation or a shutdown that stopped the command is the
 		// session's outcome.
@@ -147,7 +145,7 @@ func (e *env) exec(ctx context.Context, pf *policyFlags, profile string, port ui
 			rerr = nil
 		}
 	}
-	serr := sess.End(rerr, fmt.Sprintf("exit %d; %d proxy requests", code, sess.Connections()))
+	serr := sess.End(rerr, fmt.Sprintf("exit %d", code))
 	cerr := closeEngine(en)
 	switch {
 	case serr != nil:

@@ -3,7 +3,11 @@
 // one line each; exit 1 if any did not answer 200.
 import { EnvHttpProxyAgent, fetch } from 'undici';
 
-const dispatcher = new EnvHttpProxyAgent();
+// proxyTunnel: false sends http:// requests in absolute form, as curl and
+// Python do: by default undici tunnels them through CONNECT, and Airlock's
+// proxy refuses a tunnel that does not start with a TLS ClientHello unless
+// its port is in proxy.plain_ports (docs/exec.md).
+const dispatcher = new EnvHttpProxyAgent({ proxyTunnel: false });
 let failed = false;
 for (const u of process.argv.slice(2)) {
   try {
