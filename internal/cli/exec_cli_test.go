@@ -235,8 +235,25 @@ func (lab *execLab) exec(t *testing.T, stdin string, command ...string) result {
 	args := []string{"exec", "--data-dir", lab.dataDir,
 		"--resolve", "site.test=127.0.0.1", "--resolve", "evil.test=127.0.0.9",
 		"--except", "127.0.0.1:" + lab.httpPort, "--except", "127.0.0.1:" + lab.tlsPort,
-		"--show", lab.dir, "--"}
+		"--show", lab.dir}
+	args = append(append(args, showWorkDir(t)...), "--")
 	return invoke(t, ctx, stdin, append(args, command...))
+}
+
+// showWorkDir is --show of the test's working directory (the package's)
+// when the sandbox would hide it: a clone under /tmp, as CI may make.
+func showWorkDir(t *testing.T) []string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm"} {
+		if wd == h || strings.HasPrefix(wd, h+"/") {
+			return []string{"--show", wd}
+		}
+	}
+	return nil
 }
 
 // sh runs a shell script in the sandbox with the test CA known to every
@@ -555,7 +572,7 @@ for p in sys.argv[1:]:
 	t.Run("a profile without http runs nothing", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		r := invoke(t, ctx, "", []string{"exec", "--data-dir", lab.dataDir, "--profile", "compute", "--", "sh", "-c", "echo ran"})
+		r := invoke(t, ctx, "", append(append([]string{"exec", "--data-dir", lab.dataDir, "--profile", "compute"}, showWorkDir(t)...), "--", "sh", "-c", "echo ran"))
 		if r.code != 3 || strings.Contains(r.stdout, "ran") || !strings.Contains(r.stderr, "capability") {
 			t.Errorf("--profile compute: exit %d stdout %q stderr %q; want 3, capability, nothing run", r.code, r.stdout, r.stderr)
 		}
@@ -631,7 +648,7 @@ func TestExecRevoked(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		done <- invoke(t, ctx, "", []string{"exec", "--data-dir", dd, "--", "sleep", marker})
+		done <- invoke(t, ctx, "", append(append([]string{"exec", "--data-dir", dd}, showWorkDir(t)...), "--", "sleep", marker))
 	}()
 	deadline := time.Now().Add(30 * time.Second) // hang guard
 	for {
