@@ -115,6 +115,7 @@ func TestMetadataFields(t *testing.T) {
 			func(p *airlock.Page) string { return want(p.Published, "2024-03-01T10:00:00Z") }},
 		{"published from article:published_time", `<meta property="article:published_time" content="2020-01-01T00:00:00Z">`,
 			func(p *airlock.Page) string { return want(p.Published, "2020-01-01T00:00:00Z") }},
+		{"<title> in meta as it is", ``, func(p *airlock.Page) string { return want(p.Meta["html:title"], "T") }},
 		{"JSON-LD fields in meta", ld, func(p *airlock.Page) string { return want(p.Meta["jsonld:headline"], "LD headline") }},
 		{"meta map keys", `<meta property="og:image" content="https://example.com/i.png"><meta name="Twitter:Card" content="summary"><meta name="og:image" content="second">`,
 			func(p *airlock.Page) string {

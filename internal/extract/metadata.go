@@ -63,6 +63,11 @@ func metadata(doc *html.Node, base *url.URL, p *airlock.Page) {
 	}
 
 	docTitle := documentTitle(d)
+	if docTitle != "" && len(p.Meta) < maxMetaEntries {
+		// The <title> as it is, for callers that want it rather than the
+		// headline (Firecrawl's metadata.title).
+		p.Meta["html:title"] = clip(docTitle, maxMetaValue)
+	}
 	p.Title = firstNonEmpty(ld.title(docTitle),
 		m("dc:title", "dc.title", "dcterm:title", "dcterms:title", "dcterms.title", "og:title",
 			"weibo:article:title", "weibo:webpage:title", "title", "twitter:title", "parsely-title"),
