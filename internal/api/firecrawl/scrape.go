@@ -168,12 +168,8 @@ var metaKeys = map[string]string{
 
 // pageDocument builds the Document of a page for the formats fs.
 func pageDocument(p *airlock.Page, sourceURL string, fs formatSet) document {
-	title := p.Meta["html:title"] // Firecrawl's title is the <title>; Page.Title is the headline
-	if title == "" {
-		title = p.Title
-	}
 	md := map[string]any{
-		"title": title, "description": p.Description, "language": p.Lang,
+		"title": docTitle(p), "description": p.Description, "language": p.Lang,
 		"sourceURL": sourceURL, "url": p.URL, "statusCode": p.Status, "contentType": p.ContentType,
 	}
 	if p.Kind != "" {
