@@ -25,8 +25,9 @@ const (
 	// at least kindItemText bytes of text, make a listing.
 	kindItems    = 6
 	kindItemText = 25
-	// kindBudget bounds the nodes pageKind visits.
-	kindBudget = 200_000
+	// kindBudget bounds the nodes pageKind visits, counting each visit
+	// of its measures: past it, the page is judged on what was seen.
+	kindBudget = 500_000
 )
 
 // listingTypes are the schema.org types of listing pages.
@@ -107,7 +108,7 @@ func shape(doc *html.Node) (prose, items, linkText, text int) {
 				}
 				inMain := inMain || c == main
 				if !inlineTags[a] && !inLink {
-					if l := inlineLen(c); l >= kindParagraph {
+					if l := inlineLen(c, &budget); l >= kindParagraph {
 						if inMain {
 							mainProse += l
 						}
@@ -122,7 +123,7 @@ func shape(doc *html.Node) (prose, items, linkText, text int) {
 					}
 				}
 				if c.FirstChild != nil && c.FirstChild.NextSibling != nil {
-					items = max(items, similarItems(c))
+					items = max(items, similarItems(c, &budget))
 				}
 				walk(c, inLink || a == atom.A, inMain, depth+1)
 			}
@@ -149,12 +150,12 @@ var inlineTags = map[atom.Atom]bool{
 
 // inlineLen is the length of n's own text: under n outside links, not in
 // its block children.
-func inlineLen(n *html.Node) int {
-	l, steps := 0, 0
+func inlineLen(n *html.Node, budget *int) int {
+	l := 0
 	var walk func(n *html.Node)
 	walk = func(n *html.Node) {
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			if steps++; steps > 2000 {
+			if *budget--; *budget < 0 {
 				return
 			}
 			switch c.Type {
@@ -174,7 +175,7 @@ func inlineLen(n *html.Node) int {
 // similarItems is the size of the largest group of n's element children
 // that share a tag and class and each hold a link and at least
 // kindItemText bytes of text.
-func similarItems(n *html.Node) int {
+func similarItems(n *html.Node, budget *int) int {
 	counts := map[string]int{}
 	best, kids := 0, 0
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
@@ -184,7 +185,7 @@ func similarItems(n *html.Node) int {
 		if kids++; kids > 500 {
 			break
 		}
-		if !itemLike(c) {
+		if !itemLike(c, budget) {
 			continue
 		}
 		key := c.Data + "." + strings.Join(strings.Fields(attrValue(c, "class")), ".")
@@ -196,12 +197,13 @@ func similarItems(n *html.Node) int {
 
 // itemLike reports a block with a link and enough text to be an item of
 // a listing, not a menu entry.
-func itemLike(n *html.Node) bool {
+func itemLike(n *html.Node, budget *int) bool {
 	hasLink, l, steps := false, 0, 0
 	walkNodes(n, func(c *html.Node) bool {
-		if steps++; steps > 400 || hasLink && l >= kindItemText {
+		if steps++; steps > 400 || hasLink && l >= kindItemText || *budget <= 0 {
 			return false
 		}
+		*budget--
 		switch c.Type {
 		case html.TextNode:
 			l += len(strings.TrimSpace(c.Data))
