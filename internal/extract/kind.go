@@ -107,7 +107,7 @@ func shape(doc *html.Node) (prose, items, linkText, text int) {
 					}
 				}
 				inMain := inMain || c == main
-				if !inlineTags[a] && !inLink {
+				if !inlineTag(a) && !inLink {
 					if l := inlineLen(c, &budget); l >= kindParagraph {
 						if inMain {
 							mainProse += l
@@ -139,13 +139,16 @@ func shape(doc *html.Node) (prose, items, linkText, text int) {
 	return prose, items, linkText, text
 }
 
-// inlineTags are the elements that continue the text around them.
-var inlineTags = map[atom.Atom]bool{
-	atom.A: true, atom.Span: true, atom.Em: true, atom.Strong: true, atom.B: true, atom.I: true, atom.U: true,
-	atom.Small: true, atom.Abbr: true, atom.Code: true, atom.Time: true, atom.Font: true, atom.Sup: true,
-	atom.Sub: true, atom.Mark: true, atom.Cite: true, atom.Q: true, atom.S: true, atom.Br: true, atom.Img: true,
-	atom.Label: true, atom.Bdi: true, atom.Bdo: true, atom.Del: true, atom.Ins: true, atom.Kbd: true,
-	atom.Var: true, atom.Wbr: true, atom.Dfn: true, atom.Samp: true, atom.Tt: true, atom.Big: true,
+// inlineTag reports the elements that continue the text around them.
+func inlineTag(a atom.Atom) bool {
+	switch a {
+	case atom.A, atom.Span, atom.Em, atom.Strong, atom.B, atom.I, atom.U, atom.Small, atom.Abbr, atom.Code,
+		atom.Time, atom.Font, atom.Sup, atom.Sub, atom.Mark, atom.Cite, atom.Q, atom.S, atom.Br, atom.Img,
+		atom.Label, atom.Bdi, atom.Bdo, atom.Del, atom.Ins, atom.Kbd, atom.Var, atom.Wbr, atom.Dfn, atom.Samp,
+		atom.Tt, atom.Big:
+		return true
+	}
+	return false
 }
 
 // inlineLen is the length of n's own text: under n outside links, not in
@@ -162,7 +165,7 @@ func inlineLen(n *html.Node, budget *int) int {
 			case html.TextNode:
 				l += len(strings.TrimSpace(c.Data))
 			case html.ElementNode:
-				if a := tagAtom(c); inlineTags[a] && a != atom.A {
+				if a := tagAtom(c); inlineTag(a) && a != atom.A {
 					walk(c)
 				}
 			}

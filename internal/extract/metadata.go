@@ -459,35 +459,87 @@ func domAuthor(d *goquery.Document) string {
 	}
 	d.Find(`[itemprop~="author"], a[rel~="author"], [rel~="author"]`).EachWithBreak(pick)
 	if a == "" {
-		// The innermost of nested matches: a byline box holds the name,
-		// a "By" and a date in elements of their own.
-		const sel = `[class*="byline"], [id*="byline"], [class*="author"], [id*="author"], [class*="writtenby"]`
-		scan := func(root *goquery.Selection) {
-			n := 0
-			root.Find(sel).EachWithBreak(func(i int, s *goquery.Selection) bool {
-				if n++; n > 64 {
-					return false
-				}
-				if s.Is("script, style, meta, link, img, body, html") || s.Find(sel).Length() > 0 ||
-					s.ParentsFiltered("script, style, template").Length() > 0 {
-					return true
-				}
-				return pick(i, s)
-			})
-		}
-		// Near the headline first: a page lists other authors elsewhere.
-		if h1 := d.Find("h1").First(); h1.Length() > 0 {
-			near := h1.Parent()
-			for k := 0; k < 3 && near.Parent().Length() > 0 && !near.Parent().Is("body, html"); k++ {
-				near = near.Parent()
-			}
-			scan(near)
-		}
-		if a == "" {
-			scan(d.Selection)
-		}
+		a = classByline(d.Nodes[0])
 	}
 	return a
+}
+
+// maxBylineCandidates bounds the elements classByline considers.
+const maxBylineCandidates = 256
+
+// classByline is the text of the innermost element whose class or id says
+// byline or author (a byline box holds the name, a "By" and a date in
+// elements of their own), near the first h1 first: a page lists other
+// authors elsewhere.
+func classByline(doc *html.Node) string {
+	var cands []*html.Node
+	var h1 *html.Node
+	walkElements(doc, func(n *html.Node) bool {
+		switch tagAtom(n) {
+		case atom.Script, atom.Style, atom.Template, atom.Noscript, atom.Head, atom.Svg:
+			return false
+		case atom.H1:
+			if h1 == nil {
+				h1 = n
+			}
+		case atom.Img, atom.Html, atom.Body:
+			return true
+		}
+		if len(cands) < maxBylineCandidates && bylineMarked(n) {
+			cands = append(cands, n)
+		}
+		return true
+	})
+	var near *html.Node
+	if h1 != nil {
+		near = h1.Parent
+		for k := 0; k < 3 && near != nil && near.Parent != nil && tagAtom(near.Parent) != atom.Body && tagAtom(near.Parent) != atom.Html; k++ {
+			near = near.Parent
+		}
+	}
+	pick := func(inNear bool) string {
+		for i, n := range cands {
+			// Document order: a candidate's descendants follow it.
+			if i+1 < len(cands) && within(cands[i+1], n) {
+				continue
+			}
+			if inNear && (near == nil || !within(n, near)) {
+				continue
+			}
+			if a := trimBy(collapse(textOf(n))); a != "" && len(a) <= maxByline && nonURL(a) != "" {
+				return a
+			}
+		}
+		return ""
+	}
+	if a := pick(true); a != "" {
+		return a
+	}
+	return pick(false)
+}
+
+// bylineMarked reports an element whose class or id says byline or author.
+func bylineMarked(n *html.Node) bool {
+	for _, at := range n.Attr {
+		if at.Namespace != "" || at.Key != "class" && at.Key != "id" {
+			continue
+		}
+		v := strings.ToLower(at.Val)
+		if strings.Contains(v, "byline") || strings.Contains(v, "author") || strings.Contains(v, "writtenby") {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports n at or under root.
+func within(n, root *html.Node) bool {
+	for k := 0; n != nil && k <= maxTextDepth; n, k = n.Parent, k+1 {
+		if n == root {
+			return true
+		}
+	}
+	return false
 }
 
 // trimBy cuts the "By" a byline begins with.
