@@ -202,25 +202,29 @@ func similarItems(n *html.Node, budget *int) int {
 // a listing, not a menu entry.
 func itemLike(n *html.Node, budget *int) bool {
 	hasLink, l, steps := false, 0, 0
-	walkNodes(n, func(c *html.Node) bool {
-		if steps++; steps > 400 || hasLink && l >= kindItemText || *budget <= 0 {
-			return false
-		}
-		*budget--
-		switch c.Type {
-		case html.TextNode:
-			l += len(strings.TrimSpace(c.Data))
-		case html.ElementNode:
-			switch tagAtom(c) {
-			case atom.Script, atom.Style, atom.Template:
-				return false
-			case atom.A:
-				if _, ok := attr(c, "href"); ok {
-					hasLink = true
+	var walk func(n *html.Node, depth int)
+	walk = func(n *html.Node, depth int) {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if steps++; steps > 400 || hasLink && l >= kindItemText || *budget <= 0 || depth > 64 {
+				return
+			}
+			*budget--
+			switch c.Type {
+			case html.TextNode:
+				l += len(strings.TrimSpace(c.Data))
+			case html.ElementNode:
+				switch tagAtom(c) {
+				case atom.Script, atom.Style, atom.Template:
+					continue
+				case atom.A:
+					if _, ok := attr(c, "href"); ok {
+						hasLink = true
+					}
 				}
+				walk(c, depth+1)
 			}
 		}
-		return true
-	})
+	}
+	walk(n, 0)
 	return hasLink && l >= kindItemText
 }

@@ -760,7 +760,7 @@ func dateAfter(n *html.Node) string {
 				return false
 			}
 			seen += len(t)
-			if len(t) <= maxDateLine && len(collapse(textOf(blockOf(c)))) <= maxDateLine {
+			if len(t) <= maxDateLine && textLen(blockOf(c), maxDateLine+1) <= maxDateLine {
 				date = findDate(t)
 			}
 			stop = date != "" || seen >= maxDateLineWindow
@@ -784,6 +784,29 @@ func dateAfter(n *html.Node) string {
 		}
 	}
 	return date
+}
+
+// textLen is the length of the text under n (each text node trimmed),
+// without scripts and styles, counted up to limit.
+func textLen(n *html.Node, limit int) int {
+	l := 0
+	var walk func(n *html.Node, depth int)
+	walk = func(n *html.Node, depth int) {
+		for c := n.FirstChild; c != nil && l < limit && depth < maxTextDepth; c = c.NextSibling {
+			switch c.Type {
+			case html.TextNode:
+				l += len(strings.TrimSpace(c.Data))
+			case html.ElementNode:
+				switch tagAtom(c) {
+				case atom.Script, atom.Style, atom.Template, atom.Noscript:
+					continue
+				}
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(n, 0)
+	return l
 }
 
 // blockOf is the nearest ancestor of n that is not an inline element.
