@@ -37,8 +37,8 @@ var listingTypes = [...]string{"collectionpage", "itemlist", "searchresultspage"
 // else, from what the page declares (JSON-LD types, og:type) and its
 // shape: the prose one container holds, and the largest run of similar
 // sibling blocks that each carry a link (the items of a listing).
-func pageKind(doc *html.Node, ld ldFields, meta map[string]string) string {
-	prose, items, linkText, text := shape(doc)
+func pageKind(doc *html.Node, ld ldFields, meta map[string]string, dated bool) string {
+	prose, items, itemsText, linkText, text := shape(doc)
 	declared := ""
 	switch {
 	case ld.article:
@@ -60,6 +60,10 @@ func pageKind(doc *html.Node, ld ldFields, meta map[string]string) string {
 		return KindListing
 	case prose >= kindProse || prose >= kindProse/2 && prose*2 >= text-linkText:
 		return KindArticle
+	case (prose >= kindProse*2/5 || dated && prose >= kindProse/5) && prose*2 >= itemsText:
+		// A short post beside lists of links (a blog's sidebar): its
+		// prose outweighs what the items hold.
+		return KindArticle
 	case items >= kindItems:
 		return KindListing
 	case text > 0 && linkText*2 > text && linkText > 500:
@@ -74,7 +78,7 @@ func pageKind(doc *html.Node, ld ldFields, meta map[string]string) string {
 // own text for the div), the largest group of similar sibling items, and
 // the text inside links and in all, outside navigation, footers and
 // asides.
-func shape(doc *html.Node) (prose, items, linkText, text int) {
+func shape(doc *html.Node) (prose, items, itemsText, linkText, text int) {
 	perParent := map[*html.Node]int{}
 	// The prose of the page's one <article> or <main>, if it has one, at
 	// any depth: short articles spread their paragraphs over sections.
@@ -123,7 +127,9 @@ func shape(doc *html.Node) (prose, items, linkText, text int) {
 					}
 				}
 				if c.FirstChild != nil && c.FirstChild.NextSibling != nil {
-					items = max(items, similarItems(c, &budget))
+					if n, t := similarItems(c, &budget); n > items || n == items && t > itemsText {
+						items, itemsText = n, t
+					}
 				}
 				walk(c, inLink || a == atom.A, inMain, depth+1)
 			}
@@ -136,7 +142,7 @@ func shape(doc *html.Node) (prose, items, linkText, text int) {
 	if mains <= 2 && mainProse >= kindProse/3 {
 		prose = max(prose, kindProse)
 	}
-	return prose, items, linkText, text
+	return prose, items, itemsText, linkText, text
 }
 
 // inlineTag reports the elements that continue the text around them.
@@ -177,10 +183,12 @@ func inlineLen(n *html.Node, budget *int) int {
 
 // similarItems is the size of the largest group of n's element children
 // that share a tag and class and each hold a link and at least
-// kindItemText bytes of text.
-func similarItems(n *html.Node, budget *int) int {
-	counts := map[string]int{}
-	best, kids := 0, 0
+// kindItemText bytes of text, and the text they hold.
+func similarItems(n *html.Node, budget *int) (int, int) {
+	type group struct{ n, text int }
+	groups := map[string]group{}
+	var best group
+	kids := 0
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
 		if c.Type != html.ElementNode {
 			continue
@@ -188,24 +196,32 @@ func similarItems(n *html.Node, budget *int) int {
 		if kids++; kids > 500 {
 			break
 		}
-		if !itemLike(c, budget) {
+		ok, l := itemLike(c, budget)
+		if !ok {
 			continue
 		}
 		key := c.Data + "." + strings.Join(strings.Fields(attrValue(c, "class")), ".")
-		counts[key]++
-		best = max(best, counts[key])
+		g := groups[key]
+		g.n, g.text = g.n+1, g.text+l
+		groups[key] = g
+		if g.n > best.n || g.n == best.n && g.text > best.text {
+			best = g
+		}
 	}
-	return best
+	return best.n, best.text
 }
 
+// maxItemText bounds the text itemLike counts in one item.
+const maxItemText = 1000
+
 // itemLike reports a block with a link and enough text to be an item of
-// a listing, not a menu entry.
-func itemLike(n *html.Node, budget *int) bool {
+// a listing, not a menu entry, and the length of its text.
+func itemLike(n *html.Node, budget *int) (bool, int) {
 	hasLink, l, steps := false, 0, 0
 	var walk func(n *html.Node, depth int)
 	walk = func(n *html.Node, depth int) {
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			if steps++; steps > 400 || hasLink && l >= kindItemText || *budget <= 0 || depth > 64 {
+			if steps++; steps > 400 || l >= maxItemText || *budget <= 0 || depth > 64 {
 				return
 			}
 			*budget--
@@ -226,5 +242,5 @@ func itemLike(n *html.Node, budget *int) bool {
 		}
 	}
 	walk(n, 0)
-	return hasLink && l >= kindItemText
+	return hasLink && l >= kindItemText, l
 }

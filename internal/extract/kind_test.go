@@ -30,6 +30,10 @@ func TestPageKind(t *testing.T) {
 			`<h1>H</h1><p>Two short paragraphs of a brief.</p><p>That is all there is.</p>`, KindArticle},
 		{"og:type article", `<meta property="og:type" content="article">`, `<h1>H</h1><p>A brief.</p>`, KindArticle},
 		{"listing of teasers", ``, listing(12), KindListing},
+		{"short post beside a sidebar of links", ``, `<div id="post"><h1>A short post</h1>` + article(3) + `</div><div id="side"><ul>` +
+			strings.Repeat(`<li><a href="/p">An older post with a long enough title</a></li>`, 12) + `</ul></div>`, KindArticle},
+		{"short dated post", `<meta property="article:published_time" content="2024-03-05">`, `<h1>Short</h1>` + article(2) + listing(3), KindArticle},
+		{"listing with an intro paragraph", ``, `<p>` + strings.Repeat("An introduction to this section of the site. ", 10) + `</p>` + listing(20), KindListing},
 		{"listing declared as CollectionPage", `<script type="application/ld+json">{"@type":"CollectionPage"}</script>`, listing(3), KindListing},
 		{"article declared but a river of teasers", `<meta property="og:type" content="article">`, listing(30), KindListing},
 		{"search results in a list", ``, `<form><input name="q"></form><ol>` + strings.Repeat(`<li class="result"><a href="/r">A result title of some length</a> <cite>example.com</cite></li>`, 10) + `</ol>`, KindListing},

@@ -95,7 +95,7 @@ func metadata(doc *html.Node, base *url.URL, p *airlock.Page) {
 			"citation_publication_date", "citation_date", "date", "article.published", "article_date_original",
 			"originalpublicationdate"),
 		domPublished(doc, p.Title))
-	p.Kind = pageKind(doc, ld, p.Meta)
+	p.Kind = pageKind(doc, ld, p.Meta, p.Published != "")
 	p.Headings = headings(doc, p)
 	p.Links = links(doc, base, p)
 }
