@@ -87,7 +87,7 @@ func metadata(doc *html.Node, base *url.URL, p *airlock.Page) {
 	p.SiteName = firstNonEmpty(ld.publisher, m("og:site_name", "application-name"),
 		strings.TrimPrefix(m("twitter:site"), "@"))
 	p.Author = firstNonEmpty(nonURL(ld.author), nonURL(m("dc:creator", "dc.creator", "dcterm:creator", "dcterms:creator",
-		"dcterms.creator", "author", "parsely-author", "sailthru.author")), nonURL(m("article:author")), domAuthor(d))
+		"dcterms.creator", "author", "citation_author", "parsely-author", "sailthru.author")), nonURL(m("article:author")), domAuthor(d))
 	p.Published = firstNonEmpty(normalizeDate(ld.published),
 		metaDate(p.Meta, "article:published_time", "og:published_time", "article:published", "datepublished",
 			"publishdate", "publish-date", "publish_date", "pubdate", "parsely-pub-date", "sailthru.date",
@@ -177,8 +177,18 @@ func firstH1(d *goquery.Document) string {
 	return t
 }
 
+// authorKey reports the meta names a page repeats, one per author.
+func authorKey(k string) bool {
+	switch k {
+	case "author", "dc.creator", "dc:creator", "dcterms.creator", "citation_author":
+		return true
+	}
+	return false
+}
+
 // metaMap collects <meta> name/property/itemprop/http-equiv → content, keys
-// lower-cased; the first occurrence of a key wins.
+// lower-cased; the first occurrence of a key wins, except that the
+// authors of authorKey names are joined with "; ".
 func metaMap(d *goquery.Document) map[string]string {
 	m := map[string]string{}
 	d.Find("meta").EachWithBreak(func(_ int, s *goquery.Selection) bool {
@@ -199,8 +209,10 @@ func metaMap(d *goquery.Document) map[string]string {
 			keys, _ := s.Attr(attr)
 			// property="og:title twitter:title" declares two keys.
 			for _, k := range strings.Fields(strings.ToLower(keys)) {
-				if _, seen := m[k]; !seen {
+				if old, seen := m[k]; !seen {
 					m[k] = content
+				} else if authorKey(k) && len(old)+len(content) < maxMetaValue && !strings.Contains("; "+old+"; ", "; "+content+"; ") {
+					m[k] = old + "; " + content // one author per tag: all of them
 				}
 			}
 		}
@@ -692,8 +704,8 @@ const (
 
 // domPublished finds the publishing date in the markup: an element marked
 // itemprop=datePublished or a <time pubdate>, else the first <time
-// datetime> or date line in the text that follows the headline (the h1
-// that is the title, else the first h1).
+// datetime> or date line in the text that follows the headline (the
+// h1-h3 that is the title, else the first h1).
 func domPublished(doc *html.Node, title string) string {
 	var date string
 	var h1, firstH1 *html.Node
@@ -704,10 +716,11 @@ func domPublished(doc *html.Node, title string) string {
 		switch tagAtom(n) {
 		case atom.Script, atom.Style, atom.Template, atom.Noscript:
 			return false
-		case atom.H1:
-			if firstH1 == nil {
+		case atom.H1, atom.H2, atom.H3:
+			if firstH1 == nil && tagAtom(n) == atom.H1 {
 				firstH1 = n
 			}
+			// The headline: the first h1-h3 whose text is the title.
 			if h1 == nil && title != "" && strings.EqualFold(collapse(textOf(n)), title) {
 				h1 = n
 			}

@@ -150,6 +150,13 @@ func TestMetadataSources(t *testing.T) {
 		{"byline near the headline first", `<body><ul><li class="author-follow"><a href="/x">Someone Else entirely, with a bio</a></li></ul>
 			<main><div><h1>Headline</h1><div class="author-name">Ann Author</div></div></main></body>`,
 			func(p *airlock.Page) string { return p.Author }, "Ann Author"},
+		{"one author meta per author", `<head><meta name="DC.Creator" content="Kooman, F."><meta name="DC.Creator" content="Jong, Michiel de"><meta name="DC.Creator" content="Kooman, F."></head><body><p>x</p></body>`,
+			func(p *airlock.Page) string { return p.Author }, "Kooman, F.; Jong, Michiel de"},
+		{"citation_author", `<head><meta name="citation_author" content="Ann Scholar"></head><body><p>x</p></body>`,
+			func(p *airlock.Page) string { return p.Author }, "Ann Scholar"},
+		{"date line under an h2 headline", `<head><title>Yesterday's over</title></head><body><div class="entry"><h2>Yesterday's over</h2>
+			<p>Two lines of a post.</p><p class="footer">Posted by Seth on July 12, 2012</p></div></body>`,
+			func(p *airlock.Page) string { return p.Published }, "2012-07-12"},
 		{"author meta URL skipped", `<head><meta name="author" content="https://example.com/ann"></head><body><a rel="author" href="/ann">Ann</a></body>`,
 			func(p *airlock.Page) string { return p.Author }, "Ann"},
 	}
