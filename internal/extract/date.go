@@ -80,7 +80,7 @@ func isDateWordRune(r rune) bool { return unicode.IsLetter(r) }
 // follow a date alone; a time must end the value or be followed by a
 // space.
 func isoDate(s string) (string, bool) {
-	y, n := digits(s, 4, 4)
+	y, n := readDigits(s, 4, 4)
 	if n == 0 || len(s) < 8 {
 		return "", false
 	}
@@ -93,15 +93,15 @@ func isoDate(s string) (string, bool) {
 		if len(s) != 8 {
 			return "", false
 		}
-		m, _ := digits(s[4:], 2, 2)
-		d, _ := digits(s[6:], 2, 2)
+		m, _ := readDigits(s[4:], 2, 2)
+		d, _ := readDigits(s[6:], 2, 2)
 		return ymd(y, m, d)
 	}
-	m, mn := digits(s[5:], 1, 2)
+	m, mn := readDigits(s[5:], 1, 2)
 	if mn == 0 || len(s) < 5+mn+2 || s[5+mn] != sep {
 		return "", false
 	}
-	d, dn := digits(s[6+mn:], 1, 2)
+	d, dn := readDigits(s[6+mn:], 1, 2)
 	if dn == 0 {
 		return "", false
 	}
@@ -126,17 +126,17 @@ func isoDate(s string) (string, bool) {
 // isoClock reads HH:MM[:SS[.frac]][offset] and returns HH:MM:SS plus the
 // offset (Z or ±HH:MM) when there is one.
 func isoClock(s string) (string, bool) {
-	h, hn := digits(s, 2, 2)
+	h, hn := readDigits(s, 2, 2)
 	if hn == 0 || len(s) < 5 || s[2] != ':' {
 		return "", false
 	}
-	mi, mn := digits(s[3:], 2, 2)
+	mi, mn := readDigits(s[3:], 2, 2)
 	if mn == 0 || h > 23 || mi > 59 {
 		return "", false
 	}
 	sec, i := 0, 5
 	if i < len(s) && s[i] == ':' {
-		v, n := digits(s[i+1:], 2, 2)
+		v, n := readDigits(s[i+1:], 2, 2)
 		if n == 0 || v > 60 {
 			return "", false
 		}
@@ -157,14 +157,14 @@ func isoClock(s string) (string, bool) {
 	case rest[0] == 'Z' || rest[0] == 'z':
 		return clock + "Z", true
 	case rest[0] == '+' || rest[0] == '-':
-		oh, on := digits(rest[1:], 2, 2)
+		oh, on := readDigits(rest[1:], 2, 2)
 		if on == 0 || oh > 14 {
 			return clock, true
 		}
 		om := 0
 		r := rest[3:]
 		r = strings.TrimPrefix(r, ":")
-		if v, n := digits(r, 2, 2); n > 0 && v < 60 {
+		if v, n := readDigits(r, 2, 2); n > 0 && v < 60 {
 			om = v
 		}
 		if oh == 0 && om == 0 {
@@ -405,9 +405,9 @@ func pad2(v int) string {
 	return strconv.Itoa(v)
 }
 
-// digits reads between minN and maxN ASCII digits at the start of s and
+// readDigits reads between minN and maxN ASCII digits at the start of s and
 // returns their value and count (0 when there are fewer than minN).
-func digits(s string, minN, maxN int) (int, int) {
+func readDigits(s string, minN, maxN int) (int, int) {
 	v, i := 0, 0
 	for i < len(s) && i < maxN && isDigit(rune(s[i])) {
 		v = v*10 + int(s[i]-'0')
