@@ -47,6 +47,10 @@ type Page struct {
 	Truncated   []string          `json:"truncated"` // names of fields that were cut
 	Cache       string            `json:"cache,omitempty"`
 	DecisionID  string            `json:"decision_id,omitempty"`
+
+	// RawHTML is the body as served (as text, invalid UTF-8 replaced):
+	// kept only by a crawl whose Formats name FormatRawHTML.
+	RawHTML string `json:"raw_html,omitempty"`
 }
 
 // Heading is one h1-h3 of a page.
@@ -174,7 +178,26 @@ type CrawlRequest struct {
 	Proxy        string     `json:"proxy,omitempty"`
 	Cache        bool       `json:"cache,omitempty"`
 	Narrow       *Narrowing `json:"narrow,omitempty"`
+
+	// NoLinks follows no link: a seed crawl fetches the seed (and, with
+	// Sitemap, its sitemap's URLs) and nothing its pages link to.
+	NoLinks bool `json:"no_links,omitempty"`
+	// Formats are the renderings the reader of a crawl job's pages asked
+	// for (Format* names), kept with the job; empty: every field of the
+	// Page but RawHTML. FormatRawHTML makes the crawl keep each page's
+	// body (Page.RawHTML).
+	Formats []string `json:"formats,omitempty"`
 }
+
+// Formats of a crawl's pages (CrawlRequest.Formats).
+const (
+	FormatMarkdown = "markdown" // Page.Markdown
+	FormatLinks    = "links"    // Page.Links
+	FormatRawHTML  = "raw_html" // Page.RawHTML: the body as served
+)
+
+// CrawlFormats lists the Format* names.
+func CrawlFormats() []string { return []string{FormatMarkdown, FormatLinks, FormatRawHTML} }
 
 // SearchRequest asks for search results.
 type SearchRequest struct {

@@ -82,6 +82,10 @@ const (
 	// action outside the ones Airlock drives (notably executeJavascript:
 	// the browser evaluates no caller JavaScript).
 	ReasonUnsupportedAction Reason = "unsupported_action"
+	// ReasonHeaderIdentity (with CodeInvalid): a caller header that the
+	// request's identity sets (the airlock identity's User-Agent): a
+	// caller may not pose as another client.
+	ReasonHeaderIdentity Reason = "header_identity"
 )
 
 // Reasons of the gate.
@@ -332,6 +336,17 @@ const (
 	ReasonProtocol        Reason = "protocol"
 )
 
+// Reasons of `airlock exec` (internal/proxy/sandbox).
+const (
+	// ReasonSandbox (with CodeUnavailable): the exec sandbox cannot be
+	// built here: not Linux, user namespaces not permitted, or a mount of
+	// the sandbox refused.
+	ReasonSandbox Reason = "sandbox"
+	// ReasonCommandExit (with CodeUpstream): the command run by `airlock
+	// exec` exited non-zero; airlock exits with the command's own code.
+	ReasonCommandExit Reason = "command_exit"
+)
+
 // ReasonInfo documents one reason of the catalogue.
 type ReasonInfo struct {
 	Reason Reason
@@ -372,6 +387,7 @@ var catalogue = []ReasonInfo{
 	{ReasonArguments, []Code{CodeInvalid}, "An MCP tool's arguments do not match its input schema.", ""},
 	{ReasonUnsupported, []Code{CodeInvalid}, "A Firecrawl-compatible field or value Airlock does not implement (docs/firecrawl.md lists them).", ""},
 	{ReasonUnsupportedAction, []Code{CodeInvalid}, "A Firecrawl browser action Airlock does not drive (executeJavascript never: the browser evaluates no caller JavaScript).", ""},
+	{ReasonHeaderIdentity, []Code{CodeInvalid}, "A caller header that the request's identity sets (the airlock identity's User-Agent).", "drop the header, or fetch as an initiator whose identity does not set it"},
 	{ReasonRequestState, []Code{CodeInvalid}, "An answer names an elicitation the server no longer waits on.", ""},
 	{ReasonInitiator, []Code{CodeInvalid, CodeDenied}, "The request's initiator is unknown, or one the tenant may not claim.", "a tenant claims person only when tenants.NAME.initiators lists it"},
 	{ReasonInternalAddress, []Code{CodeDenied}, "A name resolves to an address the policy refuses (any class; the audit record keeps which).", "the name resolves to an address below the egress floor or on a deny list; the audit record (airlock audit query) has the class and the address"},
@@ -594,6 +610,10 @@ var catalogue = []ReasonInfo{
 	{ReasonNotApproved, []Code{CodeDenied}, "An approver refused the origin.", "the approver refused the origin; ask again or add it to browser.policy.allowed_origins"},
 	{ReasonAskTimeout, []Code{CodeDenied}, "No approval came before browser.ask_timeout.", "no approver answered within browser.ask_timeout; answer asks sooner, or raise the timeout"},
 	{ReasonNoApprover, []Code{CodeDenied}, "default_action is ask and no approver can answer.", "configure browser.approver_tokens, or set browser.policy.default_action"},
+
+	// airlock exec.
+	{ReasonSandbox, []Code{CodeUnavailable}, "The exec sandbox cannot be built here: it needs Linux with user, network, PID and mount namespaces.", "airlock exec needs Linux with user namespaces open to this user: sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1 (Debian), kernel.apparmor_restrict_unprivileged_userns=0 (Ubuntu); in a container, a seccomp profile that allows unshare(CLONE_NEWUSER) and a /proc that is not masked"},
+	{ReasonCommandExit, []Code{CodeUpstream}, "The command run by airlock exec exited with a non-zero status (airlock exits with the same code).", ""},
 }
 
 var catalogueIndex = func() map[Reason]int {

@@ -86,6 +86,8 @@ type crawlOptions struct {
 	External           bool               `json:"external,omitempty"`
 	IgnoreRobots       bool               `json:"ignore_robots,omitempty"`
 	Sitemap            bool               `json:"sitemap,omitempty"`
+	NoLinks            bool               `json:"no_links,omitempty"`
+	Formats            []string           `json:"formats,omitempty"`
 	TLSProfile         string             `json:"tls_profile,omitempty"`
 	Provider           string             `json:"provider,omitempty"`
 	Proxy              string             `json:"proxy,omitempty"`
@@ -96,7 +98,7 @@ type crawlOptions struct {
 func (o crawlOptions) request(seed string, urls []string) airlock.CrawlRequest {
 	return airlock.CrawlRequest{Initiator: o.Initiator, URLs: urls, Seed: seed, Depth: o.Depth, MaxPages: o.MaxPages, Concurrency: o.Concurrency,
 		PerHostConcurrency: o.PerHostConcurrency, Timeout: time.Duration(o.Timeout), Delay: time.Duration(o.Delay), Extract: o.Extract, Subdomains: o.Subdomains,
-		IncludePaths: o.IncludePaths, ExcludePaths: o.ExcludePaths, External: o.External, IgnoreRobots: o.IgnoreRobots, Sitemap: o.Sitemap, TLSProfile: o.TLSProfile, Provider: o.Provider, Proxy: o.Proxy,
+		IncludePaths: o.IncludePaths, ExcludePaths: o.ExcludePaths, External: o.External, IgnoreRobots: o.IgnoreRobots, Sitemap: o.Sitemap, NoLinks: o.NoLinks, Formats: o.Formats, TLSProfile: o.TLSProfile, Provider: o.Provider, Proxy: o.Proxy,
 		Cache: o.Cache, Narrow: o.Narrow}
 }
 

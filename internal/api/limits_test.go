@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -65,12 +66,19 @@ func streamingPeer(t *testing.T, n int) (addr string, accepted *atomic.Int64) {
 			go func() {
 				defer c.Close()
 				c.SetDeadline(time.Now().Add(10 * time.Second))
+				// Read the request first and, after the reply, wait for
+				// the client to close: closing with unread bytes would
+				// reset the connection, and the reset would discard what
+				// the client has not read yet.
+				drained := make(chan struct{})
+				go func() { io.Copy(io.Discard, c); close(drained) }()
 				chunk := bytes.Repeat([]byte("x"), 64<<10)
 				for sent := 0; sent < n; sent += len(chunk) {
 					if _, err := c.Write(chunk); err != nil {
 						return
 					}
 				}
+				<-drained
 			}()
 		}
 	}()

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 )
@@ -29,3 +30,7 @@ func openAPIDocument(version string) []byte {
 	}
 	return append(b, '\n')
 }
+
+// OpenAPI returns a copy of the OpenAPI document the server serves at
+// /api/openapi.json (without a version), for clients and contract tests.
+func OpenAPI() []byte { return bytes.Clone(openapiJSON) }

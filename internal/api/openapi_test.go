@@ -14,6 +14,8 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
+	"github.com/airlockhq/airlock/internal/api/contracttest"
+	"github.com/airlockhq/airlock/internal/api/firecrawl"
 )
 
 type openAPIDoc struct {
@@ -88,6 +90,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	for _, m := range []string{"GET", "POST", "DELETE"} {
 		served = append(served, m+" /mcp") // the MCP transport's methods
 	}
+	served = append(served, firecrawl.Routes()...) // mounted under FirecrawlPrefix
 	sort.Strings(served)
 	if diff := cmp.Diff(served, docOperations(doc)); diff != "" {
 		t.Errorf("routes (-served +documented):\n%s", diff)
@@ -100,8 +103,11 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 		req := httptest.NewRequest(method, fill(path), nil)
 		_, pattern := s.mux.Handler(req)
 		want := op
-		if path == "/mcp" {
+		switch {
+		case path == "/mcp":
 			want = "/mcp"
+		case strings.HasPrefix(path, FirecrawlPrefix):
+			want = FirecrawlPrefix // the Firecrawl handler routes on
 		}
 		if pattern != want {
 			t.Errorf("%s is served by pattern %q, want %q", op, pattern, want)
@@ -168,8 +174,13 @@ func TestOpenAPIWellFormed(t *testing.T) {
 				t.Errorf("operationId %s used by %s and %s %s", op.OperationID, other, m, path)
 			}
 			ids[op.OperationID] = m + " " + path
-			if !strings.Contains(string(op.Responses["default"]), "#/components/responses/Error") {
-				t.Errorf("%s %s does not document the error shape as its default response", m, path)
+			// The Firecrawl routes answer errors in Firecrawl's shape.
+			errShape := `"#/components/responses/Error"`
+			if strings.HasPrefix(path, FirecrawlPrefix) {
+				errShape = `"#/components/responses/FirecrawlError"`
+			}
+			if !strings.Contains(string(op.Responses["default"]), errShape) {
+				t.Errorf("%s %s does not document the error shape %s as its default response", m, path, errShape)
 			}
 			ok := false
 			for code := range op.Responses {
@@ -195,33 +206,6 @@ func TestOpenAPIWellFormed(t *testing.T) {
 	}
 }
 
-// jsonFields lists the JSON names of a struct type's fields, embedded
-// structs flattened.
-func jsonFields(t reflect.Type) []string {
-	var out []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		name, _, _ := strings.Cut(tag, ",")
-		if name == "-" {
-			continue
-		}
-		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			out = append(out, jsonFields(f.Type)...)
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out = append(out, name)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // TestOpenAPISchemasMatchTypes: each schema has exactly the JSON fields of
 // the Go type that reads or writes it.
 func TestOpenAPISchemasMatchTypes(t *testing.T) {
@@ -233,7 +217,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 	// The body of /api/browse, one schema per verb: each has some of
 	// browseRequest's fields, and together all of them.
 	variants := []string{"BrowseFetchRequest", "BrowseCrawlRequest", "BrowseSearchRequest"}
-	all := jsonFields(reflect.TypeOf(browseRequest{}))
+	all := contracttest.JSONFields(reflect.TypeOf(browseRequest{}))
 	seen := map[string]bool{}
 	for _, name := range variants {
 		s, ok := doc.Comps.Schemas[name]
@@ -256,6 +240,9 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 	composed = append(composed, variants...)
 	for name, s := range doc.Comps.Schemas {
 		v, ok := types[name]
+		if strings.HasPrefix(name, "Firecrawl") {
+			continue // internal/api/firecrawl's TestOpenAPIFirecrawlSchemas checks them
+		}
 		if !ok {
 			if !slices.Contains(composed, name) {
 				t.Errorf("schema %s has no Go type in this test", name)
@@ -267,7 +254,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 			props = append(props, p)
 		}
 		sort.Strings(props)
-		if diff := cmp.Diff(jsonFields(reflect.TypeOf(v)), props); diff != "" {
+		if diff := cmp.Diff(contracttest.JSONFields(reflect.TypeOf(v)), props); diff != "" {
 			t.Errorf("schema %s (-Go +documented):\n%s", name, diff)
 		}
 		for _, r := range s.Required {
@@ -282,9 +269,9 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		}
 	}
 	// The crawl job request is the crawl options with a seed and URLs.
-	want := append(jsonFields(reflect.TypeOf(crawlOptions{})), "options", "seed", "urls")
+	want := append(contracttest.JSONFields(reflect.TypeOf(crawlOptions{})), "options", "seed", "urls")
 	sort.Strings(want)
-	if diff := cmp.Diff(want, jsonFields(reflect.TypeOf(crawlJobRequest{}))); diff != "" {
+	if diff := cmp.Diff(want, contracttest.JSONFields(reflect.TypeOf(crawlJobRequest{}))); diff != "" {
 		t.Errorf("crawlJobRequest (-want +got):\n%s", diff)
 	}
 	// The options are their request types without the top-level fields.
@@ -296,8 +283,8 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		{crawlOptions{}, airlock.CrawlRequest{}, []string{"seed", "urls"}},
 		{searchOptions{}, airlock.SearchRequest{}, []string{"query"}},
 	} {
-		want := slices.DeleteFunc(jsonFields(reflect.TypeOf(c.req)), func(s string) bool { return slices.Contains(c.top, s) })
-		if diff := cmp.Diff(want, jsonFields(reflect.TypeOf(c.opts))); diff != "" {
+		want := slices.DeleteFunc(contracttest.JSONFields(reflect.TypeOf(c.req)), func(s string) bool { return slices.Contains(c.top, s) })
+		if diff := cmp.Diff(want, contracttest.JSONFields(reflect.TypeOf(c.opts))); diff != "" {
 			t.Errorf("%T vs %T (-request +options):\n%s", c.opts, c.req, diff)
 		}
 	}
@@ -389,44 +376,6 @@ func schemaTypes() map[string]any {
 	return types
 }
 
-// goField is what encoding/json makes of a struct field.
-type goField struct {
-	name     string
-	omit     bool // omitempty or omitzero: absent when empty
-	nullable bool // written, and null when nil (a pointer, slice or map)
-}
-
-// goFields lists a struct type's fields as encoding/json writes them,
-// embedded structs flattened.
-func goFields(t reflect.Type) []goField {
-	var out []goField
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
-			continue
-		}
-		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			out = append(out, goFields(f.Type)...)
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		omit := strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")
-		switch f.Type.Kind() {
-		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
-			out = append(out, goField{name, omit, !omit})
-		default:
-			out = append(out, goField{name, omit, false})
-		}
-	}
-	return out
-}
-
 // requestSchemas are the schemas of what clients send: closed, and their
 // required fields are the server's rule, not the encoding's.
 var requestSchemas = []string{"ApprovalRequest", "BrowserAction", "BrowserOp", "BrowserOpenRequest", "CrawlOptions",
@@ -455,15 +404,15 @@ func TestOpenAPISchemasTellTheTruth(t *testing.T) {
 			continue
 		}
 		var want []string
-		for _, f := range goFields(reflect.TypeOf(v)) {
-			if !f.omit {
-				want = append(want, f.name)
+		for _, f := range contracttest.Fields(reflect.TypeOf(v)) {
+			if !f.Omit {
+				want = append(want, f.Name)
 			}
-			p, _ := s["properties"].(map[string]any)[f.name].(map[string]any)
+			p, _ := s["properties"].(map[string]any)[f.Name].(map[string]any)
 			js, _ := json.Marshal(p)
 			null := strings.Contains(string(js), `"null"`)
-			if wantNull := f.nullable && !slices.Contains(neverNull, name+"."+f.name); null != wantNull {
-				t.Errorf("schema %s: %s allows null: %v, the server writes null: %v", name, f.name, null, wantNull)
+			if wantNull := f.Nullable && !slices.Contains(neverNull, name+"."+f.Name); null != wantNull {
+				t.Errorf("schema %s: %s allows null: %v, the server writes null: %v", name, f.Name, null, wantNull)
 			}
 		}
 		var got []string

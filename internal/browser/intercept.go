@@ -90,7 +90,10 @@ func (s *Session) onPaused(ctx context.Context, b *instance, ev fetch.EventReque
 	s.netlog.add(NetworkEntry{Time: time.Now().UTC(), Method: ev.Request.Method, URL: raw,
 		ResourceType: string(ev.ResourceType), Tab: tab, Allowed: err == nil, Reason: reasonIf(err)})
 	if err == nil {
-		cdp.Call(ctx, b.browser, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+		// A scrape's caller headers go to its page's origin alone: each
+		// redirect hop is paused and decided here again.
+		cdp.Call(ctx, b.browser, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID,
+			Headers: s.extra.Load().headersFor(raw, ev.Request.Headers)})
 		return
 	}
 	cdp.Call(ctx, b.browser, fetch.FailRequest, fetch.FailRequestParams{

@@ -145,6 +145,8 @@ type Session struct {
 
 	sockets socketLog // WebSockets the pages opened, for layer 2's labels
 	tunnels tunnelLog // tunnels layer 2 refused lately, for download's errors
+
+	extra atomic.Pointer[originHeaders] // a scrape's caller headers (scrape.go)
 }
 
 // instance is one launched browser.

@@ -123,8 +123,14 @@ func run(ctx context.Context, e *env, args []string, subcommands []func(*env) *c
 	if !ran && airlock.CodeOf(err) == airlock.CodeInternal {
 		err = &airlock.Error{Code: airlock.CodeInvalid, Reason: airlock.ReasonUsage, Err: err}
 	}
-	e.reportError(args, err)
-	// A guest run by `airlock run` passes its own exit code on.
+	// A command run by `airlock exec` has said what it had to say on its
+	// own stderr.
+	var quiet interface{ Quiet() bool }
+	if !errors.As(err, &quiet) || !quiet.Quiet() {
+		e.reportError(args, err)
+	}
+	// A guest run by `airlock run` (a command run by `airlock exec`)
+	// passes its own exit code on.
 	var st interface{ ExitStatus() int }
 	if errors.As(err, &st) {
 		return st.ExitStatus()

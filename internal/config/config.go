@@ -234,6 +234,9 @@ type CeilingsConfig struct {
 	MCPMaxLength         int           `koanf:"mcp_max_length" json:"mcp_max_length,omitempty"`
 	MCPCrawlPages        int           `koanf:"mcp_crawl_pages" json:"mcp_crawl_pages,omitempty"`
 	PageCacheBytes       int64         `koanf:"page_cache_bytes" json:"page_cache_bytes,omitempty"`
+	ScrapeHeaders        int           `koanf:"scrape_headers" json:"scrape_headers,omitempty"`
+	ScrapeHeaderBytes    int64         `koanf:"scrape_header_bytes" json:"scrape_header_bytes,omitempty"`
+	ScrapeSelectors      int           `koanf:"scrape_selectors" json:"scrape_selectors,omitempty"`
 }
 
 // Defaults of the resource budgets (budgets.*). Zero in the config means

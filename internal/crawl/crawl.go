@@ -122,6 +122,7 @@ type options struct {
 	external    bool             // follow links to any host
 	include     []*regexp.Regexp // include_paths; none: every path
 	exclude     []*regexp.Regexp // exclude_paths
+	raw         bool             // keep each page's body (Page.RawHTML)
 }
 
 // Bounds of CrawlRequest.IncludePaths and ExcludePaths.
@@ -199,6 +200,9 @@ func ValidateRequest(req airlock.CrawlRequest) error {
 	default:
 		return invalid("extract %q: want %q or %q", req.Extract, airlock.ExtractFull, airlock.ExtractNone)
 	}
+	if err := checkFormats(req.Formats); err != nil {
+		return err
+	}
 	if _, err := compilePaths("include_paths", req.IncludePaths); err != nil {
 		return err
 	}
@@ -232,6 +236,10 @@ func newOptions(cfg Config, req airlock.CrawlRequest) (options, error) {
 	if o.depth == 0 {
 		o.depth = DefaultDepth
 	}
+	if req.NoLinks {
+		o.depth = 0 // the seed and sitemap URLs are at depth 0, links deeper
+	}
+	o.raw = keepsRaw(req.Formats)
 	if o.maxPages == 0 {
 		o.maxPages = DefaultMaxPages
 		if o.seed == "" {
@@ -1193,6 +1201,9 @@ func (r *run) fetchPage(it Item, pol hostPolicy) (res result) {
 	}
 	if p := ex.Page; p != nil && !noindex && !ex.NoIndex {
 		fillPage(p, it, resp, start)
+		if r.opt.raw {
+			p.RawHTML = rawText(resp.Body)
+		}
 		res.page = p
 	}
 	return res

@@ -26,6 +26,12 @@
 //	}
 //	noindex, nofollow := extract.Robots(in, p)
 //
+// The Markdown is written by the package's own converter (markdown.go,
+// mdtable.go): headings, nested and numbered lists, fenced code with the
+// language the page names, GitHub tables (cell by cell when a table
+// cannot be one), block quotes, links and images, with text that would
+// read as markup escaped; docs/mcp.md describes it.
+//
 // CPU-heavy work is bounded: input size caps, a pool of GOMAXPROCS
 // concurrent extractions, and the PDF parser in its own process. A
 // document of more than 60,000 elements skips the content extractors and

@@ -52,6 +52,9 @@ const (
 	LimitMCPMaxLength     = "mcp_max_length"
 	LimitMCPCrawlPages    = "mcp_crawl_pages"
 	LimitPageCacheBytes   = "page_cache_bytes"
+	LimitScrapeHeaders    = "scrape_headers"
+	LimitScrapeHeaderSize = "scrape_header_bytes"
+	LimitScrapeSelectors  = "scrape_selectors"
 )
 
 // Ceiling is one row of the table of limits: a caller-supplied value, the
@@ -148,8 +151,8 @@ var Ceilings = []Ceiling{
 		Fields: []string{"Op.TimeoutMS", "Action.TimeoutMS", "Action.WaitForHiddenMS"},
 		Doc:    "browser `timeout_ms` of wait_for and interact steps, and `wait_for_hidden_ms` (0: 5 s, 10 s)"},
 	{Name: LimitBrowserSleep, Kind: KindDuration, Default: int64(time.Minute), Max: int64(time.Minute),
-		Fields: []string{"Action.MS"},
-		Doc:    "browser interact `sleep` `ms`"},
+		Fields: []string{"Action.MS", "BrowserScrape.WaitFor", "PageAction.Milliseconds"},
+		Doc:    "browser interact `sleep` `ms`; a scrape's `waitFor` and `wait` action `milliseconds`"},
 	{Name: LimitBrowserChars, Kind: KindBytes, Default: 200000, Max: 200000,
 		Fields: []string{"Op.MaxChars"},
 		Doc:    "browser snapshot `max_chars`: characters of one page of the outline (0: 12,000)"},
@@ -157,13 +160,22 @@ var Ceilings = []Ceiling{
 		Fields: []string{"Action.MaxChars"},
 		Doc:    "browser interact extract_text `max_chars` (0: 20,000)"},
 	{Name: LimitBrowserActions, Kind: KindCount, Default: 200, Max: 200,
-		Doc: "steps of one browser interact sequence"},
+		Fields: []string{"BrowserScrape.Actions"},
+		Doc:    "steps of one browser interact sequence, and actions of one scrape"},
 	{Name: LimitMCPMaxLength, Kind: KindBytes, Default: 1000000, Max: 1000000,
 		Doc: "MCP web_fetch `max_length`: characters of one reply (0: 5,000)"},
 	{Name: LimitMCPCrawlPages, Kind: KindCount, Default: 100, Max: 100,
 		Doc: "MCP web_crawl `max_pages` (0: 10)"},
 	{Name: LimitPageCacheBytes, Kind: KindBytes, Default: 16 << 20, Max: 1 << 30,
 		Doc: "bytes of rendered pages a tenant may hold in the page cache that pages MCP web_fetch (at most `browse.page_cache_bytes`)"},
+	{Name: LimitScrapeHeaders, Kind: KindCount, Default: 32, Max: 100,
+		Fields: []string{"ScrapeRequest.Headers"},
+		Doc:    "caller `headers` of one scrape (Firecrawl's `headers`)"},
+	{Name: LimitScrapeHeaderSize, Kind: KindBytes, Default: 16 << 10, Max: 64 << 10,
+		Doc: "bytes of a scrape's caller `headers`, names and values together"},
+	{Name: LimitScrapeSelectors, Kind: KindCount, Default: 100, Max: 1000,
+		Fields: []string{"ScrapeRequest.IncludeTags", "ScrapeRequest.ExcludeTags"},
+		Doc:    "CSS selectors in a scrape's `includeTags`, and in its `excludeTags`"},
 }
 
 // ExemptFields are the numeric request fields that carry no ceiling, and

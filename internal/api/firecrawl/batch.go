@@ -54,12 +54,16 @@ func (s *server) startBatch(w http.ResponseWriter, r *http.Request, p airlock.Pr
 	case req.AppendToID != nil && *req.AppendToID != "":
 		return unsupported("appendToId is not supported: start a new batch")
 	}
+	if err := req.checkJob("batch"); err != nil {
+		return err
+	}
 	fs, err := req.check()
 	if err != nil {
 		return err
 	}
-	if fs[formatRawHTML] {
-		return unsupported("rawHtml is not supported in a batch: batch jobs keep the extracted page (markdown, links, metadata)")
+	formats, err := jobFormats(fs, "batch")
+	if err != nil {
+		return err
 	}
 	var urls, invalid []string
 	for _, u := range req.URLs {
@@ -75,7 +79,7 @@ func (s *server) startBatch(w http.ResponseWriter, r *http.Request, p airlock.Pr
 	if len(urls) == 0 {
 		return badRequest("Bad Request: no valid URL in urls")
 	}
-	creq := airlock.CrawlRequest{URLs: urls, Cache: req.cache()}
+	creq := airlock.CrawlRequest{URLs: urls, Cache: req.cache(), Formats: formats}
 	if req.MaxConcurrency != nil {
 		if *req.MaxConcurrency < 1 {
 			return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonLimit, "maxConcurrency %d: want at least 1", *req.MaxConcurrency)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,8 +69,8 @@ func (c *crawlRequest) request() (airlock.CrawlRequest, error) {
 	case "", "include":
 	case "skip":
 		req.Sitemap = false
-	case "only":
-		return req, unsupported("sitemap \"only\" is not supported: Airlock's crawl follows links too")
+	case "only": // the start URL and its sitemap's URLs
+		req.NoLinks = true
 	default:
 		return req, badRequest("Bad Request: sitemap %q: want include, skip or only", c.Sitemap)
 	}
@@ -82,9 +83,9 @@ func (c *crawlRequest) request() (airlock.CrawlRequest, error) {
 	if c.MaxDiscoveryDepth != nil {
 		switch d := *c.MaxDiscoveryDepth; {
 		case d < 0:
-			return req, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonLimit, "maxDiscoveryDepth %d: want at least 1", d)
-		case d == 0:
-			return req, unsupported("maxDiscoveryDepth 0 (the seed and its sitemap only) is not supported: use /v2/scrape or /v2/map")
+			return req, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonLimit, "maxDiscoveryDepth %d: want at least 0", d)
+		case d == 0: // the start URL and its sitemap's URLs: no link
+			req.NoLinks = true
 		default:
 			req.Depth = d
 		}
@@ -101,13 +102,17 @@ func (c *crawlRequest) request() (airlock.CrawlRequest, error) {
 		}
 		req.Concurrency = *c.MaxConcurrency
 	}
+	req.Formats = []string{airlock.FormatMarkdown} // Firecrawl's default
 	if o := c.ScrapeOptions; o != nil {
+		if err := o.checkJob("crawl"); err != nil {
+			return req, err
+		}
 		fs, err := o.check()
 		if err != nil {
 			return req, err
 		}
-		if fs[formatRawHTML] {
-			return req, unsupported("rawHtml is not supported in a crawl: crawl jobs keep the extracted page (markdown, links, metadata)")
+		if req.Formats, err = jobFormats(fs, "crawl"); err != nil {
+			return req, err
 		}
 		if o.Timeout != nil {
 			if *o.Timeout < 0 || *o.Timeout > int64(math.MaxInt64/time.Millisecond) {
@@ -233,7 +238,7 @@ func (s *server) jobStatus(w http.ResponseWriter, r *http.Request, p airlock.Pri
 	if job.Error != nil {
 		resp.Error = job.Error.Message
 	}
-	fs := formatSet{formatMarkdown: true, formatLinks: true}
+	fs := documentFormats(job.Request.Formats)
 	for _, jp := range pages {
 		if jp.Page == nil {
 			continue
@@ -242,7 +247,12 @@ func (s *server) jobStatus(w http.ResponseWriter, r *http.Request, p airlock.Pri
 		if src == "" {
 			src = jp.Page.URL
 		}
-		resp.Data = append(resp.Data, pageDocument(jp.Page, src, fs))
+		d := pageDocument(jp.Page, src, fs)
+		if fs[formatRawHTML] {
+			raw := jp.Page.RawHTML
+			d.RawHTML = &raw
+		}
+		resp.Data = append(resp.Data, d)
 	}
 	if len(pages) == limit && limit > 0 {
 		next := baseURL(r) + prefix + url.PathEscape(id) + "?skip=" + strconv.Itoa(pages[len(pages)-1].Seq)
@@ -314,5 +324,65 @@ func (s *server) crawlErrors(w http.ResponseWriter, r *http.Request, p airlock.P
 		}
 	}
 	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// jobFormats maps the formats of a crawl's or a batch's scrape options to
+// the crawl's (kept with the job, which renders each page by them):
+// markdown, links and rawHtml. The formats only a scrape makes (through
+// the browser) are refused.
+func jobFormats(fs formatSet, what string) ([]string, error) {
+	var out []string
+	for name := range fs {
+		if !slices.Contains([]string{formatMarkdown, formatLinks, formatRawHTML}, name) {
+			return nil, unsupported("format %q is not supported in a %s: a %s's pages are fetched without the browser; scrape the page with POST /v2/scrape", name, what, what)
+		}
+	}
+	// In a fixed order: the job keeps them.
+	for _, f := range []struct{ fc, airlock string }{{formatMarkdown, airlock.FormatMarkdown}, {formatLinks, airlock.FormatLinks}, {formatRawHTML, airlock.FormatRawHTML}} {
+		if fs[f.fc] {
+			out = append(out, f.airlock)
+		}
+	}
+	return out, nil
+}
+
+// documentFormats are the formats a job's documents carry: those kept with
+// it, or markdown and links for a job started without any (before they
+// were kept).
+func documentFormats(formats []string) formatSet {
+	if len(formats) == 0 {
+		return formatSet{formatMarkdown: true, formatLinks: true}
+	}
+	fs := formatSet{}
+	for _, f := range formats {
+		switch f {
+		case airlock.FormatMarkdown:
+			fs[formatMarkdown] = true
+		case airlock.FormatLinks:
+			fs[formatLinks] = true
+		case airlock.FormatRawHTML:
+			fs[formatRawHTML] = true
+		}
+	}
+	return fs
+}
+
+// checkJob refuses the scrape options a crawl or a batch cannot honour:
+// its pages are fetched without the browser, so browser actions, waits,
+// device emulation, chosen headers and tag filters are a scrape's alone.
+func (o *scrapeOptions) checkJob(what string) error {
+	switch {
+	case len(o.Actions) > 0:
+		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonUnsupportedAction, "actions are not supported in a %s: its pages are fetched without the browser; use POST /v2/scrape", what)
+	case o.WaitFor != nil && *o.WaitFor != 0:
+		return unsupported("waitFor is not supported in a %s: its pages are fetched without the browser", what)
+	case o.Mobile != nil && *o.Mobile:
+		return unsupported("mobile is not supported in a %s: its pages are fetched without the browser", what)
+	case len(o.Headers) > 0:
+		return unsupported("headers are not supported in a %s: Airlock's crawl sends its own request headers", what)
+	case len(o.IncludeTags) > 0 || len(o.ExcludeTags) > 0:
+		return unsupported("includeTags and excludeTags are not supported in a %s: its pages are extracted whole (use POST /v2/scrape)", what)
+	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
 	"github.com/airlockhq/airlock/internal/api"
+	"github.com/airlockhq/airlock/internal/api/contracttest"
 	"github.com/airlockhq/airlock/internal/provider/searxng"
 )
 
@@ -50,7 +52,7 @@ func sitePage(title string, links ...string) string {
 }
 
 // newSite serves a small site on loopback: /, /docs/a, /docs/b, /blog/x,
-// /blog/y, a sitemap and a 404 page with content.
+// /blog/y, /outward, a sitemap and a 404 page with content.
 func newSite(t *testing.T) *httptest.Server {
 	t.Helper()
 	pages := map[string]string{
@@ -59,6 +61,10 @@ func newSite(t *testing.T) *httptest.Server {
 		"/docs/b": sitePage("Doc B", "/docs/a"),
 		"/blog/x": sitePage("Blog X", "/blog/y"),
 		"/blog/y": sitePage("Blog Y", "/"),
+		// Linked from no page: a start URL whose one link leaves for a
+		// host under the floor (127.0.0.2 is not excepted), for a crawl
+		// with allowExternalLinks (nothing listens there).
+		"/outward": sitePage("Outward", "http://127.0.0.2:9/"),
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -144,9 +150,27 @@ func newFixture(t *testing.T, change ...func(*engine.Config)) *fixture {
 		defer cancel()
 		en.Close(ctx)
 	})
-	srv := httptest.NewServer(api.New(en, api.Options{}))
+	// Every request and answer is checked against the served OpenAPI
+	// document, as the native routes' are.
+	srv := httptest.NewServer(served(t).Handler(t, api.New(en, api.Options{})))
 	t.Cleanup(srv.Close)
 	return &fixture{site: site, api: srv, en: en}
+}
+
+var (
+	contractOnce sync.Once
+	contractDoc  *contracttest.Contract
+	contractErr  error
+)
+
+// served is the compiled OpenAPI document the API serves.
+func served(t testing.TB) *contracttest.Contract {
+	t.Helper()
+	contractOnce.Do(func() { contractDoc, contractErr = contracttest.New(api.OpenAPI()) })
+	if contractErr != nil {
+		t.Fatalf("openapi.json does not compile: %v", contractErr)
+	}
+	return contractDoc
 }
 
 // call sends a JSON body (nil: none) with token and decodes the answer
@@ -285,11 +309,7 @@ func TestScrapeRefusals(t *testing.T) {
 	}{
 		{"llm format", map[string]any{"url": url, "formats": []any{"summary"}}, 400, "unsupported", "LLM"},
 		{"json format object", map[string]any{"url": url, "formats": []any{map[string]any{"type": "json", "prompt": "x"}}}, 400, "unsupported", "LLM"},
-		{"html", map[string]any{"url": url, "formats": []any{"html"}}, 400, "unsupported", "rawHtml"},
 		{"unknown format", map[string]any{"url": url, "formats": []any{"nope"}}, 400, "body", "unknown format"},
-		{"include tags", map[string]any{"url": url, "includeTags": []string{"main"}}, 400, "unsupported", "includeTags"},
-		{"exclude tags", map[string]any{"url": url, "excludeTags": []string{"nav"}}, 400, "unsupported", "excludeTags"},
-		{"headers", map[string]any{"url": url, "headers": map[string]string{"X-A": "b"}}, 400, "unsupported", "headers"},
 		{"whole page markdown", map[string]any{"url": url, "onlyMainContent": false}, 400, "unsupported", "onlyMainContent"},
 		{"actions", map[string]any{"url": url, "actions": []any{map[string]any{"type": "executeJavascript", "script": "1"}}}, 400, "unsupported_action", "JavaScript"},
 		{"skip tls", map[string]any{"url": url, "skipTlsVerification": true}, 400, "unsupported", "certificates"},
@@ -419,7 +439,7 @@ func TestMap(t *testing.T) {
 	for _, body := range []map[string]any{
 		{"url": base + "/", "limit": 0},
 		{"url": base + "/", "limit": MaxMapLimitPlusOne},
-		{"url": base + "/", "sitemap": "only"},
+		{"url": base + "/", "sitemap": "everything"},
 		{"url": base + "/", "serch": "x"},
 	} {
 		if status, m, _ := f.call(t, "POST", "/v2/map", acmeToken, body); status != http.StatusBadRequest {
@@ -551,7 +571,6 @@ func TestCrawl(t *testing.T) {
 	for _, body := range []map[string]any{
 		{"url": base + "/", "includePaths": []string{"^/docs/("}},
 		{"url": base + "/", "prompt": "crawl the docs"},
-		{"url": base + "/", "scrapeOptions": map[string]any{"formats": []string{"rawHtml"}}},
 		{"url": base + "/", "scrapeOptions": map[string]any{"formats": []string{"json"}}},
 		{"url": base + "/", "webhook": "https://example.com/hook"},
 		{"url": base + "/", "limit": 1_000_000},
@@ -640,7 +659,7 @@ func TestBatchScrape(t *testing.T) {
 	for _, body := range []map[string]any{
 		{"urls": []string{base + "/", "not a url"}},
 		{"urls": []string{}},
-		{"urls": []string{base + "/"}, "formats": []string{"rawHtml"}},
+		{"urls": []string{base + "/"}, "formats": []string{"screenshot"}},
 		{"urls": []string{base + "/"}, "webhook": "https://example.com/hook"},
 	} {
 		if status, m, _ := f.call(t, "POST", "/v2/batch/scrape", acmeToken, body); status != http.StatusBadRequest {
@@ -751,5 +770,257 @@ func TestSearchDefaultUnderCeiling(t *testing.T) {
 	status, m, _ = f.call(t, "POST", "/v2/search", acmeToken, map[string]any{"query": "airlock", "limit": 3})
 	if e := errorOf(t, m); status != http.StatusBadRequest || e["reason"] != "limit" {
 		t.Errorf("limit 3 above a ceiling of 2: %d %v, want 400 limit", status, e)
+	}
+}
+
+// crawlPaths starts a crawl with body, waits for it to end and returns
+// the paths of its pages, sorted.
+func (f *fixture) crawlPaths(t *testing.T, body map[string]any) []string {
+	t.Helper()
+	status, m, _ := f.call(t, "POST", "/v2/crawl", acmeToken, body)
+	if status != http.StatusOK {
+		t.Fatalf("start crawl %v: %d %v", body, status, m)
+	}
+	m = f.waitCrawl(t, acmeToken, m["id"].(string))
+	if m["status"] != "completed" {
+		t.Fatalf("crawl %v: %v, want completed", body, m)
+	}
+	var got []string
+	for _, d := range m["data"].([]any) {
+		got = append(got, strings.TrimPrefix(d.(map[string]any)["metadata"].(map[string]any)["url"].(string), f.site.URL))
+	}
+	slices.Sort(got)
+	return got
+}
+
+// TestCrawlDiscoveryScope: maxDiscoveryDepth 0 follows no link (the start
+// URL, and its sitemap's URLs unless sitemap is skip); sitemap "only"
+// crawls the start URL and its sitemap's URLs, no links; "skip" reads no
+// sitemap. The test site's sitemap lists /docs/b, which no link of the
+// start page reaches in one hop.
+func TestCrawlDiscoveryScope(t *testing.T) {
+	f := newFixture(t)
+	base := f.site.URL + "/"
+	for _, c := range []struct {
+		name string
+		body map[string]any
+		want []string
+	}{
+		{"depth 0, no sitemap", map[string]any{"url": base, "maxDiscoveryDepth": 0, "sitemap": "skip"}, []string{"/"}},
+		{"depth 0 with the sitemap", map[string]any{"url": base, "maxDiscoveryDepth": 0}, []string{"/", "/docs/b"}},
+		{"sitemap only", map[string]any{"url": base, "sitemap": "only"}, []string{"/", "/docs/b"}},
+		{"sitemap only, deep", map[string]any{"url": base, "sitemap": "only", "maxDiscoveryDepth": 5}, []string{"/", "/docs/b"}},
+		{"depth 1, no sitemap", map[string]any{"url": base, "maxDiscoveryDepth": 1, "sitemap": "skip"}, []string{"/", "/blog/x", "/docs/a"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := f.crawlPaths(t, c.body); !slices.Equal(got, c.want) {
+				t.Errorf("crawled %q, want %q", got, c.want)
+			}
+		})
+	}
+	// A negative depth is refused.
+	if status, m, _ := f.call(t, "POST", "/v2/crawl", acmeToken, map[string]any{"url": base, "maxDiscoveryDepth": -1}); status != http.StatusBadRequest {
+		t.Errorf("maxDiscoveryDepth -1: %d %v, want 400", status, m)
+	}
+}
+
+// TestMapSitemapOnly: map with sitemap "only" lists the start URL and its
+// sitemap's URLs, not the links of the pages.
+func TestMapSitemapOnly(t *testing.T) {
+	f := newFixture(t)
+	base := f.site.URL
+	status, m, _ := f.call(t, "POST", "/v2/map", acmeToken, map[string]any{"url": base + "/", "sitemap": "only"})
+	if status != http.StatusOK {
+		t.Fatalf("map sitemap only: %d %v", status, m)
+	}
+	if got, want := mapURLs(t, m), []string{base + "/", base + "/docs/b"}; !slices.Equal(got, want) {
+		t.Errorf("map sitemap only = %v, want %v", got, want)
+	}
+}
+
+// jobDocuments waits for the job at route+id to end and returns its
+// documents (all of them: the test jobs fit in one answer).
+func (f *fixture) jobDocuments(t *testing.T, route, id string) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status, m, _ := f.call(t, "GET", route+id, acmeToken, nil)
+		if status != http.StatusOK {
+			t.Fatalf("job status: %d %v", status, m)
+		}
+		if m["status"] != "scraping" {
+			if m["status"] != "completed" || m["next"] != nil {
+				t.Fatalf("job %s: %v, want completed in one answer", id, m)
+			}
+			var out []map[string]any
+			for _, d := range m["data"].([]any) {
+				out = append(out, d.(map[string]any))
+			}
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s still scraping after 30s", id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestJobFormats: a crawl's and a batch's documents carry the formats the
+// request named (markdown alone by default), as a scrape's do; rawHtml
+// is the page as served. The formats are kept with the job.
+func TestJobFormats(t *testing.T) {
+	f := newFixture(t)
+	base := f.site.URL
+	for _, c := range []struct {
+		name    string
+		route   string
+		body    map[string]any
+		formats []string // the keys every document has besides metadata
+	}{
+		{"crawl default", "/v2/crawl/", map[string]any{"url": base + "/docs/b", "sitemap": "skip", "maxDiscoveryDepth": 0}, []string{"markdown"}},
+		{"crawl links", "/v2/crawl/", map[string]any{"url": base + "/docs/b", "sitemap": "skip", "maxDiscoveryDepth": 0,
+			"scrapeOptions": map[string]any{"formats": []string{"links"}}}, []string{"links"}},
+		{"crawl rawHtml and markdown", "/v2/crawl/", map[string]any{"url": base + "/docs/b", "sitemap": "skip", "maxDiscoveryDepth": 0,
+			"scrapeOptions": map[string]any{"formats": []any{"rawHtml", map[string]any{"type": "markdown"}}}}, []string{"markdown", "rawHtml"}},
+		{"batch default", "/v2/batch/scrape/", map[string]any{"urls": []string{base + "/docs/b"}}, []string{"markdown"}},
+		{"batch links and rawHtml", "/v2/batch/scrape/", map[string]any{"urls": []string{base + "/docs/b"}, "formats": []string{"links", "rawHtml"}},
+			[]string{"links", "rawHtml"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			status, m, _ := f.call(t, "POST", strings.TrimSuffix(c.route, "/"), acmeToken, c.body)
+			if status != http.StatusOK {
+				t.Fatalf("start: %d %v", status, m)
+			}
+			docs := f.jobDocuments(t, c.route, m["id"].(string))
+			if len(docs) != 1 {
+				t.Fatalf("documents = %v, want /docs/b alone", docs)
+			}
+			d := docs[0]
+			var got []string
+			for k := range d {
+				if k != "metadata" {
+					got = append(got, k)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.formats) {
+				t.Errorf("document has %q, want %q", got, c.formats)
+			}
+			if raw, ok := d["rawHtml"].(string); ok && !strings.Contains(raw, "<title>Doc B</title>") {
+				t.Errorf("rawHtml = %.200q, want the page as served", raw)
+			}
+			if md, ok := d["markdown"].(string); ok && !strings.Contains(md, "main content") {
+				t.Errorf("markdown = %.200q", md)
+			}
+			if links, ok := d["links"].([]any); ok && !slices.Contains(links, any(base+"/docs/a")) {
+				t.Errorf("links = %v, want %s/docs/a among them", links, base)
+			}
+			job, err := f.en.CrawlJob(context.Background(), airlock.Principal{Tenant: "acme"}, m["id"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(job.Request.Formats) != len(c.formats) {
+				t.Errorf("the stored job's formats = %q, want the %d asked for", job.Request.Formats, len(c.formats))
+			}
+		})
+	}
+	// What a job cannot give is refused when it starts: the formats and
+	// options of the browser, which serves a scrape alone (a message that
+	// says so, namesJob, where no other refusal comes first).
+	for _, c := range []struct {
+		route    string
+		body     map[string]any
+		reason   string
+		namesJob bool
+	}{
+		{"/v2/crawl", map[string]any{"url": base + "/", "scrapeOptions": map[string]any{"formats": []string{"screenshot"}}}, "unsupported", false},
+		{"/v2/crawl", map[string]any{"url": base + "/", "scrapeOptions": map[string]any{"formats": []string{"summary"}}}, "unsupported", false},
+		{"/v2/crawl", map[string]any{"url": base + "/", "scrapeOptions": map[string]any{"actions": []any{map[string]any{"type": "wait", "milliseconds": 10}}}}, "unsupported_action", true},
+		{"/v2/crawl", map[string]any{"url": base + "/", "scrapeOptions": map[string]any{"waitFor": 10}}, "unsupported", true},
+		{"/v2/crawl", map[string]any{"url": base + "/", "scrapeOptions": map[string]any{"includeTags": []string{"main"}}}, "unsupported", true},
+		{"/v2/batch/scrape", map[string]any{"urls": []string{base + "/"}, "headers": map[string]string{"X-A": "b"}}, "unsupported", true},
+		{"/v2/batch/scrape", map[string]any{"urls": []string{base + "/"}, "mobile": true}, "unsupported", true},
+	} {
+		status, m, _ := f.call(t, "POST", c.route, acmeToken, c.body)
+		if e := errorOf(t, m); status != http.StatusBadRequest || e["reason"] != c.reason {
+			t.Errorf("%s %v: %d %v, want 400 reason %s", c.route, c.body, status, m, c.reason)
+		}
+		if msg, _ := m["error"].(string); c.namesJob && !strings.Contains(msg, "crawl") && !strings.Contains(msg, "batch") {
+			t.Errorf("%s %v: error %q does not say a job cannot do it", c.route, c.body, msg)
+		}
+	}
+}
+
+// TestJobFormatsSurviveRestart: the formats are kept with the job in the
+// store, so a crawl's documents keep them after the server restarts.
+func TestJobFormatsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	onDisk := func(c *engine.Config) { c.InMemory, c.DataDir = false, dir }
+	f := newFixture(t, onDisk)
+	status, m, _ := f.call(t, "POST", "/v2/crawl", acmeToken, map[string]any{"url": f.site.URL + "/docs/b", "sitemap": "skip",
+		"maxDiscoveryDepth": 0, "scrapeOptions": map[string]any{"formats": []string{"links", "rawHtml"}}})
+	if status != http.StatusOK {
+		t.Fatalf("start crawl: %d %v", status, m)
+	}
+	id := m["id"].(string)
+	f.jobDocuments(t, "/v2/crawl/", id)
+	f.api.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.en.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	g := newFixture(t, onDisk)
+	docs := g.jobDocuments(t, "/v2/crawl/", id)
+	if len(docs) != 1 {
+		t.Fatalf("after a restart: %v, want the one document", docs)
+	}
+	raw, _ := docs[0]["rawHtml"].(string)
+	if _, md := docs[0]["markdown"]; md || docs[0]["links"] == nil || !strings.Contains(raw, "<title>Doc B</title>") {
+		t.Errorf("after a restart: document %v, want links and rawHtml alone", docs[0])
+	}
+}
+
+// TestNumbersAboveCeilings: every number a Firecrawl request carries goes
+// through the tenant's limits ceilings: above one it is refused (400,
+// reason limit) before anything is fetched or queued. The tenant's
+// ceilings are lowered so that each is one above.
+func TestNumbersAboveCeilings(t *testing.T) {
+	f := newFixture(t, func(c *engine.Config) {
+		acme := c.Tenants["acme"]
+		acme.Limits = engine.CeilingsConfig{CrawlMaxPages: 3, CrawlDepth: 2, CrawlConcurrency: 2, CrawlDelay: time.Second,
+			CrawlTimeout: 2 * time.Second, CrawlURLs: 2, SearchResults: 3}
+		c.Tenants["acme"] = acme
+	})
+	u := f.site.URL + "/"
+	for _, c := range []struct {
+		route string
+		body  map[string]any
+	}{
+		{"/v2/scrape", map[string]any{"url": u, "timeout": 2001}},
+		{"/v2/crawl", map[string]any{"url": u, "limit": 4}},
+		{"/v2/crawl", map[string]any{"url": u, "maxDiscoveryDepth": 3}},
+		{"/v2/crawl", map[string]any{"url": u, "maxConcurrency": 3}},
+		{"/v2/crawl", map[string]any{"url": u, "delay": 1.5}},
+		{"/v2/crawl", map[string]any{"url": u, "scrapeOptions": map[string]any{"timeout": 2001}}},
+		{"/v2/batch/scrape", map[string]any{"urls": []string{u, u + "a", u + "b"}}},
+		{"/v2/batch/scrape", map[string]any{"urls": []string{u}, "maxConcurrency": 3}},
+		{"/v2/batch/scrape", map[string]any{"urls": []string{u}, "timeout": 2001}},
+		{"/v2/map", map[string]any{"url": u, "timeout": 2001}},
+		{"/v2/map", map[string]any{"url": u, "limit": MaxMapLimitPlusOne}},
+		{"/v2/search", map[string]any{"query": "q", "limit": 4}},
+		{"/v2/search", map[string]any{"query": "q", "timeout": 2001}},
+	} {
+		status, m, _ := f.call(t, "POST", c.route, acmeToken, c.body)
+		if e := errorOf(t, m); status != http.StatusBadRequest || e["code"] != "invalid" || e["reason"] != "limit" {
+			t.Errorf("%s %v: %d %v, want 400 reason limit", c.route, c.body, status, m)
+		}
+	}
+	// At the ceilings, taken.
+	status, m, _ := f.call(t, "POST", "/v2/crawl", acmeToken, map[string]any{"url": u, "limit": 3, "maxDiscoveryDepth": 2,
+		"maxConcurrency": 2, "delay": 0.001, "scrapeOptions": map[string]any{"timeout": 2000}})
+	if status != http.StatusOK {
+		t.Errorf("crawl at the ceilings: %d %v", status, m)
 	}
 }

@@ -70,13 +70,13 @@ func (s *server) mapSite(w http.ResponseWriter, r *http.Request, p airlock.Princ
 			return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonLimit, "limit %d: want 1 to %d", limit, MaxMapLimit)
 		}
 	}
-	sitemap := true
+	sitemap, noLinks := true, false
 	switch req.Sitemap {
 	case "", "include":
 	case "skip":
 		sitemap = false
-	case "only":
-		return unsupported("sitemap \"only\" is not supported: Airlock's map always reads the site's pages too")
+	case "only": // the start URL and its sitemap's URLs, not the pages' links
+		noLinks = true
 	default:
 		return badRequest("Bad Request: sitemap %q: want include, skip or only", req.Sitemap)
 	}
@@ -91,7 +91,7 @@ func (s *server) mapSite(w http.ResponseWriter, r *http.Request, p airlock.Princ
 	pages := int(min(int64(min(limit, MapPages)), s.en.Ceiling(p, engine.LimitCrawlMaxPages)))
 	creq := airlock.CrawlRequest{
 		Seed: req.URL, Depth: 1, MaxPages: pages, Extract: airlock.ExtractNone, Sitemap: sitemap,
-		Subdomains: req.IncludeSubdomains != nil && *req.IncludeSubdomains,
+		Subdomains: req.IncludeSubdomains != nil && *req.IncludeSubdomains, NoLinks: noLinks,
 	}
 	var mu sync.Mutex
 	var got []*airlock.Page
@@ -113,16 +113,16 @@ func (s *server) mapSite(w http.ResponseWriter, r *http.Request, p airlock.Princ
 		}
 	}
 	dropQuery := req.IgnoreQueryParameters == nil || *req.IgnoreQueryParameters
-	links := mapLinks(req.URL, got, dropQuery, req.Search, limit)
+	links := mapLinks(req.URL, got, dropQuery, !noLinks, req.Search, limit)
 	writeJSON(w, http.StatusOK, mapResponse{Success: true, Links: links})
 	return nil
 }
 
-// mapLinks merges the pages fetched (with their titles) and their
-// same-host links, deduplicated (without the query when dropQuery),
+// mapLinks merges the pages fetched (with their titles) and, when
+// withLinks, their same-host links, deduplicated (without the query when dropQuery),
 // filtered by search (a case-insensitive substring of the URL or title),
 // the seed first, then in URL order, at most limit.
-func mapLinks(seed string, pages []*airlock.Page, dropQuery bool, search string, limit int) []mapLink {
+func mapLinks(seed string, pages []*airlock.Page, dropQuery, withLinks bool, search string, limit int) []mapLink {
 	key := func(u string) string {
 		pu, err := url.Parse(u)
 		if err != nil {
@@ -149,6 +149,9 @@ func mapLinks(seed string, pages []*airlock.Page, dropQuery bool, search string,
 		add(pg.URL, docTitle(pg), pg.Description)
 	}
 	for _, pg := range pages {
+		if !withLinks {
+			break
+		}
 		for _, l := range pg.Links {
 			if l.Internal {
 				add(l.URL, "", "")

@@ -1,9 +1,13 @@
 package firecrawl
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/engine"
@@ -11,16 +15,20 @@ import (
 
 // Firecrawl formats Airlock produces.
 const (
-	formatMarkdown = "markdown"
-	formatHTML     = "html"
-	formatRawHTML  = "rawHtml"
-	formatLinks    = "links"
+	formatMarkdown   = "markdown"
+	formatHTML       = "html"
+	formatRawHTML    = "rawHtml"
+	formatLinks      = "links"
+	formatScreenshot = "screenshot"
+	// formatFullPage is the screenshot of the whole page, which v1 named
+	// "screenshot@fullPage" and v2 asks for as {type: screenshot,
+	// fullPage: true}.
+	formatFullPage = "screenshot@fullPage"
 )
 
 // whyNot says why each Firecrawl format Airlock does not produce is
 // refused.
 var whyNot = map[string]string{
-	formatHTML:       "Airlock's extractor produces no cleaned HTML; ask for rawHtml (the page as served) or markdown",
 	"json":           "LLM-based formats are not offered: Airlock runs no model",
 	"summary":        "LLM-based formats are not offered: Airlock runs no model",
 	"changeTracking": "change tracking needs Firecrawl's hosted index",
@@ -29,13 +37,13 @@ var whyNot = map[string]string{
 	"menu":           "LLM-based formats are not offered: Airlock runs no model",
 	"attributes":     "selector attributes are not extracted",
 	"images":         "image lists are not extracted",
-	"screenshot":     "screenshots are taken only in browser sessions (POST /api/browser/sessions)",
 	"audio":          "audio is not extracted",
 	"video":          "video is not extracted",
 }
 
 // scrapeOptions are the fields of Firecrawl's ScrapeOptions that a request
-// may carry; those Airlock cannot honour are refused by check.
+// may carry; those Airlock cannot honour are refused by check (crawls and
+// batches) and checkScrape (POST /v2/scrape).
 type scrapeOptions struct {
 	Formats             []json.RawMessage `json:"formats"`
 	Headers             map[string]string `json:"headers"`
@@ -69,24 +77,64 @@ type scrapeRequest struct {
 // formatSet is the formats a request asked for.
 type formatSet map[string]bool
 
-// check refuses what Airlock cannot do and returns the formats asked for
-// (markdown when none is named, as Firecrawl does). timeoutOK says whether
-// the caller handles timeout itself.
+// check refuses what Airlock cannot do in a crawl or a batch and returns
+// the formats asked for (markdown when none is named, as Firecrawl does).
 func (o *scrapeOptions) check() (formatSet, error) {
+	fs, err := o.parse()
+	if err != nil {
+		return nil, err
+	}
+	onlyScrape := func(what string) error {
+		return unsupported("%s is supported on POST /v2/scrape only: crawl and batch jobs fetch without a browser and keep the extracted page (markdown, links, metadata)", what)
+	}
+	switch {
+	case fs[formatHTML]:
+		return nil, onlyScrape("format html")
+	case fs[formatScreenshot] || fs[formatFullPage]:
+		return nil, onlyScrape("format screenshot")
+	case len(o.IncludeTags) > 0 || len(o.ExcludeTags) > 0:
+		return nil, onlyScrape("includeTags and excludeTags")
+	case len(o.Headers) > 0:
+		return nil, onlyScrape("headers")
+	case o.OnlyMainContent != nil && !*o.OnlyMainContent && fs[formatMarkdown]:
+		return nil, unsupported("onlyMainContent: false is not supported with markdown: Airlock's markdown is always the page's main content; ask for rawHtml for the whole page")
+	case o.WaitFor != nil && *o.WaitFor != 0:
+		return nil, onlyScrape("waitFor")
+	case o.Mobile != nil && *o.Mobile:
+		return nil, onlyScrape("mobile")
+	case len(o.Actions) > 0:
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonUnsupportedAction, "actions are supported on POST /v2/scrape only, not in crawls and batches (and never executeJavascript: Airlock's browser evaluates no caller JavaScript)")
+	}
+	return fs, nil
+}
+
+// parse reads the formats and refuses what no route does.
+func (o *scrapeOptions) parse() (formatSet, error) {
 	fs := formatSet{}
 	for _, raw := range o.Formats {
 		var name string
 		if err := json.Unmarshal(raw, &name); err != nil {
 			var obj struct {
-				Type string `json:"type"`
+				Type     string          `json:"type"`
+				FullPage *bool           `json:"fullPage"`
+				Quality  json.RawMessage `json:"quality"`
+				Viewport json.RawMessage `json:"viewport"`
 			}
 			if err := json.Unmarshal(raw, &obj); err != nil || obj.Type == "" {
 				return nil, badRequest("Bad Request: each format is a name or an object with a type")
 			}
 			name = obj.Type
+			if name == formatScreenshot {
+				if len(obj.Quality) > 0 && string(obj.Quality) != "null" || len(obj.Viewport) > 0 && string(obj.Viewport) != "null" {
+					return nil, unsupported("screenshot quality and viewport are not supported: Airlock's screenshots are PNGs of its own viewport (or, with mobile, a phone's)")
+				}
+				if obj.FullPage != nil && *obj.FullPage {
+					name = formatFullPage
+				}
+			}
 		}
 		switch name {
-		case formatMarkdown, formatRawHTML, formatLinks:
+		case formatMarkdown, formatRawHTML, formatLinks, formatHTML, formatScreenshot, formatFullPage:
 			fs[name] = true
 		default:
 			if why, ok := whyNot[name]; ok {
@@ -95,22 +143,13 @@ func (o *scrapeOptions) check() (formatSet, error) {
 			return nil, badRequest("Bad Request: unknown format %q", name)
 		}
 	}
+	if fs[formatScreenshot] && fs[formatFullPage] {
+		return nil, badRequest("Bad Request: one screenshot format: the viewport or the full page")
+	}
 	if len(fs) == 0 {
 		fs[formatMarkdown] = true
 	}
 	switch {
-	case len(o.IncludeTags) > 0 || len(o.ExcludeTags) > 0:
-		return nil, unsupported("includeTags and excludeTags are not supported: Airlock's extractor picks the main content itself and cannot filter by tag")
-	case len(o.Headers) > 0:
-		return nil, unsupported("headers are not supported on scrape: Airlock's fetch sends its own request headers; use POST /api/http for a request with chosen headers")
-	case o.OnlyMainContent != nil && !*o.OnlyMainContent && fs[formatMarkdown]:
-		return nil, unsupported("onlyMainContent: false is not supported with markdown: Airlock's markdown is always the page's main content; ask for rawHtml for the whole page")
-	case o.WaitFor != nil && *o.WaitFor != 0:
-		return nil, unsupported("waitFor is not supported: scrape fetches without a browser; drive one through /api/browser/sessions")
-	case o.Mobile != nil && *o.Mobile:
-		return nil, unsupported("mobile is not supported")
-	case len(o.Actions) > 0:
-		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonUnsupportedAction, "actions are not supported on scrape: drive a browser through /api/browser/sessions (Airlock's browser evaluates no caller JavaScript)")
 	case len(o.Location) > 0 && string(o.Location) != "null":
 		return nil, unsupported("location is not supported")
 	case o.SkipTLSVerification != nil && *o.SkipTLSVerification:
@@ -139,16 +178,147 @@ func (o *scrapeOptions) check() (formatSet, error) {
 	return fs, nil
 }
 
+// fcAction is one of Firecrawl's actions, as far as Airlock reads them.
+type fcAction struct {
+	Type         string          `json:"type"`
+	Milliseconds *int64          `json:"milliseconds"`
+	Selector     *string         `json:"selector"`
+	Text         *string         `json:"text"`
+	Key          *string         `json:"key"`
+	Direction    *string         `json:"direction"`
+	FullPage     *bool           `json:"fullPage"`
+	All          *bool           `json:"all"`
+	Quality      json.RawMessage `json:"quality"`
+	Viewport     json.RawMessage `json:"viewport"`
+}
+
+// driven are the action types Airlock runs.
+var driven = map[string]bool{airlock.PageWait: true, airlock.PageClick: true, airlock.PageWrite: true,
+	airlock.PagePress: true, airlock.PageScroll: true, airlock.PageScreenshot: true}
+
+// pageActions maps Firecrawl's actions to the engine's. A type Airlock
+// does not drive is invalid (unsupported_action) whatever its fields; a
+// field no action has is invalid (browser_action).
+func pageActions(raws []json.RawMessage) ([]airlock.PageAction, error) {
+	var out []airlock.PageAction
+	for i, raw := range raws {
+		var head struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBrowserAction, "actions[%d]: an object with a type is expected", i)
+		}
+		if !driven[head.Type] {
+			return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonUnsupportedAction,
+				"actions[%d]: action %q is not supported: Airlock drives wait, click, write, press, scroll and screenshot (its browser evaluates no caller JavaScript)", i, head.Type)
+		}
+		var a fcAction
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&a); err != nil {
+			return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBrowserAction, "actions[%d] (%s): %v", i, a.Type, err)
+		}
+		switch {
+		case a.All != nil && *a.All:
+			return nil, unsupported("actions[%d]: click all is not supported: click one element per action", i)
+		case len(a.Quality) > 0 && string(a.Quality) != "null" || len(a.Viewport) > 0 && string(a.Viewport) != "null":
+			return nil, unsupported("actions[%d]: screenshot quality and viewport are not supported", i)
+		}
+		pa := airlock.PageAction{Type: a.Type, Selector: deref(a.Selector), Text: deref(a.Text), Key: deref(a.Key), Direction: deref(a.Direction)}
+		if a.FullPage != nil {
+			pa.FullPage = *a.FullPage
+		}
+		if a.Milliseconds != nil {
+			ms := *a.Milliseconds
+			if ms > math.MaxInt32 {
+				ms = math.MaxInt32 // above every ceiling: refused by the engine's check
+			}
+			pa.Milliseconds = int(ms)
+		}
+		out = append(out, pa)
+	}
+	return out, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// checkScrape checks a scrape's options and returns its formats and the
+// engine request; needsScrape says whether the request needs the engine's
+// Scrape (html, tag filters, headers, the browser) rather than a plain
+// fetch.
+func (o *scrapeOptions) checkScrape(url string) (formatSet, airlock.ScrapeRequest, bool, error) {
+	fs, err := o.parse()
+	if err != nil {
+		return nil, airlock.ScrapeRequest{}, false, err
+	}
+	whole := o.OnlyMainContent != nil && !*o.OnlyMainContent
+	if whole && fs[formatMarkdown] {
+		return nil, airlock.ScrapeRequest{}, false, unsupported("onlyMainContent: false is not supported with markdown: Airlock's markdown is always the page's main content; ask for html or rawHtml for the whole page")
+	}
+	req := airlock.ScrapeRequest{FetchRequest: airlock.FetchRequest{URL: url, Cache: o.cache(), ErrorPages: true},
+		Headers: o.Headers, IncludeTags: o.IncludeTags, ExcludeTags: o.ExcludeTags, HTML: fs[formatHTML], WholePage: whole}
+	var b airlock.BrowserScrape
+	useBrowser := false
+	if o.WaitFor != nil && *o.WaitFor != 0 {
+		if *o.WaitFor < 0 || *o.WaitFor > int64(math.MaxInt64/time.Millisecond) {
+			return nil, req, false, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonLimit, "waitFor %d ms: want a positive number of milliseconds", *o.WaitFor)
+		}
+		b.WaitFor, useBrowser = time.Duration(*o.WaitFor)*time.Millisecond, true
+	}
+	if o.Mobile != nil && *o.Mobile {
+		b.Mobile, useBrowser = true, true
+	}
+	if len(o.Actions) > 0 {
+		if b.Actions, err = pageActions(o.Actions); err != nil {
+			return nil, req, false, err
+		}
+		useBrowser = true
+	}
+	if fs[formatScreenshot] || fs[formatFullPage] {
+		b.Screenshot, b.FullPage, useBrowser = true, fs[formatFullPage], true
+	}
+	if useBrowser {
+		req.Browser = &b
+	}
+	needs := useBrowser || fs[formatHTML] || len(o.Headers) > 0 || len(o.IncludeTags) > 0 || len(o.ExcludeTags) > 0
+	return fs, req, needs, nil
+}
+
 // cache says whether the engine's response cache may serve the fetch:
 // Firecrawl's maxAge (0 asks for a fresh page).
 func (o *scrapeOptions) cache() bool { return o.MaxAge != nil && *o.MaxAge > 0 }
 
 // document is Firecrawl's Document: the formats asked for and metadata.
 type document struct {
-	Markdown *string        `json:"markdown,omitempty"`
-	RawHTML  *string        `json:"rawHtml,omitempty"`
-	Links    *[]string      `json:"links,omitempty"`
-	Metadata map[string]any `json:"metadata"`
+	Markdown   *string        `json:"markdown,omitempty"`
+	HTML       *string        `json:"html,omitempty"`
+	RawHTML    *string        `json:"rawHtml,omitempty"`
+	Links      *[]string      `json:"links,omitempty"`
+	Screenshot *string        `json:"screenshot,omitempty"`
+	Actions    *actionResults `json:"actions,omitempty"`
+	Metadata   map[string]any `json:"metadata"`
+}
+
+// actionResults are Firecrawl's results of a scrape's actions: Airlock's
+// fill screenshots alone (the other lists come from actions it does not
+// run, and are always empty).
+type actionResults struct {
+	Screenshots       []string `json:"screenshots"`
+	Scrapes           []any    `json:"scrapes"`
+	JavascriptReturns []any    `json:"javascriptReturns"`
+	PDFs              []any    `json:"pdfs"`
+}
+
+// pngURL is a screenshot as Firecrawl's screenshot URL: a data: URL, so
+// that the image travels in the answer and Airlock keeps no copy to serve
+// (docs/firecrawl.md).
+func pngURL(b []byte) string {
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(b)
 }
 
 // scrapeResponse is the answer of POST /v2/scrape.
@@ -198,7 +368,8 @@ func pageDocument(p *airlock.Page, sourceURL string, fs formatSet) document {
 }
 
 // scrape serves POST /v2/scrape: markdown and links from one engine Fetch,
-// rawHtml from FetchRendered's raw body (each an audited fetch call).
+// rawHtml from FetchRendered's raw body (each an audited fetch call); html,
+// tag filters, headers and the browser's options from one engine Scrape.
 func (s *server) scrape(w http.ResponseWriter, r *http.Request, p airlock.Principal) error {
 	var req scrapeRequest
 	if err := decodeJSON(r, &req); err != nil {
@@ -207,7 +378,7 @@ func (s *server) scrape(w http.ResponseWriter, r *http.Request, p airlock.Princi
 	if strings.TrimSpace(req.URL) == "" {
 		return badRequest("Bad Request: url is required")
 	}
-	fs, err := req.check()
+	fs, sreq, needsScrape, err := req.checkScrape(req.URL)
 	if err != nil {
 		return err
 	}
@@ -216,8 +387,35 @@ func (s *server) scrape(w http.ResponseWriter, r *http.Request, p airlock.Princi
 		return err
 	}
 	defer cancel()
+	if needsScrape {
+		res, err := s.en.Scrape(ctx, p, sreq)
+		if err != nil {
+			return err
+		}
+		d := pageDocument(res.Page, req.URL, fs)
+		if fs[formatHTML] {
+			d.HTML = &res.HTML
+		}
+		if fs[formatRawHTML] {
+			d.RawHTML = &res.RawHTML
+		}
+		if res.Screenshot != nil {
+			u := pngURL(res.Screenshot)
+			d.Screenshot = &u
+		}
+		if sreq.Browser != nil && len(sreq.Browser.Actions) > 0 {
+			a := &actionResults{Screenshots: []string{}, Scrapes: []any{}, JavascriptReturns: []any{}, PDFs: []any{}}
+			for _, shot := range res.ActionScreenshots {
+				a.Screenshots = append(a.Screenshots, pngURL(shot))
+			}
+			d.Actions = a
+		}
+		w.Header().Set(HeaderDecision, res.Page.DecisionID)
+		writeJSON(w, http.StatusOK, scrapeResponse{Success: true, Data: d})
+		return nil
+	}
 	// Firecrawl answers a 404 page as a document with its statusCode.
-	fr := airlock.FetchRequest{URL: req.URL, Cache: req.cache(), ErrorPages: true}
+	fr := sreq.FetchRequest
 	var d document
 	var decision string
 	if fs[formatMarkdown] || fs[formatLinks] {

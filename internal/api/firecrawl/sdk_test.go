@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/engine"
 )
 
 // sdkDir holds the pinned official Firecrawl JS SDK (package.json and
@@ -73,7 +74,12 @@ func runSDK(t *testing.T) {
 			t.Fatalf("the namespace has an interface other than loopback (%q); refusing to run the SDK", line)
 		}
 	}
-	f := newFixture(t)
+	// acme on posix: the actions scrape needs the browser.
+	f := newFixture(t, func(c *engine.Config) {
+		tc := c.Tenants["acme"]
+		tc.Profile = "posix"
+		c.Tenants["acme"] = tc
+	})
 	script, err := filepath.Abs(filepath.Join(sdkDir, "run.mjs"))
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +140,33 @@ func runSDK(t *testing.T) {
 		scrape.Metadata["statusCode"] != float64(200) || scrape.Metadata["sourceURL"] != f.site.URL+"/docs/a" || scrape.Metadata["title"] != "Doc A" {
 		t.Errorf("scrape through the SDK = %+v", scrape)
 	}
+	var html struct {
+		HTML     string
+		Markdown *string
+		Metadata map[string]any
+	}
+	ok("scrapeHtml", &html)
+	if !strings.Contains(html.HTML, "<h1>Doc A</h1>") || !strings.Contains(html.HTML, "main content") ||
+		strings.Contains(html.HTML, "/docs/b") || strings.Contains(html.HTML, "<nav") || html.Markdown != nil || html.Metadata["title"] != "Doc A" {
+		t.Errorf("html scrape (excludeTags ul) through the SDK = %+v", html)
+	}
+	var acted struct {
+		Markdown, Screenshot string
+		Actions              struct{ Screenshots []string }
+		Metadata             map[string]any
+	}
+	ok("scrapeActions", &acted)
+	// The click followed the link: the document is /docs/b's.
+	if !strings.Contains(acted.Markdown, "main content") || acted.Metadata["title"] != "Doc B" || acted.Metadata["url"] != f.site.URL+"/docs/b" || acted.Metadata["sourceURL"] != f.site.URL+"/docs/a" ||
+		!strings.HasPrefix(acted.Screenshot, "data:image/png;base64,") ||
+		len(acted.Actions.Screenshots) != 1 || !strings.HasPrefix(acted.Actions.Screenshots[0], "data:image/png;base64,") {
+		t.Errorf("actions scrape through the SDK: markdown %q, metadata %v, screenshot %.40q, actions %d screenshots",
+			acted.Markdown, acted.Metadata, acted.Screenshot, len(acted.Actions.Screenshots))
+	}
+	failed("scrapeJavascript", http.StatusBadRequest, "invalid")
+	if e, _ := res["scrapeJavascript"].Details["error"].(map[string]any); e["reason"] != "unsupported_action" {
+		t.Errorf("executeJavascript through the SDK: %v, want reason unsupported_action", res["scrapeJavascript"].Details)
+	}
 	var notFound struct {
 		Markdown string
 		Metadata map[string]any
@@ -185,6 +218,48 @@ func runSDK(t *testing.T) {
 	slices.Sort(urls)
 	if want := []string{"/", "/docs/a"}; paths.Status != "completed" || !slices.Equal(urls, want) {
 		t.Errorf("crawl with includePaths ^/docs/ and excludePaths /b$ through the SDK = %s %q, want completed %q", paths.Status, urls, want)
+	}
+
+	var formats struct {
+		Status string
+		Data   []struct {
+			Markdown *string
+			RawHTML  string
+			Links    []string
+		}
+	}
+	ok("crawlFormats", &formats)
+	if formats.Status != "completed" || len(formats.Data) != 1 || formats.Data[0].Markdown != nil ||
+		!strings.Contains(formats.Data[0].RawHTML, "<title>Doc B</title>") || !slices.Contains(formats.Data[0].Links, f.site.URL+"/docs/a") {
+		t.Errorf("crawl of /docs/b, depth 0, formats links and rawHtml, through the SDK = %+v, want one document with links and rawHtml alone", formats)
+	}
+	var sitemapOnly struct {
+		Status string
+		Data   []struct{ Metadata map[string]any }
+	}
+	ok("crawlSitemapOnly", &sitemapOnly)
+	urls = nil
+	for _, d := range sitemapOnly.Data {
+		u, _ := d.Metadata["url"].(string)
+		urls = append(urls, strings.TrimPrefix(u, f.site.URL))
+	}
+	slices.Sort(urls)
+	if want := []string{"/", "/docs/b"}; sitemapOnly.Status != "completed" || !slices.Equal(urls, want) {
+		t.Errorf("crawl with sitemap only through the SDK = %s %q, want completed %q", sitemapOnly.Status, urls, want)
+	}
+
+	var crawlErrs struct {
+		Status string
+		Errors struct {
+			Errors []struct {
+				URL, Code, Error string
+			}
+			RobotsBlocked []string
+		}
+	}
+	ok("crawlErrors", &crawlErrs)
+	if e := crawlErrs.Errors.Errors; crawlErrs.Status != "completed" || len(e) != 1 || e[0].URL != "http://127.0.0.2:9/" || e[0].Code != "policy" {
+		t.Errorf("errors of a crawl with allowExternalLinks through the SDK = %+v, want http://127.0.0.2:9/ refused by the policy", crawlErrs)
 	}
 
 	var batch struct {

@@ -28,6 +28,25 @@ out.scrape = await attempt(async () => {
   const d = await app.scrape(`${site}/docs/a`, { formats: ["markdown", "links", "rawHtml"] });
   return { markdown: d.markdown, links: d.links, rawHtml: d.rawHtml, metadata: d.metadata, html: d.html ?? null };
 });
+out.scrapeHtml = await attempt(async () => {
+  const d = await app.scrape(`${site}/docs/a`, { formats: ["html"], excludeTags: ["ul"] });
+  return { html: d.html, markdown: d.markdown ?? null, metadata: d.metadata };
+});
+out.scrapeActions = await attempt(async () => {
+  const d = await app.scrape(`${site}/docs/a`, {
+    formats: ["markdown", "screenshot"],
+    actions: [
+      { type: "wait", milliseconds: 100 },
+      { type: "click", selector: "a[href='/docs/b']" },
+      { type: "wait", selector: "h1" },
+      { type: "screenshot" },
+    ],
+  });
+  return { markdown: d.markdown, screenshot: d.screenshot, actions: d.actions, metadata: d.metadata };
+});
+out.scrapeJavascript = await attempt(() =>
+  app.scrape(`${site}/docs/a`, { actions: [{ type: "executeJavascript", script: "document.title" }] }),
+);
 out.scrape404 = await attempt(async () => {
   const d = await app.scrape(`${site}/missing`, { formats: ["markdown"] });
   return { markdown: d.markdown, metadata: d.metadata };
@@ -39,6 +58,25 @@ out.crawl = await attempt(() => app.crawl(`${site}/`, { limit: 10, sitemap: "ski
 out.crawlPaths = await attempt(() =>
   app.crawl(`${site}/`, { includePaths: ["^/docs/"], excludePaths: ["/b$"], sitemap: "skip", pollInterval: 1, timeout: 60 }),
 );
+out.crawlFormats = await attempt(() =>
+  app.crawl(`${site}/docs/b`, {
+    maxDiscoveryDepth: 0,
+    sitemap: "skip",
+    scrapeOptions: { formats: ["links", "rawHtml"] },
+    pollInterval: 1,
+    timeout: 60,
+  }),
+);
+out.crawlSitemapOnly = await attempt(() => app.crawl(`${site}/`, { sitemap: "only", pollInterval: 1, timeout: 60 }));
+out.crawlErrors = await attempt(async () => {
+  const started = await app.startCrawl(`${site}/outward`, { allowExternalLinks: true, sitemap: "skip" });
+  let status = await app.getCrawlStatus(started.id);
+  for (let i = 0; status.status === "scraping" && i < 600; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    status = await app.getCrawlStatus(started.id);
+  }
+  return { status: status.status, errors: await app.getCrawlErrors(started.id) };
+});
 out.batch = await attempt(() =>
   app.batchScrape([`${site}/docs/a`, `${site}/blog/x`], { options: { formats: ["markdown"] }, pollInterval: 1, timeout: 60 }),
 );

@@ -1,0 +1,225 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// probe is what the sandboxed shell reports: its uid, its capability sets,
+// no_new_privs, and the answer of the proxy through HTTP_PROXY.
+const probe = `id -u; grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs):' /proc/self/status; ` +
+	`python3 -c "import urllib.request; print(urllib.request.urlopen('http://proxied.test/x', timeout=20).read().decode())"`
+
+// childEnv makes the test binary, run as nobody by TestRunUnprivileged,
+// run the probe and print what it saw.
+const childEnv = "AIRLOCK_SANDBOX_TEST_CHILD"
+
+// runProbe runs the probe in the sandbox with an Outside that answers
+// every request itself.
+func runProbe(t *testing.T) (string, error) {
+	t.Helper()
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "outside answered "+r.Method+" "+r.RequestURI)
+	})}
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code, err := Run(ctx, Config{Args: []string{"sh", "-c", probe}, Dir: "/", Stdout: &out, Stderr: &errb,
+		Outside: OutsideFunc(func(ln net.Listener) error { return srv.Serve(ln) })})
+	if err == nil && code != 0 {
+		err = errors.New("exit " + strings.TrimSpace(errb.String()))
+	}
+	return out.String(), err
+}
+
+func checkProbe(t *testing.T, out string, wantUID string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) == 0 || lines[0] != wantUID {
+		t.Errorf("uid inside: %q, want %s", lines, wantUID)
+	}
+	for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+		if !strings.Contains(out, set+":\t0000000000000000") {
+			t.Errorf("%s not empty:\n%s", set, out)
+		}
+	}
+	if !strings.Contains(out, "NoNewPrivs:\t1") {
+		t.Errorf("no_new_privs not set:\n%s", out)
+	}
+	if !strings.Contains(out, "outside answered GET http://proxied.test/x") {
+		t.Errorf("the proxy was not reached through HTTP_PROXY:\n%s", out)
+	}
+}
+
+// TestRun runs the probe as this process's user: a root caller's command
+// runs as nobody.
+func TestRun(t *testing.T) {
+	if os.Getenv(childEnv) != "" {
+		// The unprivileged child of TestRunUnprivileged.
+		out, err := runProbe(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Stdout.WriteString("PROBE\n" + out)
+		return
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Fatalf("python3 is needed: %v", err)
+	}
+	out, err := runProbe(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "65534"
+	if uid := os.Getuid(); uid != 0 {
+		want = strconv.Itoa(uid)
+	}
+	checkProbe(t, out, want)
+}
+
+// TestRunUnprivileged runs the probe from an unprivileged caller (the
+// test binary re-run as nobody), which maps its own uid.
+func TestRunUnprivileged(t *testing.T) {
+	if os.Getenv(childEnv) != "" {
+		t.Skip("in the child")
+	}
+	if os.Getuid() != 0 {
+		t.Skip("TestRun covers an unprivileged caller")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatalf("setpriv (util-linux) is needed to run as nobody: %v", err)
+	}
+	// nobody must be able to reach the binary and its working directory.
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		os.Chmod(d, 0o755)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "sandbox.test")
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run=^TestRun$", "-test.v")
+	cmd.Dir = "/"
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the unprivileged child: %v\n%s", err, out)
+	}
+	_, probeOut, ok := strings.Cut(string(out), "PROBE\n")
+	if !ok {
+		t.Fatalf("no probe output:\n%s", out)
+	}
+	checkProbe(t, probeOut, "65534")
+}
+
+// BenchmarkRun measures building a sandbox, running true in it and
+// tearing it down.
+func BenchmarkRun(b *testing.B) {
+	outside := OutsideFunc(func(ln net.Listener) error {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return err
+			}
+			c.Close()
+		}
+	})
+	for b.Loop() {
+		code, err := Run(context.Background(), Config{Args: []string{"true"}, Dir: "/", Outside: outside})
+		if err != nil || code != 0 {
+			b.Fatal(code, err)
+		}
+	}
+}
+
+// TestHideAndShow covers a file and a directory (as the data directory
+// and the configuration file are), and shows a directory under /tmp
+// again, read-only.
+func TestHideAndShow(t *testing.T) {
+	shown := t.TempDir()
+	for _, d := range []string{shown, filepath.Dir(shown)} {
+		os.Chmod(d, 0o755)
+	}
+	if err := os.WriteFile(filepath.Join(shown, "f"), []byte("shown\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code, err := Run(context.Background(), Config{
+		Args: []string{"sh", "-c", `wc -c < /etc/hostname; ls -A /etc/ssl | wc -l; cat "$1/f"; ` +
+			`echo x > "$1/g" 2>/dev/null || echo read-only; ls -A /tmp`, "sh", shown},
+		Dir: "/", Stdout: &out, Stderr: &errb,
+		Hide: []string{"/etc/hostname", "/etc/ssl"}, Show: []string{shown},
+		Outside: OutsideFunc(func(ln net.Listener) error {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return err
+				}
+				c.Close()
+			}
+		})})
+	if err != nil || code != 0 {
+		t.Fatalf("%d %v %s", code, err, errb.String())
+	}
+	want := "0\n0\nshown\nread-only\n" // and /tmp empty but for the way to shown
+	if rest, ok := strings.CutPrefix(shown, "/tmp/"); ok {
+		want += strings.SplitN(rest, "/", 2)[0] + "\n"
+	}
+	if out.String() != want {
+		t.Errorf("inside:\n%q\nwant\n%q", out.String(), want)
+	}
+	if _, err := os.Stat(filepath.Join(shown, "g")); err == nil {
+		t.Error("the command wrote into a shown directory")
+	}
+}
+
+// TestStartErrors: a working directory the sandbox hides and a missing
+// command are the command's failures (exit 127), not the sandbox's.
+func TestStartErrors(t *testing.T) {
+	outside := OutsideFunc(func(ln net.Listener) error {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return err
+			}
+			c.Close()
+		}
+	})
+	for _, cfg := range []Config{
+		{Args: []string{"true"}, Dir: "/tmp/airlock-exec-test-hidden-" + strconv.Itoa(os.Getpid())},
+		{Args: []string{"no-such-command-here"}, Dir: "/"},
+	} {
+		cfg.Outside = outside
+		if cfg.Dir != "/" {
+			if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Remove(cfg.Dir)
+		}
+		code, err := Run(context.Background(), cfg)
+		var se *StartError
+		if !errors.As(err, &se) || se.ExitStatus() != 127 || code != -1 {
+			t.Errorf("%v in %s: %d %v, want a StartError", cfg.Args, cfg.Dir, code, err)
+		}
+	}
+}
