@@ -86,6 +86,7 @@ func metadata(doc *html.Node, base *url.URL, p *airlock.Page) {
 	}
 	p.SiteName = firstNonEmpty(ld.publisher, m("og:site_name", "application-name"),
 		strings.TrimPrefix(m("twitter:site"), "@"))
+	p.Title = trimSiteName(p.Title, p.SiteName)
 	p.Author = firstNonEmpty(nonURL(ld.author), nonURL(m("dc:creator", "dc.creator", "dcterm:creator", "dcterms:creator",
 		"dcterms.creator", "author", "citation_author", "parsely-author", "sailthru.author")), nonURL(m("article:author")), domAuthor(d))
 	p.Published = firstNonEmpty(normalizeDate(ld.published),
@@ -573,6 +574,29 @@ const maxTitleSeps = 16
 
 // titleSeps separate a page's title from its site's name in <title>.
 var titleSeps = [...]string{" | ", " - ", " – ", " — ", " \\ ", " / ", " > ", " » ", " · ", " :: "}
+
+// trimSiteName cuts the site's name off the end (or the start) of a
+// title, with the separator between them: "Headline | Site" is
+// "Headline" when the site is called Site.
+func trimSiteName(title, site string) string {
+	if site == "" || len(site) >= len(title) {
+		return title
+	}
+	lt, ls := strings.ToLower(title), strings.ToLower(site)
+	for _, sep := range titleSeps {
+		if strings.HasSuffix(lt, sep+ls) {
+			if t := strings.TrimSpace(title[:len(title)-len(sep)-len(site)]); len(strings.Fields(t)) >= 2 {
+				return t
+			}
+		}
+		if strings.HasPrefix(lt, ls+sep) {
+			if t := strings.TrimSpace(title[len(site)+len(sep):]); len(strings.Fields(t)) >= 2 {
+				return t
+			}
+		}
+	}
+	return title
+}
 
 // markedHeadline is the text of the element the page marks as its
 // headline with itemprop=headline, or "".

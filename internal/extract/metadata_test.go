@@ -10,12 +10,13 @@ import (
 
 // metadataFloors are just under the agreement the metadata reaches with
 // Readability.js's expected metadata on the corpus, field by field (title
-// 0.961, byline 0.895, site name, published and lang 1.000 when this was
+// 0.906, byline 0.895, site name, published and lang 1.000 when this was
 // written): a drop below one is a regression. Most misses left are pages
-// whose expected value is not what it names (a byline of dates, a title
-// with the site's name where the page marks its headline in an h1).
+// whose expected value is not what it names: a byline of dates, a title
+// with the site's name (Readability keeps og:title as it is, "How to
+// Build a Terrarium | eHow"; the title here is the headline).
 var metadataFloors = map[string]float64{
-	"title":     0.95,
+	"title":     0.90,
 	"byline":    0.88,
 	"site_name": 0.98,
 	"published": 0.96,
@@ -150,6 +151,12 @@ func TestMetadataSources(t *testing.T) {
 		{"byline near the headline first", `<body><ul><li class="author-follow"><a href="/x">Someone Else entirely, with a bio</a></li></ul>
 			<main><div><h1>Headline</h1><div class="author-name">Ann Author</div></div></main></body>`,
 			func(p *airlock.Page) string { return p.Author }, "Ann Author"},
+		{"site name cut off og:title", `<head><meta property="og:title" content="How to Build a Terrarium | eHow"><meta property="og:site_name" content="eHow"></head><body><p>x</p></body>`,
+			func(p *airlock.Page) string { return p.Title }, "How to Build a Terrarium"},
+		{"site name first", `<head><title>BBC News - Obama admits US gun laws are his biggest frustration</title><meta property="og:site_name" content="BBC News"></head><body><p>x</p></body>`,
+			func(p *airlock.Page) string { return p.Title }, "Obama admits US gun laws are his biggest frustration"},
+		{"a title that is only the site name stays", `<head><title>eHow | Home</title><meta property="og:site_name" content="eHow"></head><body><p>x</p></body>`,
+			func(p *airlock.Page) string { return p.Title }, "eHow | Home"},
 		{"one author meta per author", `<head><meta name="DC.Creator" content="Kooman, F."><meta name="DC.Creator" content="Jong, Michiel de"><meta name="DC.Creator" content="Kooman, F."></head><body><p>x</p></body>`,
 			func(p *airlock.Page) string { return p.Author }, "Kooman, F.; Jong, Michiel de"},
 		{"citation_author", `<head><meta name="citation_author" content="Ann Scholar"></head><body><p>x</p></body>`,
