@@ -19,29 +19,34 @@ const (
 // Page is a fetched page as structured data. Every provider returns exactly
 // this shape; only Provider tells them apart. JSON keys are stable.
 type Page struct {
-	URL          string            `json:"url"`           // the final URL, after redirects
-	RequestedURL string            `json:"requested_url"` // what the caller asked for
-	Status       int               `json:"status"`
-	ContentType  string            `json:"content_type"`
-	FetchedAt    time.Time         `json:"fetched_at"`
-	Provider     string            `json:"provider"`
-	ElapsedMS    int64             `json:"elapsed_ms"`
-	Title        string            `json:"title"` // <title>, else og:title, else the first h1
-	Description  string            `json:"description"`
-	Lang         string            `json:"lang"`
-	Canonical    string            `json:"canonical"`
-	SiteName     string            `json:"site_name"`
-	Author       string            `json:"author"`
-	Published    string            `json:"published"` // as the page states it (ISO 8601 when known)
-	Meta         map[string]string `json:"meta"`      // OpenGraph, Twitter and other meta, by name/property
-	Headings     []Heading         `json:"headings"`  // levels 1-3, at most MaxHeadings
-	Links        []Link            `json:"links"`     // absolute, deduplicated
-	Text         string            `json:"text"`      // main content as plain text, a newline between blocks
-	Markdown     string            `json:"markdown"`  // main content with lists, tables, code and links
-	Tables       [][][]string      `json:"tables"`    // each table as rows of cells
-	Truncated    []string          `json:"truncated"` // names of fields that were cut
-	Cache        string            `json:"cache,omitempty"`
-	DecisionID   string            `json:"decision_id,omitempty"`
+	URL          string    `json:"url"`           // the final URL, after redirects
+	RequestedURL string    `json:"requested_url"` // what the caller asked for
+	Status       int       `json:"status"`
+	ContentType  string    `json:"content_type"`
+	FetchedAt    time.Time `json:"fetched_at"`
+	Provider     string    `json:"provider"`
+	ElapsedMS    int64     `json:"elapsed_ms"`
+	Title        string    `json:"title"` // the article's headline when the page marks one, else <title> without the site name
+	// Kind says what the page is: "article" (one main text), "listing"
+	// (repeated items: a home page, a category, search results) or
+	// "other" (a form, an app shell, a short page); "" when it was not
+	// extracted from HTML.
+	Kind        string            `json:"kind"`
+	Description string            `json:"description"`
+	Lang        string            `json:"lang"`
+	Canonical   string            `json:"canonical"`
+	SiteName    string            `json:"site_name"`
+	Author      string            `json:"author"`
+	Published   string            `json:"published"` // ISO 8601: a date, or a date and time
+	Meta        map[string]string `json:"meta"`      // OpenGraph, Twitter and other meta, by name/property
+	Headings    []Heading         `json:"headings"`  // levels 1-3, at most MaxHeadings
+	Links       []Link            `json:"links"`     // absolute, deduplicated
+	Text        string            `json:"text"`      // main content as plain text, a newline between blocks
+	Markdown    string            `json:"markdown"`  // main content with lists, tables, code and links
+	Tables      [][][]string      `json:"tables"`    // each table as rows of cells
+	Truncated   []string          `json:"truncated"` // names of fields that were cut
+	Cache       string            `json:"cache,omitempty"`
+	DecisionID  string            `json:"decision_id,omitempty"`
 
 	// RawHTML is the body as served (as text, invalid UTF-8 replaced):
 	// kept only by a crawl whose Formats name FormatRawHTML.

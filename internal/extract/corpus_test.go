@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 
@@ -222,64 +221,5 @@ func TestCorpusQuality(t *testing.T) {
 	t.Logf("corpus: F1 %.4f P %.4f R %.4f (%d pages)", s.f, s.p, s.r, len(cases))
 	if s.f < corpusF1Floor {
 		t.Errorf("corpus F1 %.4f is below the floor %.3f", s.f, corpusF1Floor)
-	}
-}
-
-// TestCorpusMetadata reports how often the metadata agrees with
-// Readability.js's expected metadata, field by field. Readability derives
-// its title differently (it cuts site names off <title>), so title
-// agreement is reported both exactly and as containment.
-func TestCorpusMetadata(t *testing.T) {
-	t.Parallel()
-	cases, pages := extractCorpus(t)
-	type tally struct{ agree, total int }
-	fields := map[string]*tally{}
-	add := func(field string, ok bool) {
-		f := fields[field]
-		if f == nil {
-			f = &tally{}
-			fields[field] = f
-		}
-		f.total++
-		if ok {
-			f.agree++
-		}
-	}
-	norm := func(s string) string { return strings.ToLower(collapse(s)) }
-	for i, c := range cases {
-		p := pages[i]
-		want := func(k string) (string, bool) {
-			v, ok := c.meta[k].(string)
-			return v, ok && v != ""
-		}
-		if w, ok := want("title"); ok {
-			add("title (exact)", norm(p.Title) == norm(w))
-			add("title (contains)", strings.Contains(norm(p.Title), norm(w)))
-		}
-		if w, ok := want("byline"); ok {
-			got := norm(p.Author)
-			add("byline", got != "" && (strings.Contains(norm(w), got) || strings.Contains(got, norm(w))))
-		}
-		if w, ok := want("excerpt"); ok {
-			add("excerpt", norm(p.Description) == norm(w))
-		}
-		if w, ok := want("lang"); ok {
-			add("lang", strings.EqualFold(p.Lang, w))
-		}
-		if w, ok := want("siteName"); ok {
-			add("siteName", norm(p.SiteName) == norm(w))
-		}
-		if w, ok := want("publishedTime"); ok {
-			add("publishedTime", p.Published != "" && (strings.HasPrefix(w, p.Published) || strings.HasPrefix(p.Published, w[:min(len(w), 10)])))
-		}
-	}
-	names := make([]string, 0, len(fields))
-	for k := range fields {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		f := fields[k]
-		t.Logf("metadata %-18s %5.1f%% (%d/%d)", k, 100*float64(f.agree)/float64(f.total), f.agree, f.total)
 	}
 }

@@ -42,12 +42,17 @@ func TestMetadataTitle(t *testing.T) {
 	tests := []struct {
 		name, head, body, want string
 	}{
-		{"title element", `<title> The  Title </title><meta property="og:title" content="OG">`, `<h1>H1</h1>`, "The Title"},
+		{"title element when nothing marks a headline", `<title> The  Title </title>`, `<p>x</p>`, "The Title"},
+		{"og:title is the headline", `<title> The  Title | Site </title><meta property="og:title" content="OG">`, `<h1>H1</h1>`, "OG"},
+		{"JSON-LD headline first", `<title>T | Site</title><meta property="og:title" content="OG"><script type="application/ld+json">{"@type":"NewsArticle","headline":"LD headline"}</script>`, ``, "LD headline"},
+		{"h1 the title begins with", `<title>The Headline Here | Example Site</title>`, `<h1>The Headline Here</h1>`, "The Headline Here"},
+		{"site name cut off the title", `<title>A Long Enough Headline Of Words - Example Site</title>`, `<p>x</p>`, "A Long Enough Headline Of Words"},
+		{"itemprop headline", `<title>Site</title>`, `<div itemprop="headline">Marked headline</div>`, "Marked headline"},
 		{"og:title when no title", `<meta property="og:title" content="OG Title">`, `<h1>H1</h1>`, "OG Title"},
 		{"og:title when title is empty", `<title>  </title><meta property="og:title" content="OG Title">`, `<h1>H1</h1>`, "OG Title"},
 		{"first h1 last", ``, `<h1>  </h1><h1>First <em>h1</em></h1><h1>Second</h1>`, "First h1"},
 		{"svg title is not the title", ``, `<svg><title>icon</title></svg><h1>Heading</h1>`, "Heading"},
-		{"twitter:title does not count", `<meta name="twitter:title" content="TW">`, `<p>x</p>`, ""},
+		{"twitter:title", `<meta name="twitter:title" content="TW">`, `<p>x</p>`, "TW"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,8 +88,22 @@ func TestMetadataFields(t *testing.T) {
 			func(p *airlock.Page) string { return want(p.Canonical, "https://example.com/canonical/path") }},
 		{"canonical from og:url", `<meta property="og:url" content="https://example.com/og">`,
 			func(p *airlock.Page) string { return want(p.Canonical, "https://example.com/og") }},
-		{"site name from og", `<meta property="og:site_name" content="OG Site">` + ld,
+		{"site name from og", `<meta property="og:site_name" content="OG Site">`,
 			func(p *airlock.Page) string { return want(p.SiteName, "OG Site") }},
+		{"site name from JSON-LD before og", `<meta property="og:site_name" content="OG Site">` + ld,
+			func(p *airlock.Page) string { return want(p.SiteName, "LD Publisher") }},
+		{"site name from twitter:site", `<meta name="twitter:site" content="@handle">`,
+			func(p *airlock.Page) string { return want(p.SiteName, "handle") }},
+		{"published normalised", `<meta property="article:published_time" content="2021-11-01T10:52:50+0100">`,
+			func(p *airlock.Page) string { return want(p.Published, "2021-11-01T10:52:50+01:00") }},
+		{"published from DC", `<meta name="DC.Date.Issued" content="2014-12-15">`,
+			func(p *airlock.Page) string { return want(p.Published, "2014-12-15") }},
+		{"unreadable date skipped", `<meta property="article:published_time" content="soon"><meta name="date" content="March 5, 2024">`,
+			func(p *airlock.Page) string { return want(p.Published, "2024-03-05") }},
+		{"author from dc:creator before author", `<meta name="author" content="Meta Author"><meta property="dc:creator" content="DC Author">`,
+			func(p *airlock.Page) string { return want(p.Author, "DC Author") }},
+		{"JSON-LD in CDATA", `<script type="application/ld+json"><![CDATA[{"@type":"Article","datePublished":"2018-04-05T06:00"}]]></script>`,
+			func(p *airlock.Page) string { return want(p.Published, "2018-04-05T06:00:00") }},
 		{"site name from JSON-LD publisher", ld, func(p *airlock.Page) string { return want(p.SiteName, "LD Publisher") }},
 		{"authors from JSON-LD", ld + `<meta name="author" content="Meta Author">`,
 			func(p *airlock.Page) string { return want(p.Author, "Ada Lovelace, Alan Turing") }},
@@ -96,6 +115,7 @@ func TestMetadataFields(t *testing.T) {
 			func(p *airlock.Page) string { return want(p.Published, "2024-03-01T10:00:00Z") }},
 		{"published from article:published_time", `<meta property="article:published_time" content="2020-01-01T00:00:00Z">`,
 			func(p *airlock.Page) string { return want(p.Published, "2020-01-01T00:00:00Z") }},
+		{"<title> in meta as it is", ``, func(p *airlock.Page) string { return want(p.Meta["html:title"], "T") }},
 		{"JSON-LD fields in meta", ld, func(p *airlock.Page) string { return want(p.Meta["jsonld:headline"], "LD headline") }},
 		{"meta map keys", `<meta property="og:image" content="https://example.com/i.png"><meta name="Twitter:Card" content="summary"><meta name="og:image" content="second">`,
 			func(p *airlock.Page) string {

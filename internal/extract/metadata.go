@@ -27,8 +27,23 @@ const (
 )
 
 // metadata fills the metadata fields of p from the parsed document: title,
-// description, lang, canonical, site name, author, published, meta,
+// description, lang, canonical, site name, author, published, kind, meta,
 // headings and links.
+//
+// Sources, first found wins:
+//   - title: the article's headline when the page marks one (JSON-LD
+//     headline of an article, Dublin Core, og:title, twitter:title, an
+//     itemprop=headline element, an h1 the <title> begins with), else
+//     the <title> without its site name, else the first h1;
+//   - author: JSON-LD author names, dc:creator, author, parsely-author,
+//     article:author (when not a URL), then bylines in the markup;
+//   - site name: the JSON-LD publisher, og:site_name, application-name,
+//     twitter:site;
+//   - published: JSON-LD datePublished, the publishing-date meta tags,
+//     <time> elements marked as the publishing date, then a date line
+//     near the headline, in ISO 8601 (see normalizeDate);
+//   - lang: <html lang>, Content-Language, dc:language, JSON-LD
+//     inLanguage, og:locale.
 func metadata(doc *html.Node, base *url.URL, p *airlock.Page) {
 	d := goquery.NewDocumentFromNode(doc)
 	p.Meta = metaMap(d)
@@ -38,29 +53,65 @@ func metadata(doc *html.Node, base *url.URL, p *airlock.Page) {
 			p.Meta[k] = v
 		}
 	}
+	m := func(keys ...string) string {
+		for _, k := range keys {
+			if v := collapse(p.Meta[k]); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
 
-	p.Title = firstNonEmpty(documentTitle(d), p.Meta["og:title"], firstH1(d))
+	docTitle := documentTitle(d)
+	if docTitle != "" && len(p.Meta) < maxMetaEntries {
+		// The <title> as it is, for callers that want it rather than the
+		// headline (Firecrawl's metadata.title).
+		p.Meta["html:title"] = clip(docTitle, maxMetaValue)
+	}
+	p.Title = firstNonEmpty(ld.title(docTitle),
+		m("dc:title", "dc.title", "dcterm:title", "dcterms:title", "dcterms.title", "og:title",
+			"weibo:article:title", "weibo:webpage:title", "title", "twitter:title", "parsely-title"),
+		markedHeadline(d), cleanTitle(docTitle, d), firstH1(d))
 	// Readability's order: the description written for sharing first.
-	p.Description = firstNonEmpty(p.Meta["dc:description"], p.Meta["dcterm:description"], p.Meta["dc.description"],
-		p.Meta["dcterms.description"], p.Meta["og:description"],
-		p.Meta["description"], p.Meta["twitter:description"], ld.description)
+	p.Description = firstNonEmpty(m("dc:description", "dcterm:description", "dc.description",
+		"dcterms.description", "og:description", "description", "twitter:description"), ld.description)
 	p.Lang = firstNonEmpty(attrOf(d.Find("html").First(), "lang"), attrOf(d.Find("html").First(), "xml:lang"),
-		p.Meta["content-language"], p.Meta["dc.language"])
+		m("content-language", "dc.language", "dc:language", "language"), ld.lang,
+		strings.ReplaceAll(m("og:locale"), "_", "-"))
 	if c, ok := d.Find(`link[rel~="canonical"][href]`).First().Attr("href"); ok {
 		p.Canonical = absURL(base, c)
 	}
 	if p.Canonical == "" && p.Meta["og:url"] != "" {
 		p.Canonical = absURL(base, p.Meta["og:url"])
 	}
-	p.SiteName = firstNonEmpty(p.Meta["og:site_name"], ld.publisher, p.Meta["application-name"], p.Meta["twitter:site"])
-	p.Author = firstNonEmpty(ld.author, p.Meta["author"], nonURL(p.Meta["article:author"]), p.Meta["dc.creator"],
-		p.Meta["parsely-author"], p.Meta["sailthru.author"], domAuthor(d))
-	p.Published = firstNonEmpty(ld.published, p.Meta["article:published_time"], p.Meta["og:published_time"],
-		p.Meta["datepublished"], p.Meta["publishdate"], p.Meta["publish-date"], p.Meta["pubdate"],
-		p.Meta["parsely-pub-date"], p.Meta["sailthru.date"], p.Meta["dc.date.issued"], p.Meta["dc.date"],
-		p.Meta["dcterms.date"], p.Meta["date"], domPublished(d))
+	p.SiteName = firstNonEmpty(ld.publisher, m("og:site_name", "application-name"),
+		strings.TrimPrefix(m("twitter:site"), "@"))
+	p.Title = trimSiteName(p.Title, p.SiteName)
+	p.Author = firstNonEmpty(nonURL(ld.author), nonURL(m("dc:creator", "dc.creator", "dcterm:creator", "dcterms:creator",
+		"dcterms.creator", "author", "citation_author", "parsely-author", "sailthru.author")), nonURL(m("article:author")), domAuthor(d))
+	p.Published = firstNonEmpty(normalizeDate(ld.published),
+		metaDate(p.Meta, "article:published_time", "og:published_time", "article:published", "datepublished",
+			"publishdate", "publish-date", "publish_date", "pubdate", "parsely-pub-date", "sailthru.date",
+			"dc.date.issued", "dcterms.issued", "dc:date", "dc.date", "dcterms.date", "dcterms.created",
+			"citation_publication_date", "citation_date", "date", "article.published", "article_date_original",
+			"originalpublicationdate"),
+		domPublished(doc, p.Title))
+	p.Kind = pageKind(doc, ld, p.Meta, p.Published != "")
 	p.Headings = headings(doc, p)
 	p.Links = links(doc, base, p)
+}
+
+// metaDate is the first of the meta values named by keys that reads as a
+// date, in ISO 8601.
+func metaDate(meta map[string]string, keys ...string) string {
+	for _, k := range keys {
+		if v := meta[k]; v != "" {
+			if d := normalizeDate(v); d != "" {
+				return d
+			}
+		}
+	}
+	return ""
 }
 
 func firstNonEmpty(vs ...string) string {
@@ -127,8 +178,18 @@ func firstH1(d *goquery.Document) string {
 	return t
 }
 
+// authorKey reports the meta names a page repeats, one per author.
+func authorKey(k string) bool {
+	switch k {
+	case "author", "dc.creator", "dc:creator", "dcterms.creator", "citation_author":
+		return true
+	}
+	return false
+}
+
 // metaMap collects <meta> name/property/itemprop/http-equiv → content, keys
-// lower-cased; the first occurrence of a key wins.
+// lower-cased; the first occurrence of a key wins, except that the
+// authors of authorKey names are joined with "; ".
 func metaMap(d *goquery.Document) map[string]string {
 	m := map[string]string{}
 	d.Find("meta").EachWithBreak(func(_ int, s *goquery.Selection) bool {
@@ -149,8 +210,10 @@ func metaMap(d *goquery.Document) map[string]string {
 			keys, _ := s.Attr(attr)
 			// property="og:title twitter:title" declares two keys.
 			for _, k := range strings.Fields(strings.ToLower(keys)) {
-				if _, seen := m[k]; !seen {
+				if old, seen := m[k]; !seen {
 					m[k] = content
+				} else if authorKey(k) && len(old)+len(content) < maxMetaValue && !strings.Contains("; "+old+"; ", "; "+content+"; ") {
+					m[k] = old + "; " + content // one author per tag: all of them
 				}
 			}
 		}
@@ -161,7 +224,51 @@ func metaMap(d *goquery.Document) map[string]string {
 
 // ldFields are the article fields found in JSON-LD.
 type ldFields struct {
-	headline, author, published, modified, publisher, description string
+	headline, name, author, published, modified, publisher, description, lang string
+	// article is set when the fields come from an article type (not a
+	// bare web page).
+	article bool
+	// types are the lower-cased schema.org types of the document's
+	// top-level objects, at most maxLDTypes.
+	types []string
+}
+
+const maxLDTypes = 16
+
+// title is the article's headline from JSON-LD, or "". When the headline
+// and the name differ, the one that matches the document's title wins,
+// the headline when neither or both do: some pages put their site's name
+// in one of them.
+func (f ldFields) title(docTitle string) string {
+	if !f.article {
+		return ""
+	}
+	if f.headline != "" && f.name != "" && f.headline != f.name && docTitle != "" {
+		if similarity(docTitle, f.name) > 0.75 && similarity(docTitle, f.headline) <= 0.75 {
+			return f.name
+		}
+	}
+	return firstNonEmpty(f.headline, f.name)
+}
+
+// similarity is the share of b's word characters that are words of a too
+// (case-insensitive): 1 when a holds every word of b.
+func similarity(a, b string) float64 {
+	in := map[string]bool{}
+	for _, w := range words(strings.ToLower(a)) {
+		in[w] = true
+	}
+	var all, missing int
+	for _, w := range words(strings.ToLower(b)) {
+		all += len(w) + 1
+		if !in[w] {
+			missing += len(w) + 1
+		}
+	}
+	if all == 0 {
+		return 0
+	}
+	return 1 - float64(missing)/float64(all)
 }
 
 func (f ldFields) meta() map[string]string {
@@ -195,6 +302,7 @@ var articleTypes = map[string]bool{
 
 func jsonLD(d *goquery.Document) ldFields {
 	var f ldFields
+	var types []string
 	var best int // rank of the object f came from: article types beat web pages
 	n := 0
 	d.Find(`script[type="application/ld+json"]`).EachWithBreak(func(_ int, s *goquery.Selection) bool {
@@ -206,17 +314,26 @@ func jsonLD(d *goquery.Document) ldFields {
 		raw = strings.TrimSpace(raw)
 		raw = strings.TrimSuffix(strings.TrimPrefix(raw, "<!--"), "-->")
 		raw = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(raw), "//<![CDATA["), "//]]>")
+		raw = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(raw), "<![CDATA["), "]]>")
 		var v any
 		if json.Unmarshal([]byte(raw), &v) != nil {
 			return n < maxJSONLDBlocks
 		}
 		for _, obj := range ldObjects(v, 0) {
+			for _, t := range ldTypes(obj) {
+				if len(types) < maxLDTypes {
+					types = append(types, t)
+				}
+			}
 			rank := ldRank(obj)
 			if rank == 0 || rank <= best {
 				continue
 			}
 			g := ldFields{
-				headline:    firstNonEmpty(ldString(obj["headline"]), ldString(obj["name"])),
+				headline:    ldString(obj["headline"]),
+				name:        ldString(obj["name"]),
+				lang:        ldString(obj["inLanguage"]),
+				article:     rank == 2,
 				author:      ldNames(obj["author"], 0),
 				published:   ldString(obj["datePublished"]),
 				modified:    ldString(obj["dateModified"]),
@@ -230,6 +347,7 @@ func jsonLD(d *goquery.Document) ldFields {
 		}
 		return n < maxJSONLDBlocks
 	})
+	f.types = types
 	return f
 }
 
@@ -259,19 +377,7 @@ func ldObjects(v any, depth int) []map[string]any {
 // 0 otherwise.
 func ldRank(obj map[string]any) int {
 	rank := 0
-	var types []string
-	switch t := obj["@type"].(type) {
-	case string:
-		types = []string{t}
-	case []any:
-		for _, e := range t {
-			if s, ok := e.(string); ok {
-				types = append(types, s)
-			}
-		}
-	}
-	for _, t := range types {
-		t = strings.ToLower(t[strings.LastIndexAny(t, "/:")+1:])
+	for _, t := range ldTypes(obj) {
 		switch {
 		case t == "webpage" || t == "creativework" || t == "recipe" || t == "review" || t == "posting":
 			rank = max(rank, 1)
@@ -280,6 +386,28 @@ func ldRank(obj map[string]any) int {
 		}
 	}
 	return rank
+}
+
+// ldTypes are the object's @type values, lower case, without a vocabulary
+// prefix.
+func ldTypes(obj map[string]any) []string {
+	var types []string
+	add := func(t string) {
+		if t = strings.ToLower(t[strings.LastIndexAny(t, "/:")+1:]); t != "" {
+			types = append(types, t)
+		}
+	}
+	switch t := obj["@type"].(type) {
+	case string:
+		add(t)
+	case []any:
+		for _, e := range t {
+			if s, ok := e.(string); ok && len(types) < maxLDTypes {
+				add(s)
+			}
+		}
+	}
+	return types
 }
 
 func ldString(v any) string {
@@ -320,11 +448,15 @@ func ldNames(v any, depth int) string {
 	return ""
 }
 
-// domAuthor finds a byline in the markup: rel=author links and
-// itemprop=author elements.
+// maxByline bounds a byline found in the markup: longer text is an author
+// box, not a byline.
+const maxByline = 100
+
+// domAuthor finds a byline in the markup: itemprop=author and rel=author
+// elements first, then elements whose class or id says byline or author.
 func domAuthor(d *goquery.Document) string {
 	var a string
-	d.Find(`[itemprop~="author"], a[rel~="author"], [rel~="author"]`).EachWithBreak(func(_ int, s *goquery.Selection) bool {
+	pick := func(_ int, s *goquery.Selection) bool {
 		if n := s.Find(`[itemprop~="name"]`).First(); n.Length() > 0 {
 			a = collapse(n.Text())
 		} else if v, ok := s.Attr("content"); ok {
@@ -332,21 +464,415 @@ func domAuthor(d *goquery.Document) string {
 		} else {
 			a = collapse(s.Text())
 		}
-		if len(a) > 100 {
+		a = trimBy(a)
+		if len(a) > maxByline || nonURL(a) == "" {
 			a = ""
 		}
 		return a == ""
-	})
+	}
+	d.Find(`[itemprop~="author"], a[rel~="author"], [rel~="author"]`).EachWithBreak(pick)
+	if a == "" {
+		a = classByline(d.Nodes[0])
+	}
 	return a
 }
 
-func domPublished(d *goquery.Document) string {
+// maxBylineCandidates bounds the elements classByline considers.
+const maxBylineCandidates = 256
+
+// classByline is the text of the innermost element whose class or id says
+// byline or author (a byline box holds the name, a "By" and a date in
+// elements of their own), near the first h1 first: a page lists other
+// authors elsewhere.
+func classByline(doc *html.Node) string {
+	var cands []*html.Node
+	var h1 *html.Node
+	walkElements(doc, func(n *html.Node) bool {
+		switch tagAtom(n) {
+		case atom.Script, atom.Style, atom.Template, atom.Noscript, atom.Head, atom.Svg:
+			return false
+		case atom.H1:
+			if h1 == nil {
+				h1 = n
+			}
+		case atom.Img, atom.Html, atom.Body:
+			return true
+		}
+		if len(cands) < maxBylineCandidates && bylineMarked(n) {
+			cands = append(cands, n)
+		}
+		return true
+	})
+	var near *html.Node
+	if h1 != nil {
+		near = h1.Parent
+		for k := 0; k < 3 && near != nil && near.Parent != nil && tagAtom(near.Parent) != atom.Body && tagAtom(near.Parent) != atom.Html; k++ {
+			near = near.Parent
+		}
+	}
+	pick := func(inNear bool) string {
+		for i, n := range cands {
+			// Document order: a candidate's descendants follow it.
+			if i+1 < len(cands) && within(cands[i+1], n) {
+				continue
+			}
+			if inNear && (near == nil || !within(n, near)) {
+				continue
+			}
+			if a := trimBy(collapse(textOf(n))); a != "" && len(a) <= maxByline && nonURL(a) != "" {
+				return a
+			}
+		}
+		return ""
+	}
+	if a := pick(true); a != "" {
+		return a
+	}
+	return pick(false)
+}
+
+// bylineMarked reports an element whose class or id says byline or author.
+func bylineMarked(n *html.Node) bool {
+	for _, at := range n.Attr {
+		if at.Namespace != "" || at.Key != "class" && at.Key != "id" {
+			continue
+		}
+		v := strings.ToLower(at.Val)
+		if strings.Contains(v, "byline") || strings.Contains(v, "author") || strings.Contains(v, "writtenby") {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports n at or under root.
+func within(n, root *html.Node) bool {
+	for k := 0; n != nil && k <= maxTextDepth; n, k = n.Parent, k+1 {
+		if n == root {
+			return true
+		}
+	}
+	return false
+}
+
+// trimBy cuts the "By" a byline begins with.
+func trimBy(s string) string {
+	switch strings.ToLower(s) {
+	case "by", "par", "von", "por", "door", "di", "author", "authors", "written by":
+		return ""
+	}
+	for _, p := range [...]string{"By ", "by ", "BY ", "Par ", "par ", "Von ", "von ", "Por ", "por ", "Door ", "Di "} {
+		if strings.HasPrefix(s, p) {
+			return strings.TrimSpace(s[len(p):])
+		}
+	}
+	return s
+}
+
+// maxTitleSeps bounds the separators cleanTitle looks at.
+const maxTitleSeps = 16
+
+// titleSeps separate a page's title from its site's name in <title>.
+var titleSeps = [...]string{" | ", " - ", " – ", " — ", " \\ ", " / ", " > ", " » ", " · ", " :: "}
+
+// trimSiteName cuts the site's name off the end (or the start) of a
+// title, with the separator between them: "Headline | Site" is
+// "Headline" when the site is called Site.
+func trimSiteName(title, site string) string {
+	if site == "" || len(site) >= len(title) {
+		return title
+	}
+	lt, ls := strings.ToLower(title), strings.ToLower(site)
+	for _, sep := range titleSeps {
+		if strings.HasSuffix(lt, sep+ls) {
+			if t := strings.TrimSpace(title[:len(title)-len(sep)-len(site)]); len(strings.Fields(t)) >= 2 {
+				return t
+			}
+		}
+		if strings.HasPrefix(lt, ls+sep) {
+			if t := strings.TrimSpace(title[len(site)+len(sep):]); len(strings.Fields(t)) >= 2 {
+				return t
+			}
+		}
+	}
+	return title
+}
+
+// markedHeadline is the text of the element the page marks as its
+// headline with itemprop=headline, or "".
+func markedHeadline(d *goquery.Document) string {
 	var t string
-	d.Find(`time[itemprop~="datePublished"], [itemprop~="datePublished"], time[pubdate]`).EachWithBreak(func(_ int, s *goquery.Selection) bool {
-		t = firstNonEmpty(attrOf(s, "datetime"), attrOf(s, "content"), s.Text())
+	d.Find(`[itemprop~="headline"]`).EachWithBreak(func(_ int, s *goquery.Selection) bool {
+		if s.Is("meta") {
+			t = attrOf(s, "content")
+		} else {
+			t = collapse(textOf(s.Nodes[0]))
+		}
+		if len(t) > maxHeadingText {
+			t = ""
+		}
 		return t == ""
 	})
 	return t
+}
+
+// cleanTitle takes the site's name off a page's <title>: the h1 the title
+// begins with when there is one, else the title cut at its separators the
+// way Readability does (the part before the last separator, or after the
+// first when that leaves too few words; after a colon when the part before
+// it is short), else the title as it is.
+func cleanTitle(title string, d *goquery.Document) string {
+	if title == "" {
+		return ""
+	}
+	lt := strings.ToLower(title)
+	var h1s []string
+	d.Find("h1, h2").EachWithBreak(func(i int, s *goquery.Selection) bool {
+		if h := collapse(textOf(s.Nodes[0])); h != "" {
+			if s.Is("h1") {
+				h1s = append(h1s, h)
+			}
+			if lh := strings.ToLower(h); strings.HasPrefix(lt, lh) && len(lh) < len(lt) && len(words(h)) >= 2 {
+				for _, sep := range titleSeps {
+					if strings.HasPrefix(lt[len(lh):], sep) {
+						title = h // the page's headline, then the site
+						lt = ""
+						return false
+					}
+				}
+			}
+		}
+		return i < 32
+	})
+	if lt == "" {
+		return title
+	}
+	orig := title
+	first, last := -1, -1
+	n := 0
+	for i := 0; i < len(title) && n < maxTitleSeps; {
+		found := false
+		for _, sep := range titleSeps {
+			if strings.HasPrefix(title[i:], sep) {
+				if first < 0 {
+					first = i
+				}
+				last = i
+				n++
+				i += len(sep)
+				found = true
+				break
+			}
+		}
+		if !found {
+			i++
+		}
+	}
+	hierarchical := strings.ContainsAny(title, "\\/>»")
+	switch {
+	case first >= 0:
+		t := title[:last]
+		if len(strings.Fields(t)) < 3 {
+			t = title[first:]
+			t = t[strings.IndexByte(t[1:], ' ')+2:]
+		}
+		title = t
+	case strings.Contains(title, ": "):
+		if !headingEquals(d, title) {
+			t := title[strings.LastIndex(title, ":")+1:]
+			if len(strings.Fields(t)) < 3 {
+				t = title[strings.Index(title, ":")+1:]
+			} else if len(strings.Fields(title[:strings.Index(title, ":")])) > 5 {
+				t = title
+			}
+			title = t
+		}
+	case len(title) > 150 || len(title) < 15:
+		if len(h1s) == 1 {
+			title = h1s[0]
+		}
+	}
+	title = collapse(title)
+	if wc := len(strings.Fields(title)); wc <= 4 && (!hierarchical || wc != sepFreeWords(orig)-1) {
+		title = orig
+	}
+	return title
+}
+
+// sepFreeWords counts the words of t without its separators.
+func sepFreeWords(t string) int {
+	return len(strings.Fields(strings.Map(func(r rune) rune {
+		if strings.ContainsRune("|-–—\\/>»", r) {
+			return -1
+		}
+		return r
+	}, t)))
+}
+
+// headingEquals reports an h1 or h2 whose text is t.
+func headingEquals(d *goquery.Document, t string) bool {
+	found := false
+	d.Find("h1, h2").EachWithBreak(func(i int, s *goquery.Selection) bool {
+		found = collapse(textOf(s.Nodes[0])) == t
+		return !found && i < 64
+	})
+	return found
+}
+
+// maxDateLineWindow is how much text after the headline domPublished
+// reads for a date line.
+const (
+	maxDateLineWindow = 1500
+	maxDateLine       = 200
+)
+
+// domPublished finds the publishing date in the markup: an element marked
+// itemprop=datePublished or a <time pubdate>, else the first <time
+// datetime> or date line in the text that follows the headline (the
+// h1-h3 that is the title, else the first h1).
+func domPublished(doc *html.Node, title string) string {
+	var date string
+	var h1, firstH1 *html.Node
+	walkElements(doc, func(n *html.Node) bool {
+		if date != "" {
+			return false
+		}
+		switch tagAtom(n) {
+		case atom.Script, atom.Style, atom.Template, atom.Noscript:
+			return false
+		case atom.H1, atom.H2, atom.H3:
+			if firstH1 == nil && tagAtom(n) == atom.H1 {
+				firstH1 = n
+			}
+			// The headline: the first h1-h3 whose text is the title.
+			if h1 == nil && title != "" && strings.EqualFold(collapse(textOf(n)), title) {
+				h1 = n
+			}
+			return false
+		}
+		if strings.Contains(strings.ToLower(attrValue(n, "itemprop")), "datepublished") {
+			date = firstNonEmpty(normalizeDate(attrValue(n, "datetime")), normalizeDate(attrValue(n, "content")),
+				normalizeDate(collapse(textOf(n))), findDate(collapse(textOf(n))))
+			return false
+		}
+		if tagAtom(n) == atom.Time {
+			if _, ok := attr(n, "pubdate"); ok {
+				date = firstNonEmpty(normalizeDate(attrValue(n, "datetime")), findDate(collapse(textOf(n))))
+			}
+			return false
+		}
+		return true
+	})
+	if date != "" {
+		return date
+	}
+	if h1 == nil {
+		h1 = firstH1
+	}
+	if h1 == nil {
+		return ""
+	}
+	return dateAfter(h1)
+}
+
+// dateAfter reads the document after n, in order, for the first <time
+// datetime> or short line of text holding a date, within
+// maxDateLineWindow bytes of text.
+func dateAfter(n *html.Node) string {
+	seen, steps := 0, 0
+	var date string
+	stop := false
+	visit := func(c *html.Node) bool {
+		if stop {
+			return false
+		}
+		if steps++; steps > 4096 {
+			stop = true
+			return false
+		}
+		switch c.Type {
+		case html.TextNode:
+			t := strings.TrimSpace(c.Data)
+			if t == "" {
+				return false
+			}
+			seen += len(t)
+			if len(t) <= maxDateLine && textLen(blockOf(c), maxDateLine+1) <= maxDateLine {
+				date = findDate(t)
+			}
+			stop = date != "" || seen >= maxDateLineWindow
+			return false
+		case html.ElementNode:
+			switch tagAtom(c) {
+			case atom.Script, atom.Style, atom.Template, atom.Noscript:
+				return false
+			case atom.Time:
+				date = firstNonEmpty(normalizeDate(attrValue(c, "datetime")), findDate(collapse(textOf(c))))
+				stop = date != ""
+			}
+		}
+		return !stop
+	}
+	// Walk forward from n: its following siblings' subtrees, then its
+	// ancestors' following siblings'.
+	for cur := n; cur != nil && !stop; cur = cur.Parent {
+		for s := cur.NextSibling; s != nil && !stop; s = s.NextSibling {
+			walkNodes(s, visit)
+		}
+	}
+	return date
+}
+
+// textLen is the length of the text under n (each text node trimmed),
+// without scripts and styles, counted up to limit.
+func textLen(n *html.Node, limit int) int {
+	l := 0
+	var walk func(n *html.Node, depth int)
+	walk = func(n *html.Node, depth int) {
+		for c := n.FirstChild; c != nil && l < limit && depth < maxTextDepth; c = c.NextSibling {
+			switch c.Type {
+			case html.TextNode:
+				l += len(strings.TrimSpace(c.Data))
+			case html.ElementNode:
+				switch tagAtom(c) {
+				case atom.Script, atom.Style, atom.Template, atom.Noscript:
+					continue
+				}
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(n, 0)
+	return l
+}
+
+// blockOf is the nearest ancestor of n that is not an inline element.
+func blockOf(n *html.Node) *html.Node {
+	for p := n.Parent; p != nil; p = p.Parent {
+		switch tagAtom(p) {
+		case atom.A, atom.Span, atom.Em, atom.Strong, atom.B, atom.I, atom.Time, atom.Small, atom.Abbr, atom.Font, atom.U:
+			continue
+		}
+		return p
+	}
+	return n
+}
+
+// walkNodes is walkElements for every node, text included: visit sees
+// each node in document order and descends into an element's children
+// only when it returns true.
+func walkNodes(n *html.Node, visit func(*html.Node) bool) {
+	stack := []*html.Node{n}
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if !visit(c) {
+			continue
+		}
+		for k := c.LastChild; k != nil; k = k.PrevSibling {
+			stack = append(stack, k)
+		}
+	}
 }
 
 // headings lists the h1-h3 of the document in order.

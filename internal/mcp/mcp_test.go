@@ -280,13 +280,13 @@ func TestWebFetch(t *testing.T) {
 	cs := inMemory(t, newEngine(t, loopback))
 	out := mustOK(t, call(t, cs, ToolFetch, map[string]any{"url": srv.URL + "/a"}))
 	// The page's own heading and URL, not a header repeating them.
-	if !strings.HasPrefix(out, "# Page /a\n\n<"+srv.URL+"/a>\n") || !strings.Contains(out, "readable words") ||
+	if !strings.HasPrefix(out, "# Page /a\n\n<"+srv.URL+"/a>\n\nKind: article · Language: en\n") || !strings.Contains(out, "readable words") ||
 		strings.Contains(out, "truncated") || strings.Contains(out, "Content: characters") {
 		t.Errorf("web_fetch /a:\n%s", out)
 	}
 	formats := []struct{ format, prefix string }{
-		{"text", "Page /a\n" + srv.URL + "/a\n\nPlenty of readable words"},
-		{"org", "* Page /a :source:point:\n:PROPERTIES:\n"},
+		{"text", "Page /a\n" + srv.URL + "/a\nKind: article · Language: en\n\nPlenty of readable words"},
+		{"org", "* Page /a :source:point:\n:PROPERTIES:\n:URL: " + srv.URL + "/a\n:HOST: 127.0.0.1\n:KIND: article\n"},
 		{"json", "{\n  \"url\": \"" + srv.URL + "/a\""},
 		{"md", "# Page /a\n"},
 	}

@@ -121,7 +121,8 @@ func addBrowseTools(s *sdkmcp.Server) {
 		Name:  ToolFetch,
 		Title: "Fetch a web page",
 		Description: "Fetch one web page through Airlock's egress policy and return its main content, by default as markdown, " +
-			"headed by its title and final URL (after redirects), or with raw=true the response body as it came. Long pages come in parts of max_length characters: " +
+			"headed by its title, final URL (after redirects) and a line of what the page is (Kind: article, listing or other) and its author, site, " +
+			"publishing date and language when known, or with raw=true the response body as it came. Long pages come in parts of max_length characters: " +
 			"a reply that ends with <content truncated: N characters remain; call web_fetch with start_index=K to continue> " +
 			"has more, and calling again with start_index=K returns the next part. Refused targets (private addresses, deny lists), " +
 			"HTTP errors and bot walls are error results with a code and a reason.",

@@ -79,15 +79,21 @@ func ParseFormat(format string) (string, error) {
 //
 //   - json: the Page as one indented JSON object;
 //   - jsonl: the Page as one line of JSON;
-//   - md (alias markdown): "# Title", the URL, then p.Markdown, or p.Text
-//     with Markdown syntax escaped when p.Markdown is empty;
-//   - text: the title, the URL, a blank line and p.Text;
-//   - org: one node tagged :source:point: with a :URL: and :HOST:
-//     properties drawer, the description, then "** outline", "** links"
+//   - md (alias markdown): "# Title", the URL, the metadata line, then
+//     p.Markdown, or p.Text with Markdown syntax escaped when p.Markdown
+//     is empty;
+//   - text: the title, the URL, the metadata line, a blank line and
+//     p.Text;
+//   - org: one node tagged :source:point: with a properties drawer (:URL:,
+//     :HOST:, and :KIND:, :AUTHOR:, :SITE:, :PUBLISHED:, :LANG: when the
+//     page has them), the description, then "** outline", "** links"
 //     (at most airlock.OrgMaxLinks) and "** text" (at most
 //     airlock.OrgMaxText characters); empty sections are left out.
 //
-// An empty title renders as the URL. Render is safe for concurrent use. It
+// The metadata line names what the page has of kind, author, site name,
+// publishing date and language: "Kind: article · Author: Ann · Site:
+// Example · Published: 2024-03-05 · Language: en"; a page with none of
+// them has none. An empty title renders as the URL. Render is safe for concurrent use. It
 // returns an *airlock.Error with code invalid for an unknown format, and
 // the writer's error, wrapped, when a write fails; it writes nothing for an
 // unknown format or a nil page.
@@ -464,6 +470,39 @@ func pageTitle(p *airlock.Page) string {
 	return "untitled"
 }
 
+// maxMetaLineValue bounds each value of the metadata line.
+const maxMetaLineValue = 200
+
+// metaField is one labelled value of a page's metadata.
+type metaField struct{ label, prop, value string }
+
+// pageMeta lists the metadata of p that the renderers show, each value on
+// one line, in a fixed order, leaving out empty ones.
+func pageMeta(p *airlock.Page) []metaField {
+	var out []metaField
+	for _, f := range [...]metaField{
+		{"Kind", "KIND", p.Kind},
+		{"Author", "AUTHOR", p.Author},
+		{"Site", "SITE", p.SiteName},
+		{"Published", "PUBLISHED", p.Published},
+		{"Language", "LANG", p.Lang},
+	} {
+		if f.value = cutLine(renderOneLine(f.value), maxMetaLineValue); f.value != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// metaLine is the metadata line of p, each value passed through esc, or "".
+func metaLine(p *airlock.Page, esc func(string) string) string {
+	var parts []string
+	for _, f := range pageMeta(p) {
+		parts = append(parts, f.label+": "+esc(f.value))
+	}
+	return strings.Join(parts, " · ")
+}
+
 // ---- text ----
 
 func writeTextPage(b *bytes.Buffer, p *airlock.Page) {
@@ -471,6 +510,10 @@ func writeTextPage(b *bytes.Buffer, p *airlock.Page) {
 	b.WriteByte('\n')
 	if u := renderOneLine(p.URL); u != "" {
 		b.WriteString(u)
+		b.WriteByte('\n')
+	}
+	if m := metaLine(p, func(s string) string { return s }); m != "" {
+		b.WriteString(m)
 		b.WriteByte('\n')
 	}
 	if t := renderClean(p.Text); t != "" {
@@ -512,6 +555,9 @@ func writeMarkdownPage(b *bytes.Buffer, p *airlock.Page) {
 	b.WriteString("# " + mdHeading(pageTitle(p)) + "\n")
 	if u := renderOneLine(p.URL); u != "" {
 		b.WriteString("\n" + mdURL(u) + "\n")
+	}
+	if m := metaLine(p, mdInline); m != "" {
+		b.WriteString("\n" + m + "\n")
 	}
 	if md := strings.Trim(renderSanitize(p.Markdown), "\n"); strings.TrimSpace(md) != "" {
 		b.WriteString("\n" + md + "\n")
@@ -631,6 +677,9 @@ func writeOrgPage(b *bytes.Buffer, p *airlock.Page) {
 	}
 	if h := urlHost(p.URL); h != "" {
 		b.WriteString(":HOST: " + h + "\n")
+	}
+	for _, f := range pageMeta(p) {
+		b.WriteString(":" + f.prop + ": " + orgPropertyValue(f.value) + "\n")
 	}
 	b.WriteString(":END:\n")
 	if d := orgParagraph(p.Description); d != "" && !opensWith(p.Text, p.Description) {

@@ -1159,3 +1159,31 @@ func TestRenderOrgLeadOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderMetaLine: the metadata line names what the page has, in a
+// fixed order, and is left out when the page has none of it.
+func TestRenderMetaLine(t *testing.T) {
+	t.Parallel()
+	p := &airlock.Page{URL: "https://example.com/", Title: "T", Kind: "listing", Lang: "de", Text: "x"}
+	tests := []struct{ format, want string }{
+		{FormatMarkdown, "\nKind: listing · Language: de\n"},
+		{FormatText, "\nKind: listing · Language: de\n"},
+		{FormatOrg, "\n:KIND: listing\n:LANG: de\n:END:\n"},
+	}
+	for _, tt := range tests {
+		var b bytes.Buffer
+		if err := Render(&b, tt.format, p); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), tt.want) {
+			t.Errorf("%s: %q does not hold %q", tt.format, b.String(), tt.want)
+		}
+		var none bytes.Buffer
+		if err := Render(&none, tt.format, &airlock.Page{URL: "https://example.com/", Title: "T", Text: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(none.String(), "Kind") || strings.Contains(none.String(), "KIND") {
+			t.Errorf("%s: %q has a metadata line without metadata", tt.format, none.String())
+		}
+	}
+}

@@ -256,7 +256,7 @@ func TestScrapeFormats(t *testing.T) {
 	}
 	meta := data["metadata"].(map[string]any)
 	for k, want := range map[string]any{"title": "Doc A", "description": "About Doc A", "language": "en",
-		"sourceURL": url, "url": url, "statusCode": float64(200), "ogTitle": "OG Doc A"} {
+		"sourceURL": url, "url": url, "statusCode": float64(200), "ogTitle": "OG Doc A", "kind": "article"} {
 		if meta[k] != want {
 			t.Errorf("metadata.%s = %v, want %v", k, meta[k], want)
 		}

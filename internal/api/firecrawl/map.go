@@ -146,7 +146,7 @@ func mapLinks(seed string, pages []*airlock.Page, dropQuery, withLinks bool, sea
 		byURL[k] = &mapLink{URL: k, Title: title, Description: desc}
 	}
 	for _, pg := range pages {
-		add(pg.URL, pg.Title, pg.Description)
+		add(pg.URL, docTitle(pg), pg.Description)
 	}
 	for _, pg := range pages {
 		if !withLinks {
@@ -204,4 +204,13 @@ func seedError(sum *airlock.CrawlSummary) error {
 	}
 	e.DecisionID = sum.DecisionID
 	return e
+}
+
+// docTitle is the page's <title>, Firecrawl's title (Page.Title is the
+// headline, which extraction prefers), else Page.Title.
+func docTitle(p *airlock.Page) string {
+	if t := p.Meta["html:title"]; t != "" {
+		return t
+	}
+	return p.Title
 }

@@ -155,7 +155,7 @@ func TestOpenAPIFirecrawlSchemas(t *testing.T) {
 		}
 	}
 	meta := properties(schemas, schemas["FirecrawlMetadata"])
-	keys := []string{"title", "description", "language", "sourceURL", "url", "statusCode", "contentType", "scrapeId"}
+	keys := []string{"title", "description", "language", "sourceURL", "url", "statusCode", "contentType", "scrapeId", "kind"}
 	for _, k := range metaKeys {
 		keys = append(keys, k)
 	}

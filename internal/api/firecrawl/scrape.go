@@ -339,8 +339,11 @@ var metaKeys = map[string]string{
 // pageDocument builds the Document of a page for the formats fs.
 func pageDocument(p *airlock.Page, sourceURL string, fs formatSet) document {
 	md := map[string]any{
-		"title": p.Title, "description": p.Description, "language": p.Lang,
+		"title": docTitle(p), "description": p.Description, "language": p.Lang,
 		"sourceURL": sourceURL, "url": p.URL, "statusCode": p.Status, "contentType": p.ContentType,
+	}
+	if p.Kind != "" {
+		md["kind"] = p.Kind // article, listing or other: Airlock's, not Firecrawl's
 	}
 	for k, v := range p.Meta {
 		if key, ok := metaKeys[strings.ToLower(k)]; ok && v != "" {
