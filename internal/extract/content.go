@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	readability "codeberg.org/readeck/go-readability/v2"
-	trafilatura "github.com/markusmobius/go-trafilatura"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
@@ -106,24 +105,19 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 		rText = nodeText(rNode)
 	}
 
-	tNode, fromR := trafilaturaContent(doc, base, rNode)
+	tNode, fromR := ownContent(doc, rNode, rText)
 	if tNode != nil {
 		var ix *sourceIndex
-		if !fromR {
-			dropWholeDocumentBlock(tNode, doc)
-			ix = newSourceIndex(doc)
-			respace(tNode)
-			restoreSource(tNode, ix)
-		}
 		dedupeBlocks(tNode, doc)
 		if !fromR && rText != "" {
+			ix = newSourceIndex(doc)
 			trimToAgreement(tNode, rText)
 			fillGaps(tNode, rNode, ix)
 			dropMarked(tNode, newShingleSet(rText), ix)
 		}
 		dropTitleHeading(tNode, title)
 		c.text = nodeText(tNode)
-		c.node, c.source = tNode, "trafilatura"
+		c.node, c.source = tNode, "density"
 		if fromR {
 			c.source = "readability"
 		}
@@ -176,59 +170,6 @@ var wrapperTags = map[atom.Atom]bool{
 	atom.Body: true, atom.Main: true, atom.Article: true, atom.Section: true, atom.Div: true,
 }
 
-// dropWholeDocumentBlock removes the block trafilatura's last-resort
-// fallback adds on short pages: the text of the whole document, <title>
-// included, run together without separators ("BPage BThe second page.").
-// It is never content: what it holds is either in the other blocks or
-// comes back through the readable-body fallback, with its spacing.
-func dropWholeDocumentBlock(root, doc *html.Node) {
-	last := root.LastChild
-	for last != nil && last.Type != html.ElementNode {
-		last = last.PrevSibling
-	}
-	if last == nil {
-		return
-	}
-	block, ok := squeezedText(last, maxWholeDocumentBlock)
-	if !ok || block == "" {
-		return
-	}
-	if whole, ok := squeezedText(doc, len(block)); ok && whole == block {
-		root.RemoveChild(last)
-	}
-}
-
-// maxWholeDocumentBlock bounds dropWholeDocumentBlock: trafilatura takes
-// the whole document only when everything else gave under 100 characters,
-// so that block is short; longer last blocks are not compared.
-const maxWholeDocumentBlock = 4096
-
-// squeezedText is the text of n's text nodes (the DOM's textContent)
-// without any white space; ok is false once it would pass limit bytes,
-// so a large document is not walked to the end.
-func squeezedText(n *html.Node, limit int) (string, bool) {
-	var b strings.Builder
-	var walk func(*html.Node) bool
-	walk = func(n *html.Node) bool {
-		if n.Type == html.TextNode {
-			for _, f := range strings.Fields(n.Data) {
-				if b.Len()+len(f) > limit {
-					return false
-				}
-				b.WriteString(f)
-			}
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			if !walk(c) {
-				return false
-			}
-		}
-		return true
-	}
-	ok := walk(n)
-	return b.String(), ok
-}
-
 // readable runs readability on a copy of doc, under recover.
 func readable(doc *html.Node, base *url.URL) (node *html.Node, byline string) {
 	defer func() {
@@ -246,33 +187,28 @@ func readable(doc *html.Node, base *url.URL) (node *html.Node, byline string) {
 	return art.Node, art.Byline()
 }
 
-// trafilaturaContent runs go-trafilatura on doc (it works on copies) with
-// rNode as its readability candidate, under recover. fromR reports that
-// trafilatura chose that candidate.
-func trafilaturaContent(doc *html.Node, base *url.URL, rNode *html.Node) (node *html.Node, fromR bool) {
-	defer func() {
-		if recover() != nil {
-			node, fromR = nil, false
-		}
-	}()
-	candidate := rNode
-	if candidate == nil {
-		// An empty candidate keeps trafilatura from running its own,
-		// older copy of readability.
-		candidate = &html.Node{Type: html.ElementNode, Data: "div", DataAtom: atom.Div}
+// ownContent runs the density extractor on doc and chooses between its
+// result and readability's (rNode, its text rText), the way
+// go-trafilatura's fallback comparison does: readability's when the
+// density extractor found much less text. fromR reports that choice.
+func ownContent(doc, rNode *html.Node, rText string) (node *html.Node, fromR bool) {
+	dNode := densityContent(doc)
+	if rNode == nil {
+		return dNode, false
 	}
-	opts := trafilatura.Options{
-		OriginalURL:        base,
-		EnableFallback:     true,
-		FallbackCandidates: &trafilatura.FallbackCandidates{Readability: candidate},
-		HtmlDateMode:       trafilatura.Disabled, // dates come from the metadata
+	if dNode == nil {
+		return rNode, true
 	}
-	res, err := trafilatura.ExtractDocument(doc, opts)
-	if err != nil || res == nil || res.ContentNode == nil {
-		return nil, false
+	dLen, rLen := utf8.RuneCountInString(nodeText(dNode)), utf8.RuneCountInString(rText)
+	if float64(dLen) < densityFallbackRatio*float64(rLen) {
+		return rNode, true
 	}
-	return res.ContentNode, rNode != nil && res.ContentNode == rNode
+	return dNode, false
 }
+
+// densityFallbackRatio: the density extractor's result shorter than this
+// fraction of readability's is a miss.
+const densityFallbackRatio = 0.5
 
 // dedupeBlocks removes top-level blocks whose text is part of the text of
 // one of the blocks just before them, and a lead (not a heading) that the

@@ -323,18 +323,6 @@ func TestTextBlocks(t *testing.T) {
 	}
 }
 
-func TestRespace(t *testing.T) {
-	t.Parallel()
-	n, err := parseHTML([]byte(`<p>A packet to<em>craft</em>with care (<b>really</b>), and<a>link</a>.</p>`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	respace(n)
-	if got, wantT := nodeText(n), "A packet to craft with care (really), and link."; got != wantT {
-		t.Errorf("after respace: %q, want %q", got, wantT)
-	}
-}
-
 func TestDedupeBlocks(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
