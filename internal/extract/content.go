@@ -107,13 +107,10 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 
 	tNode, fromR := ownContent(doc, rNode, rText)
 	if tNode != nil {
-		var ix *sourceIndex
-		dedupeBlocks(tNode, doc)
-		if !fromR && rText != "" {
-			ix = newSourceIndex(doc)
-			trimToAgreement(tNode, rText)
-			fillGaps(tNode, rNode, ix)
-			dropMarked(tNode, newShingleSet(rText), ix)
+		if !fromR {
+			mergeReadable(doc, tNode, rNode, rText)
+		} else {
+			dedupeBlocks(tNode, doc)
 		}
 		dropTitleHeading(tNode, title)
 		c.text = nodeText(tNode)
@@ -134,7 +131,7 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 			}
 		}
 	}
-	if c.node != nil && c.source != "trafilatura" {
+	if c.node != nil && c.source != "density" {
 		// The fallbacks (short pages mostly) get the clean-up trafilatura's
 		// blocks got, on their innermost block list.
 		blocks := blockList(c.node)
@@ -143,6 +140,22 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 		c.text = nodeText(c.node)
 	}
 	return c
+}
+
+// mergeReadable merges readability's result (rNode, its text rText)
+// into the density extractor's (root, a list of blocks): repeated blocks
+// go; where the two agree on the article, root's trailing and leading
+// blocks readability does not share and its furniture go, and
+// readability's prose that root lacks comes back (merge.go).
+func mergeReadable(doc, root, rNode *html.Node, rText string) {
+	dedupeBlocks(root, doc)
+	if rNode == nil || rText == "" {
+		return
+	}
+	ix := newSourceIndex(doc)
+	trimToAgreement(root, rText)
+	fillGaps(root, rNode, ix)
+	dropMarked(root, newShingleSet(rText), ix)
 }
 
 // blockList is the element whose children are n's blocks: n, or the
@@ -188,27 +201,39 @@ func readable(doc *html.Node, base *url.URL) (node *html.Node, byline string) {
 }
 
 // ownContent runs the density extractor on doc and chooses between its
-// result and readability's (rNode, its text rText), the way
-// go-trafilatura's fallback comparison does: readability's when the
-// density extractor found much less text. fromR reports that choice.
+// result and readability's (rNode, its text rText) by how the two
+// overlap: readability's when the density result holds all of it and
+// much more besides (a comment thread or link lists around the article),
+// or when they share almost nothing (the density extractor took another
+// region of the page); the density result, to be merged with
+// readability's, otherwise. fromR reports readability's.
 func ownContent(doc, rNode *html.Node, rText string) (node *html.Node, fromR bool) {
 	dNode := densityContent(doc)
-	if rNode == nil {
+	if rNode == nil || strings.TrimSpace(rText) == "" {
 		return dNode, false
 	}
 	if dNode == nil {
 		return rNode, true
 	}
-	dLen, rLen := utf8.RuneCountInString(nodeText(dNode)), utf8.RuneCountInString(rText)
-	if float64(dLen) < densityFallbackRatio*float64(rLen) {
+	dText := nodeText(dNode)
+	rInD, _ := newShingleSet(dText).coverage(rText)
+	dInR, _ := newShingleSet(rText).coverage(dText)
+	switch {
+	case rInD >= chooseContained && dInR < chooseContained,
+		rInD < chooseDisjoint && dInR < chooseDisjoint:
 		return rNode, true
 	}
 	return dNode, false
 }
 
-// densityFallbackRatio: the density extractor's result shorter than this
-// fraction of readability's is a miss.
-const densityFallbackRatio = 0.5
+// Tuning of the choice between the two extractors: one text is in the
+// other when this fraction of its shingles are...
+const (
+	chooseContained = 0.8
+	// ...and the two took different parts of the page when less than
+	// this fraction of either's are in the other.
+	chooseDisjoint = 0.3
+)
 
 // dedupeBlocks removes top-level blocks whose text is part of the text of
 // one of the blocks just before them, and a lead (not a heading) that the
