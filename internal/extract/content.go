@@ -105,7 +105,11 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 		rText = nodeText(rNode)
 	}
 
-	tNode, fromR := ownContent(doc, rNode, rText)
+	tNode, fromR, d := ownContent(doc, rNode, rText)
+	share := d.share
+	if fromR {
+		share = 0
+	}
 	if tNode != nil {
 		if !fromR {
 			mergeReadable(doc, tNode, rNode, rText)
@@ -119,15 +123,29 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 			c.source = "readability"
 		}
 	}
-	if utf8.RuneCountInString(c.text) < airlock.MinMainContent && utf8.RuneCountInString(rText) > utf8.RuneCountInString(c.text) {
-		// trafilatura did not take readability's longer result (which it
-		// left untouched, since it did not choose it).
-		c.node, c.text, c.source = rNode, rText, "readability"
-	}
-	if utf8.RuneCountInString(c.text) < airlock.MinMainContent {
+	// A short result is the page's article when it holds most of the
+	// page's prose (a news brief); else it is one stray block of a page
+	// without an article (a home page, a listing), and the page's
+	// readable text is worth more. A page whose readable text is little
+	// more than the article gets that text whole (its links included).
+	if d.listing && !fromR {
+		// A page of teasers has no article: its visible text, in
+		// reading order, is what it says.
 		if b := readableBody(doc); b != nil {
-			if t := nodeText(b); utf8.RuneCountInString(t) > utf8.RuneCountInString(c.text) {
-				c.node, c.text, c.source = b, t, "body"
+			c.node, c.text, c.source = b, nodeText(b), "body"
+		}
+	} else if n := utf8.RuneCountInString(c.text); n < airlock.MinMainContent {
+		if share < shortArticleShare && utf8.RuneCountInString(rText) > n {
+			// readability's longer result, untouched.
+			c.node, c.text, c.source = rNode, rText, "readability"
+			n = utf8.RuneCountInString(rText)
+		}
+		if n < airlock.MinMainContent {
+			if b := readableBody(doc); b != nil {
+				t := nodeText(b)
+				if bn := utf8.RuneCountInString(t); bn > n && (share < shortArticleShare || bn <= 2*n) {
+					c.node, c.text, c.source = b, t, "body"
+				}
 			}
 		}
 	}
@@ -203,37 +221,35 @@ func readable(doc *html.Node, base *url.URL) (node *html.Node, byline string) {
 // ownContent runs the density extractor on doc and chooses between its
 // result and readability's (rNode, its text rText) by how the two
 // overlap: readability's when the density result holds all of it and
-// much more besides (a comment thread or link lists around the article),
-// or when they share almost nothing (the density extractor took another
-// region of the page); the density result, to be merged with
-// readability's, otherwise. fromR reports readability's.
-func ownContent(doc, rNode *html.Node, rText string) (node *html.Node, fromR bool) {
-	dNode := densityContent(doc)
+// much more besides (a comment thread or link lists around the article);
+// the density result, to be merged with readability's, otherwise (when
+// they share almost nothing, readability has most often taken a comment
+// thread or a sidebar of teasers). fromR reports readability's.
+func ownContent(doc, rNode *html.Node, rText string) (node *html.Node, fromR bool, d densityResult) {
+	d = densityContent(doc)
+	dNode := d.node
 	if rNode == nil || strings.TrimSpace(rText) == "" {
-		return dNode, false
+		return dNode, false, d
 	}
 	if dNode == nil {
-		return rNode, true
+		return rNode, true, d
 	}
 	dText := nodeText(dNode)
 	rInD, _ := newShingleSet(dText).coverage(rText)
 	dInR, _ := newShingleSet(rText).coverage(dText)
-	switch {
-	case rInD >= chooseContained && dInR < chooseContained,
-		rInD < chooseDisjoint && dInR < chooseDisjoint:
-		return rNode, true
+	if rInD >= chooseContained && dInR < chooseContained {
+		return rNode, true, d
 	}
-	return dNode, false
+	return dNode, false, d
 }
 
-// Tuning of the choice between the two extractors: one text is in the
-// other when this fraction of its shingles are...
-const (
-	chooseContained = 0.8
-	// ...and the two took different parts of the page when less than
-	// this fraction of either's are in the other.
-	chooseDisjoint = 0.3
-)
+// shortArticleShare: a short density result holding this fraction of
+// the page's prose is the article.
+const shortArticleShare = 0.5
+
+// chooseContained: one text is in the other when this fraction of its
+// shingles are.
+const chooseContained = 0.8
 
 // dedupeBlocks removes top-level blocks whose text is part of the text of
 // one of the blocks just before them, and a lead (not a heading) that the

@@ -31,7 +31,22 @@ const (
 	// A container marked as furniture holding more than this fraction of
 	// the page's text is a page wrapper with an unlucky class.
 	densityWrapperShare = 0.6
+	// ...or more than this fraction of its prose.
+	densityWrapperProse = 0.5
 )
+
+// commentMarks are class and id words of comment threads.
+var commentMarks = markSet("comment*", "disqus*", "respond", "replies")
+
+// markedComments reports an element whose class or id says comments.
+func markedComments(n *html.Node) bool {
+	for _, at := range n.Attr {
+		if (at.Key == "class" || at.Key == "id") && hasMark(at.Val, commentMarks) {
+			return true
+		}
+	}
+	return false
+}
 
 // furnitureMarks are class and id words of page furniture, whose blocks
 // are never the article.
@@ -89,31 +104,62 @@ func markedFurniture(n *html.Node) bool {
 	return furniture
 }
 
-// densityContent is the density extractor's main content of doc: a <div>
-// holding copies of the chosen blocks, nil when the page has none.
-func densityContent(doc *html.Node) *html.Node {
+// densityResult is what the density extractor found.
+type densityResult struct {
+	// node is a <div> holding copies of the chosen blocks, nil when the
+	// page has none.
+	node *html.Node
+	// share is the fraction of the page's prose (outside furniture) in
+	// node.
+	share float64
+	// listing reports a run of teasers (linked headings, each with a
+	// summary) rather than an article: a home page, a section front.
+	listing bool
+}
+
+// Listing pages: at least this many linked headings in the chosen run,
+// and at least this many per prose block.
+const (
+	listingMinHeadings = 3
+	listingPerProse    = 0.3
+)
+
+// densityContent is the density extractor's main content of doc.
+func densityContent(doc *html.Node) (res densityResult) {
 	body := findBody(doc)
 	if body == nil {
-		return nil
+		return res
 	}
 	blocks := collectBlocks(body)
 	if len(blocks) == 0 {
-		return nil
+		return res
 	}
-	// The characters under each element, for the wrapper guard.
+	// The characters and the prose under each element, for the wrapper
+	// guard.
 	chars := map[*html.Node]int{}
-	total := 0
+	prose := map[*html.Node]int{}
+	total, totalProse := 0, 0
 	for _, b := range blocks {
+		pc := 0
+		if isProseBlock(b) {
+			pc = b.chars - b.link
+		}
 		total += b.chars
+		totalProse += pc
 		for p := b.parent; p != nil && p != body; p = p.Parent {
 			chars[p] += b.chars
+			prose[p] += pc
 		}
 	}
 	marks := map[*html.Node]bool{}
 	marked := func(n *html.Node) bool {
 		m, ok := marks[n]
 		if !ok {
-			m = markedFurniture(n) && float64(chars[n]) <= densityWrapperShare*float64(total)
+			// A marked element holding most of the page, or most of its
+			// prose, is a wrapper with an unlucky class (an unclosed
+			// share bar around the article), except a comment thread.
+			m = markedFurniture(n) && float64(chars[n]) <= densityWrapperShare*float64(total) &&
+				(float64(prose[n]) <= densityWrapperProse*float64(totalProse) || markedComments(n))
 			marks[n] = m
 		}
 		return m
@@ -132,32 +178,55 @@ func densityContent(doc *html.Node) *html.Node {
 		return false
 	}
 
-	sum := map[*html.Node]float64{}
-	var best *html.Node
-	bestSum := 0.0
-	for _, b := range blocks {
-		v := blockValue(b, inFurniture(b, nil))
-		for p := b.parent; p != nil; p = p.Parent {
-			sum[p] += v
-			if p == body {
-				break
+	// The best run of consecutive blocks (a maximum-sum subarray, as in
+	// Finn's body text extraction), so that a comment thread or a link
+	// list in the article's own container ends the run.
+	vals := make([]float64, len(blocks))
+	for i, b := range blocks {
+		vals[i] = blockValue(b, inFurniture(b, nil))
+	}
+	bestLo, bestHi, bestSum := -1, -1, 0.0
+	lo, cur := 0, 0.0
+	for i, v := range vals {
+		if cur <= 0 {
+			lo, cur = i, 0
+		}
+		cur += v
+		if cur > bestSum {
+			bestLo, bestHi, bestSum = lo, i, cur
+		}
+	}
+	if bestLo < 0 {
+		return res
+	}
+	// The run's blocks, without furniture and link lists inside the
+	// run's common container.
+	top := commonAncestor(blocks[bestLo].parent, blocks[bestHi].parent)
+	out := &html.Node{Type: html.ElementNode, Data: "div", DataAtom: atom.Div}
+	pageProse, runProse := 0, 0
+	for i, b := range blocks {
+		if isProseBlock(b) && !inFurniture(b, nil) {
+			pageProse += b.chars - b.link
+			if i >= bestLo && i <= bestHi {
+				runProse += b.chars - b.link
 			}
 		}
 	}
-	for n, s := range sum {
-		if s > bestSum || s == bestSum && best != nil && isAncestor(n, best) {
-			best, bestSum = n, s
+	if pageProse > 0 {
+		res.share = float64(runProse) / float64(pageProse)
+	}
+	linkHeadings, proseBlocks := 0, 0
+	for _, b := range blocks[bestLo : bestHi+1] {
+		switch {
+		case b.heading() && b.linkDensity() > densityMaxLinks:
+			linkHeadings++
+		case isProseBlock(b):
+			proseBlocks++
 		}
 	}
-	if best == nil {
-		return nil
-	}
-	out := &html.Node{Type: html.ElementNode, Data: "div", DataAtom: atom.Div}
-	for _, b := range blocks {
-		if !under(b.parent, best) {
-			continue
-		}
-		if inFurniture(b, best) {
+	res.listing = linkHeadings >= listingMinHeadings && float64(linkHeadings) >= listingPerProse*float64(proseBlocks)
+	for _, b := range blocks[bestLo : bestHi+1] {
+		if inFurniture(b, top) {
 			continue
 		}
 		if b.linkDensity() > densityMaxLinks && !b.heading() {
@@ -165,10 +234,15 @@ func densityContent(doc *html.Node) *html.Node {
 		}
 		out.AppendChild(copyBlock(b))
 	}
-	if out.FirstChild == nil {
-		return nil
+	if out.FirstChild != nil {
+		res.node = out
 	}
-	return out
+	return res
+}
+
+// isProseBlock reports a block of running text: long enough, few links.
+func isProseBlock(b *block) bool {
+	return b.words >= densityProseWords && b.linkDensity() <= densityMaxLinks
 }
 
 // blockValue is what a block adds to the sum of the elements around it.
@@ -185,6 +259,28 @@ func blockValue(b *block, furniture bool) float64 {
 		text *= densityShortWeight
 	}
 	return text - link
+}
+
+// commonAncestor is the deepest element holding both a and b.
+func commonAncestor(a, b *html.Node) *html.Node {
+	depth := func(n *html.Node) int {
+		d := 0
+		for ; n != nil; n = n.Parent {
+			d++
+		}
+		return d
+	}
+	da, db := depth(a), depth(b)
+	for ; da > db; da-- {
+		a = a.Parent
+	}
+	for ; db > da; db-- {
+		b = b.Parent
+	}
+	for a != b {
+		a, b = a.Parent, b.Parent
+	}
+	return a
 }
 
 // under reports whether n is top or inside it.
