@@ -33,6 +33,12 @@ const (
 	densityWrapperShare = 0.6
 	// ...or more than this fraction of its prose.
 	densityWrapperProse = 0.5
+	// Running text inside an element that says it holds the article
+	// counts this many times.
+	densityArticleBonus = 2.0
+	// An article element holding this fraction of the run's value bounds
+	// the run.
+	densityArticleShare = 0.6
 )
 
 // commentMarks are class and id words of comment threads.
@@ -59,6 +65,41 @@ var furnitureMarks = markSet("nav", "navbar*", "navigation", "menu", "menubar", 
 
 // contentMarks are class and id words of the article's containers.
 var contentMarks = markSet("article", "content", "entry", "main", "post", "story", "text", "body", "blog")
+
+// markedArticle reports an element that says it holds the article: an
+// <article>, schema.org's articleBody, or a class or id token made of
+// content words only ("entry-content", "article-body", "story").
+func markedArticle(n *html.Node) bool {
+	if tagAtom(n) == atom.Article {
+		return true
+	}
+	for _, at := range n.Attr {
+		switch at.Key {
+		case "itemprop":
+			if at.Val == "articleBody" {
+				return true
+			}
+		case "class", "id":
+			for _, tok := range strings.Fields(at.Val) {
+				ws := markWords(tok)
+				if len(ws) == 0 || len(ws) > 3 || hasMark(tok, furnitureMarks) {
+					continue
+				}
+				all := true
+				for _, w := range ws {
+					all = all && articleWords[w]
+				}
+				if all && (len(ws) > 1 || ws[0] == "article" || ws[0] == "story" || ws[0] == "entry") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// articleWords make up the class and id tokens of article containers.
+var articleWords = markSet("article", "entry", "post", "story", "content", "body", "text")
 
 // furnitureTags are elements that are furniture by their tag.
 var furnitureTags = map[atom.Atom]bool{
@@ -181,9 +222,26 @@ func densityContent(doc *html.Node) (res densityResult) {
 	// The best run of consecutive blocks (a maximum-sum subarray, as in
 	// Finn's body text extraction), so that a comment thread or a link
 	// list in the article's own container ends the run.
+	articles := map[*html.Node]bool{}
+	inArticle := func(b *block) bool {
+		for p := b.parent; p != nil && p != body; p = p.Parent {
+			a, ok := articles[p]
+			if !ok {
+				a = markedArticle(p)
+				articles[p] = a
+			}
+			if a {
+				return true
+			}
+		}
+		return false
+	}
 	vals := make([]float64, len(blocks))
 	for i, b := range blocks {
 		vals[i] = blockValue(b, inFurniture(b, nil))
+		if vals[i] > 0 && inArticle(b) {
+			vals[i] *= densityArticleBonus
+		}
 	}
 	bestLo, bestHi, bestSum := -1, -1, 0.0
 	lo, cur := 0, 0.0
@@ -199,6 +257,19 @@ func densityContent(doc *html.Node) (res densityResult) {
 	if bestLo < 0 {
 		return res
 	}
+	// An element that says it holds the article and holds most of the
+	// run's value is the article: the run's blocks outside it (a
+	// publisher's box, a teaser beside it) are not.
+	lo, hi := bestLo, bestHi
+	if a := articleOf(blocks[lo:hi+1], vals[lo:hi+1], articles, body); a != nil {
+		for lo < hi && !under(blocks[lo].parent, a) {
+			lo++
+		}
+		for hi > lo && !under(blocks[hi].parent, a) {
+			hi--
+		}
+	}
+	bestLo, bestHi = lo, hi
 	// The run's blocks, without furniture and link lists inside the
 	// run's common container.
 	top := commonAncestor(blocks[bestLo].parent, blocks[bestHi].parent)
@@ -259,6 +330,32 @@ func blockValue(b *block, furniture bool) float64 {
 		text *= densityShortWeight
 	}
 	return text - link
+}
+
+// articleOf is the outermost element marked as the article (in articles,
+// filled by the caller) holding at least densityArticleShare of the
+// positive value of run (vals), nil if none does.
+func articleOf(run []*block, vals []float64, articles map[*html.Node]bool, body *html.Node) *html.Node {
+	total := 0.0
+	held := map[*html.Node]float64{}
+	for i, b := range run {
+		if vals[i] <= 0 {
+			continue
+		}
+		total += vals[i]
+		for p := b.parent; p != nil && p != body; p = p.Parent {
+			if articles[p] {
+				held[p] += vals[i]
+			}
+		}
+	}
+	var best *html.Node
+	for n, v := range held {
+		if v >= densityArticleShare*total && (best == nil || isAncestor(n, best)) {
+			best = n
+		}
+	}
+	return best
 }
 
 // commonAncestor is the deepest element holding both a and b.

@@ -95,3 +95,20 @@ func TestSniffMarkupFragment(t *testing.T) {
 		t.Errorf("text lacks the paragraph:\n%s", text)
 	}
 }
+
+// TestDensityMarkedArticle: a short article in an element that says it
+// holds the article wins over a longer block of prose elsewhere (a
+// publisher's "about" box).
+func TestDensityMarkedArticle(t *testing.T) {
+	t.Parallel()
+	page := `<html><head><title>Watch: the leather works</title></head><body>
+<div id="wrap"><article class="post-page"><h1>Watch: the leather works</h1><div class="body entry-content"><p>Take a visit inside the leather works studio by the river, where the craftsman gives us a tour of his workshop and talks about his tools.</p><p>The studio has made bags, belts and wallets by hand for thirty years, and the craftsman explains why he still cuts every piece himself.</p></div></article>
+<div class="about"><h3>About the publisher</h3><p>The publisher is a wholly independent company of online fashion and lifestyle news websites with offices in two cities. Our sites cover the latest in new and emerging trends and products in the world of fashion, art, design and culture.</p></div></div></body></html>`
+	text := extractPage(t, page, "text/html")
+	if !strings.Contains(text, "Take a visit inside the leather works") {
+		t.Errorf("article missing:\n%s", text)
+	}
+	if strings.Contains(text, "wholly independent") {
+		t.Errorf("about box in the text:\n%s", text)
+	}
+}
