@@ -16,17 +16,17 @@ import (
 // Tuning of the main-content choice. They are general rules about how
 // extractors fail, not about particular sites.
 const (
-	// A trailing block of trafilatura's output that readability's output
-	// does not share (less than this fraction of its shingles) is
+	// A trailing block of the density extractor's output that
+	// readability's output does not share (less than this fraction of its shingles) is
 	// boilerplate after the article: related stories, comment threads,
 	// newsletter boxes.
 	tailCoverage = 0.5
 	// ...provided the two extractors agree on the article: this fraction
-	// of readability's shingles are in trafilatura's output,
+	// of readability's shingles are in the density output,
 	tailAgreement = 0.8
 	// ...and readability found an article at all (shingles).
 	tailMinShingles = 50
-	// Leading blocks of trafilatura's output that readability does not
+	// Leading blocks of the density output that readability does not
 	// share and that have at most this many words (bylines, dates,
 	// breadcrumbs, share bars) are not the article either.
 	headMaxWords = 8
@@ -56,7 +56,7 @@ func countElements(doc *html.Node, limit int) int {
 type content struct {
 	node   *html.Node // the content tree; owned, may be changed
 	text   string
-	source string // "trafilatura", "readability" or "body"
+	source string // "density", "readability" or "body"
 	byline string // readability's byline, for the author fallback
 	// plain is set when the tree is too large for the Markdown converter
 	// too (past maxExtractElements): the Markdown is the text.
@@ -65,26 +65,28 @@ type content struct {
 
 // mainContent finds the main content of doc:
 //
-//  1. readability (readeck's port of Readability.js) runs first; its
-//     result is go-trafilatura's fallback candidate, so trafilatura (with
-//     its fallback comparison on) takes it where its own extraction is
-//     poor, and trafilatura's own, older copy of readability never runs;
-//  2. trafilatura's blocks are mapped back to the page's own elements
-//     (source.go), which restores links, code and white space;
+//  1. readability (readeck's port of Readability.js) and the density
+//     extractor (density.go: the best run of text blocks by length, link
+//     density and furniture marks) both run;
+//  2. readability's result is taken when the density result holds it and
+//     much more besides (ownContent); else the density result is kept;
 //  3. blocks repeating the text of a block just before are dropped;
-//  4. where the two extractors agree on the article, trafilatura's
-//     trailing blocks that readability does not share (related stories,
-//     comments, newsletter boxes), its short leading ones (bylines,
-//     dates, breadcrumbs) and its headings readability dropped go;
-//     readability's prose paragraphs and section headings that
-//     trafilatura lost inside the article come back (merge.go); blocks
-//     readability does not share whose page elements are marked as
-//     share bars, comments, promotions and the like go;
+//  4. where the two extractors agree on the article, the density
+//     result's trailing blocks that readability does not share (related
+//     stories, comments, newsletter boxes), its short leading ones
+//     (bylines, dates, breadcrumbs) and its headings readability dropped
+//     go; readability's prose paragraphs and section headings that the
+//     density run lost inside the article come back (merge.go); blocks
+//     readability does not share whose page elements are marked as share
+//     bars, comments, promotions and the like go;
 //  5. a leading heading repeating the page title goes (it is metadata);
-//  6. under airlock.MinMainContent characters, readability's result if
-//     longer, else the readable body text (of the page's <main> when it
-//     has one) if longer; either gets steps 3 and 5 too, so that a short
-//     page has one title and its lead once.
+//  6. a run of teasers (a listing) gives the readable body text; a
+//     result under airlock.MinMainContent characters that does not hold
+//     most of the page's prose gives readability's result if longer,
+//     else the readable body text (of the page's <main> when it has one)
+//     if longer; a short one that does gives the body text when that is
+//     at most twice as long (its links, say); the fallbacks get steps 3
+//     and 5 too, so that a short page has one title and its lead once.
 //
 // title is the page's title.
 func mainContent(doc *html.Node, base *url.URL, title string) content {
@@ -150,7 +152,7 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 		}
 	}
 	if c.node != nil && c.source != "density" {
-		// The fallbacks (short pages mostly) get the clean-up trafilatura's
+		// The fallbacks (short pages mostly) get the clean-up the density
 		// blocks got, on their innermost block list.
 		blocks := blockList(c.node)
 		dedupeBlocks(blocks, doc)
@@ -253,11 +255,10 @@ const chooseContained = 0.8
 
 // dedupeBlocks removes top-level blocks whose text is part of the text of
 // one of the blocks just before them, and a lead (not a heading) that the
-// next block opens with again: go-trafilatura sometimes emits a
-// <div>'s text both whole and line by line, and pull quotes repeat a
-// sentence of the paragraph before. Equal blocks are kept when doc (the
-// page) repeats the paragraph too, and dropped when it has it fewer times
-// than they repeat it: go-trafilatura also emits some elements twice.
+// next block opens with again: pull quotes repeat a sentence of the
+// paragraph before, and pages repeat their lead. Equal blocks are kept
+// when doc (the page) repeats the paragraph too, and dropped when it has
+// it fewer times than they repeat it (an element taken twice).
 func dedupeBlocks(root, doc *html.Node) {
 	var recent []string
 	var docText string

@@ -348,7 +348,7 @@ func TestDedupeBlocks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			doc, _ := parseHTML([]byte(tt.page))
 			// The content tree: a copy of the body, with the second case's
-			// first paragraph doubled as go-trafilatura does.
+			// first paragraph doubled (an element taken twice).
 			body := cloneFiltered(doc.FirstChild.LastChild, -1)
 			if first := body.FirstChild; strings.Contains(tt.name, "twice") {
 				body.InsertBefore(deepCopy(first, 0), first)
@@ -765,9 +765,9 @@ func pdfFile(objs []string) []byte {
 	return b.Bytes()
 }
 
-// TestShortPageNotRunTogether: on a page too short for the extractors,
-// trafilatura's last resort is the whole document's text run together,
-// title included ("BPage BThe second page."); it must not reach the Page.
+// TestShortPageNotRunTogether: a page too short for the extractors must
+// not come out as the whole document's text run together, title included
+// ("BPage BThe second page."), as go-trafilatura's last resort gave it.
 func TestShortPageNotRunTogether(t *testing.T) {
 	t.Parallel()
 	p := pageOf(t, "https://example.com/b", `<html><head><title>B</title></head><body><h1>Page B</h1><p>The second page.</p></body></html>`)

@@ -8,13 +8,10 @@ import (
 	"golang.org/x/net/html/atom"
 )
 
-// go-trafilatura rebuilds the content it keeps: links are dropped (keeping
-// them changes which blocks it keeps), code loses its line breaks, text
-// loses the spaces around inline markup. Its blocks are mapped back to the
-// elements of the original document that hold exactly the same text
-// (white space aside), and those elements, copied, replace them: the
-// Markdown then has the page's own links, images and code blocks. Blocks
-// with no exact counterpart stay as trafilatura made them.
+// Blocks of the main content are found again among the elements of the
+// original document by their text (white space aside): the merge asks
+// whether a block's page element sits in a figure, a caption or marked
+// furniture.
 
 // textKey identifies a text by its length and a hash of its
 // non-white-space characters; keys of siblings combine into their
