@@ -61,6 +61,9 @@ type content struct {
 	// plain is set when the tree is too large for the Markdown converter
 	// too (past maxExtractElements): the Markdown is the text.
 	plain bool
+	// listing is set when the page is a run of teasers (linked headings
+	// with summaries) rather than an article: a hint for Page.Kind.
+	listing bool
 }
 
 // mainContent finds the main content of doc:
@@ -131,6 +134,7 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 	// readable text is worth more. A page whose readable text is little
 	// more than the article gets that text whole (its links included).
 	if d.listing && !fromR {
+		c.listing = true
 		// A page of teasers has no article: its visible text, in
 		// reading order, is what it says.
 		if b := readableBody(doc); b != nil {

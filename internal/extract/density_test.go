@@ -112,3 +112,30 @@ func TestDensityMarkedArticle(t *testing.T) {
 		t.Errorf("about box in the text:\n%s", text)
 	}
 }
+
+// TestListingHint: mainContent reports a page of teasers as a listing,
+// an article as none.
+func TestListingHint(t *testing.T) {
+	t.Parallel()
+	var listing, article strings.Builder
+	listing.WriteString(`<html><body><main>`)
+	article.WriteString(`<html><body><article><h1>Ferries</h1>`)
+	for i := range 8 {
+		fmt.Fprintf(&listing, `<div><h2><a href="/s/%d">Headline number %d about the harbour</a></h2><p>A short summary of story %d, in a dozen words or so for the reader.</p></div>`, i, i, i)
+		fmt.Fprintf(&article, `<p>%s</p>`, para(i))
+	}
+	listing.WriteString(`</main></body></html>`)
+	article.WriteString(`</article></body></html>`)
+	for _, tt := range []struct {
+		name, page string
+		want       bool
+	}{{"listing", listing.String(), true}, {"article", article.String(), false}} {
+		doc, err := parseHTML([]byte(tt.page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := mainContent(doc, nil, "").listing; got != tt.want {
+			t.Errorf("%s: listing = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
