@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	readability "codeberg.org/readeck/go-readability/v2"
-	trafilatura "github.com/markusmobius/go-trafilatura"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
@@ -17,17 +16,17 @@ import (
 // Tuning of the main-content choice. They are general rules about how
 // extractors fail, not about particular sites.
 const (
-	// A trailing block of trafilatura's output that readability's output
-	// does not share (less than this fraction of its shingles) is
+	// A trailing block of the density extractor's output that
+	// readability's output does not share (less than this fraction of its shingles) is
 	// boilerplate after the article: related stories, comment threads,
 	// newsletter boxes.
 	tailCoverage = 0.5
 	// ...provided the two extractors agree on the article: this fraction
-	// of readability's shingles are in trafilatura's output,
+	// of readability's shingles are in the density output,
 	tailAgreement = 0.8
 	// ...and readability found an article at all (shingles).
 	tailMinShingles = 50
-	// Leading blocks of trafilatura's output that readability does not
+	// Leading blocks of the density output that readability does not
 	// share and that have at most this many words (bylines, dates,
 	// breadcrumbs, share bars) are not the article either.
 	headMaxWords = 8
@@ -57,35 +56,40 @@ func countElements(doc *html.Node, limit int) int {
 type content struct {
 	node   *html.Node // the content tree; owned, may be changed
 	text   string
-	source string // "trafilatura", "readability" or "body"
+	source string // "density", "readability" or "body"
 	byline string // readability's byline, for the author fallback
 	// plain is set when the tree is too large for the Markdown converter
 	// too (past maxExtractElements): the Markdown is the text.
 	plain bool
+	// listing is set when the page is a run of teasers (linked headings
+	// with summaries) rather than an article: a hint for Page.Kind.
+	listing bool
 }
 
 // mainContent finds the main content of doc:
 //
-//  1. readability (readeck's port of Readability.js) runs first; its
-//     result is go-trafilatura's fallback candidate, so trafilatura (with
-//     its fallback comparison on) takes it where its own extraction is
-//     poor, and trafilatura's own, older copy of readability never runs;
-//  2. trafilatura's blocks are mapped back to the page's own elements
-//     (source.go), which restores links, code and white space;
+//  1. readability (readeck's port of Readability.js) and the density
+//     extractor (density.go: the best run of text blocks by length, link
+//     density and furniture marks) both run;
+//  2. readability's result is taken when the density result holds it and
+//     much more besides (ownContent); else the density result is kept;
 //  3. blocks repeating the text of a block just before are dropped;
-//  4. where the two extractors agree on the article, trafilatura's
-//     trailing blocks that readability does not share (related stories,
-//     comments, newsletter boxes), its short leading ones (bylines,
-//     dates, breadcrumbs) and its headings readability dropped go;
-//     readability's prose paragraphs and section headings that
-//     trafilatura lost inside the article come back (merge.go); blocks
-//     readability does not share whose page elements are marked as
-//     share bars, comments, promotions and the like go;
+//  4. where the two extractors agree on the article, the density
+//     result's trailing blocks that readability does not share (related
+//     stories, comments, newsletter boxes), its short leading ones
+//     (bylines, dates, breadcrumbs) and its headings readability dropped
+//     go; readability's prose paragraphs and section headings that the
+//     density run lost inside the article come back (merge.go); blocks
+//     readability does not share whose page elements are marked as share
+//     bars, comments, promotions and the like go;
 //  5. a leading heading repeating the page title goes (it is metadata);
-//  6. under airlock.MinMainContent characters, readability's result if
-//     longer, else the readable body text (of the page's <main> when it
-//     has one) if longer; either gets steps 3 and 5 too, so that a short
-//     page has one title and its lead once.
+//  6. a run of teasers (a listing) gives the readable body text; a
+//     result under airlock.MinMainContent characters that does not hold
+//     most of the page's prose gives readability's result if longer,
+//     else the readable body text (of the page's <main> when it has one)
+//     if longer; a short one that does gives the body text when that is
+//     at most twice as long (its links, say); the fallbacks get steps 3
+//     and 5 too, so that a short page has one title and its lead once.
 //
 // title is the page's title.
 func mainContent(doc *html.Node, base *url.URL, title string) content {
@@ -106,42 +110,53 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 		rText = nodeText(rNode)
 	}
 
-	tNode, fromR := trafilaturaContent(doc, base, rNode)
+	tNode, fromR, d := ownContent(doc, rNode, rText)
+	share := d.share
+	if fromR {
+		share = 0
+	}
 	if tNode != nil {
-		var ix *sourceIndex
 		if !fromR {
-			dropWholeDocumentBlock(tNode, doc)
-			ix = newSourceIndex(doc)
-			respace(tNode)
-			restoreSource(tNode, ix)
-		}
-		dedupeBlocks(tNode, doc)
-		if !fromR && rText != "" {
-			trimToAgreement(tNode, rText)
-			fillGaps(tNode, rNode, ix)
-			dropMarked(tNode, newShingleSet(rText), ix)
+			mergeReadable(doc, tNode, rNode, rText)
+		} else {
+			dedupeBlocks(tNode, doc)
 		}
 		dropTitleHeading(tNode, title)
 		c.text = nodeText(tNode)
-		c.node, c.source = tNode, "trafilatura"
+		c.node, c.source = tNode, "density"
 		if fromR {
 			c.source = "readability"
 		}
 	}
-	if utf8.RuneCountInString(c.text) < airlock.MinMainContent && utf8.RuneCountInString(rText) > utf8.RuneCountInString(c.text) {
-		// trafilatura did not take readability's longer result (which it
-		// left untouched, since it did not choose it).
-		c.node, c.text, c.source = rNode, rText, "readability"
-	}
-	if utf8.RuneCountInString(c.text) < airlock.MinMainContent {
+	// A short result is the page's article when it holds most of the
+	// page's prose (a news brief); else it is one stray block of a page
+	// without an article (a home page, a listing), and the page's
+	// readable text is worth more. A page whose readable text is little
+	// more than the article gets that text whole (its links included).
+	if d.listing && !fromR {
+		c.listing = true
+		// A page of teasers has no article: its visible text, in
+		// reading order, is what it says.
 		if b := readableBody(doc); b != nil {
-			if t := nodeText(b); utf8.RuneCountInString(t) > utf8.RuneCountInString(c.text) {
-				c.node, c.text, c.source = b, t, "body"
+			c.node, c.text, c.source = b, nodeText(b), "body"
+		}
+	} else if n := utf8.RuneCountInString(c.text); n < airlock.MinMainContent {
+		if share < shortArticleShare && utf8.RuneCountInString(rText) > n {
+			// readability's longer result, untouched.
+			c.node, c.text, c.source = rNode, rText, "readability"
+			n = utf8.RuneCountInString(rText)
+		}
+		if n < airlock.MinMainContent {
+			if b := readableBody(doc); b != nil {
+				t := nodeText(b)
+				if bn := utf8.RuneCountInString(t); bn > n && (share < shortArticleShare || bn <= 2*n) {
+					c.node, c.text, c.source = b, t, "body"
+				}
 			}
 		}
 	}
-	if c.node != nil && c.source != "trafilatura" {
-		// The fallbacks (short pages mostly) get the clean-up trafilatura's
+	if c.node != nil && c.source != "density" {
+		// The fallbacks (short pages mostly) get the clean-up the density
 		// blocks got, on their innermost block list.
 		blocks := blockList(c.node)
 		dedupeBlocks(blocks, doc)
@@ -149,6 +164,22 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 		c.text = nodeText(c.node)
 	}
 	return c
+}
+
+// mergeReadable merges readability's result (rNode, its text rText)
+// into the density extractor's (root, a list of blocks): repeated blocks
+// go; where the two agree on the article, root's trailing and leading
+// blocks readability does not share and its furniture go, and
+// readability's prose that root lacks comes back (merge.go).
+func mergeReadable(doc, root, rNode *html.Node, rText string) {
+	dedupeBlocks(root, doc)
+	if rNode == nil || rText == "" {
+		return
+	}
+	ix := newSourceIndex(doc)
+	trimToAgreement(root, rText)
+	fillGaps(root, rNode, ix)
+	dropMarked(root, newShingleSet(rText), ix)
 }
 
 // blockList is the element whose children are n's blocks: n, or the
@@ -176,59 +207,6 @@ var wrapperTags = map[atom.Atom]bool{
 	atom.Body: true, atom.Main: true, atom.Article: true, atom.Section: true, atom.Div: true,
 }
 
-// dropWholeDocumentBlock removes the block trafilatura's last-resort
-// fallback adds on short pages: the text of the whole document, <title>
-// included, run together without separators ("BPage BThe second page.").
-// It is never content: what it holds is either in the other blocks or
-// comes back through the readable-body fallback, with its spacing.
-func dropWholeDocumentBlock(root, doc *html.Node) {
-	last := root.LastChild
-	for last != nil && last.Type != html.ElementNode {
-		last = last.PrevSibling
-	}
-	if last == nil {
-		return
-	}
-	block, ok := squeezedText(last, maxWholeDocumentBlock)
-	if !ok || block == "" {
-		return
-	}
-	if whole, ok := squeezedText(doc, len(block)); ok && whole == block {
-		root.RemoveChild(last)
-	}
-}
-
-// maxWholeDocumentBlock bounds dropWholeDocumentBlock: trafilatura takes
-// the whole document only when everything else gave under 100 characters,
-// so that block is short; longer last blocks are not compared.
-const maxWholeDocumentBlock = 4096
-
-// squeezedText is the text of n's text nodes (the DOM's textContent)
-// without any white space; ok is false once it would pass limit bytes,
-// so a large document is not walked to the end.
-func squeezedText(n *html.Node, limit int) (string, bool) {
-	var b strings.Builder
-	var walk func(*html.Node) bool
-	walk = func(n *html.Node) bool {
-		if n.Type == html.TextNode {
-			for _, f := range strings.Fields(n.Data) {
-				if b.Len()+len(f) > limit {
-					return false
-				}
-				b.WriteString(f)
-			}
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			if !walk(c) {
-				return false
-			}
-		}
-		return true
-	}
-	ok := walk(n)
-	return b.String(), ok
-}
-
 // readable runs readability on a copy of doc, under recover.
 func readable(doc *html.Node, base *url.URL) (node *html.Node, byline string) {
 	defer func() {
@@ -246,41 +224,45 @@ func readable(doc *html.Node, base *url.URL) (node *html.Node, byline string) {
 	return art.Node, art.Byline()
 }
 
-// trafilaturaContent runs go-trafilatura on doc (it works on copies) with
-// rNode as its readability candidate, under recover. fromR reports that
-// trafilatura chose that candidate.
-func trafilaturaContent(doc *html.Node, base *url.URL, rNode *html.Node) (node *html.Node, fromR bool) {
-	defer func() {
-		if recover() != nil {
-			node, fromR = nil, false
-		}
-	}()
-	candidate := rNode
-	if candidate == nil {
-		// An empty candidate keeps trafilatura from running its own,
-		// older copy of readability.
-		candidate = &html.Node{Type: html.ElementNode, Data: "div", DataAtom: atom.Div}
+// ownContent runs the density extractor on doc and chooses between its
+// result and readability's (rNode, its text rText) by how the two
+// overlap: readability's when the density result holds all of it and
+// much more besides (a comment thread or link lists around the article);
+// the density result, to be merged with readability's, otherwise (when
+// they share almost nothing, readability has most often taken a comment
+// thread or a sidebar of teasers). fromR reports readability's.
+func ownContent(doc, rNode *html.Node, rText string) (node *html.Node, fromR bool, d densityResult) {
+	d = densityContent(doc)
+	dNode := d.node
+	if rNode == nil || strings.TrimSpace(rText) == "" {
+		return dNode, false, d
 	}
-	opts := trafilatura.Options{
-		OriginalURL:        base,
-		EnableFallback:     true,
-		FallbackCandidates: &trafilatura.FallbackCandidates{Readability: candidate},
-		HtmlDateMode:       trafilatura.Disabled, // dates come from the metadata
+	if dNode == nil {
+		return rNode, true, d
 	}
-	res, err := trafilatura.ExtractDocument(doc, opts)
-	if err != nil || res == nil || res.ContentNode == nil {
-		return nil, false
+	dText := nodeText(dNode)
+	rInD, _ := newShingleSet(dText).coverage(rText)
+	dInR, _ := newShingleSet(rText).coverage(dText)
+	if rInD >= chooseContained && dInR < chooseContained {
+		return rNode, true, d
 	}
-	return res.ContentNode, rNode != nil && res.ContentNode == rNode
+	return dNode, false, d
 }
+
+// shortArticleShare: a short density result holding this fraction of
+// the page's prose is the article.
+const shortArticleShare = 0.5
+
+// chooseContained: one text is in the other when this fraction of its
+// shingles are.
+const chooseContained = 0.8
 
 // dedupeBlocks removes top-level blocks whose text is part of the text of
 // one of the blocks just before them, and a lead (not a heading) that the
-// next block opens with again: go-trafilatura sometimes emits a
-// <div>'s text both whole and line by line, and pull quotes repeat a
-// sentence of the paragraph before. Equal blocks are kept when doc (the
-// page) repeats the paragraph too, and dropped when it has it fewer times
-// than they repeat it: go-trafilatura also emits some elements twice.
+// next block opens with again: pull quotes repeat a sentence of the
+// paragraph before, and pages repeat their lead. Equal blocks are kept
+// when doc (the page) repeats the paragraph too, and dropped when it has
+// it fewer times than they repeat it (an element taken twice).
 func dedupeBlocks(root, doc *html.Node) {
 	var recent []string
 	var docText string

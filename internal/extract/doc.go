@@ -6,9 +6,11 @@
 // HTML goes through charset detection (byte order mark, Content-Type,
 // <meta charset>) to UTF-8, bot-wall detection, metadata (goquery: title,
 // OpenGraph, Twitter cards, JSON-LD, <html lang>) and main-content
-// extraction: go-trafilatura with readability as its fallback candidate,
-// trimmed of trailing blocks the two do not agree on, and the readable
-// body text (of <main> when the page has one) when the main content is
+// extraction: our own density extractor (density.go: text blocks scored by
+// length, link density and furniture marks, the maximum-sum region kept)
+// merged with readability (readeck's port of Readability.js), trimmed of
+// trailing blocks the two do not agree on, and the readable body text
+// (of <main> when the page has one) when the main content is
 // under airlock.MinMainContent characters. Plain text, JSON and XML pass through; PDF text is read in
 // a child process killed at its deadline; other types give metadata only.
 //

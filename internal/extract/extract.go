@@ -261,7 +261,8 @@ func sniff(body []byte) (int, string) {
 // looksLikeHTML reports HTML markup near the start of body.
 func looksLikeHTML(body []byte) bool {
 	head := bytes.ToLower(prefix(body, 4096))
-	for _, m := range []string{"<!doctype html", "<html", "<head", "<body", "<title", "<meta", "<div", "<p>", "<article"} {
+	for _, m := range []string{"<!doctype html", "<html", "<head", "<body", "<title", "<meta", "<div", "<p>", "<article",
+		"<table", "<a href", "<br>", "<br/>", "<font", "<center", "<h1", "<h2", "<ul>", "<span"} {
 		if bytes.Contains(head, []byte(m)) {
 			return true
 		}

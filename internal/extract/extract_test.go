@@ -343,18 +343,6 @@ func TestTextBlocks(t *testing.T) {
 	}
 }
 
-func TestRespace(t *testing.T) {
-	t.Parallel()
-	n, err := parseHTML([]byte(`<p>A packet to<em>craft</em>with care (<b>really</b>), and<a>link</a>.</p>`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	respace(n)
-	if got, wantT := nodeText(n), "A packet to craft with care (really), and link."; got != wantT {
-		t.Errorf("after respace: %q, want %q", got, wantT)
-	}
-}
-
 func TestDedupeBlocks(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -380,7 +368,7 @@ func TestDedupeBlocks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			doc, _ := parseHTML([]byte(tt.page))
 			// The content tree: a copy of the body, with the second case's
-			// first paragraph doubled as go-trafilatura does.
+			// first paragraph doubled (an element taken twice).
 			body := cloneFiltered(doc.FirstChild.LastChild, -1)
 			if first := body.FirstChild; strings.Contains(tt.name, "twice") {
 				body.InsertBefore(deepCopy(first, 0), first)
@@ -797,9 +785,9 @@ func pdfFile(objs []string) []byte {
 	return b.Bytes()
 }
 
-// TestShortPageNotRunTogether: on a page too short for the extractors,
-// trafilatura's last resort is the whole document's text run together,
-// title included ("BPage BThe second page."); it must not reach the Page.
+// TestShortPageNotRunTogether: a page too short for the extractors must
+// not come out as the whole document's text run together, title included
+// ("BPage BThe second page."), as go-trafilatura's last resort gave it.
 func TestShortPageNotRunTogether(t *testing.T) {
 	t.Parallel()
 	p := pageOf(t, "https://example.com/b", `<html><head><title>B</title></head><body><h1>Page B</h1><p>The second page.</p></body></html>`)

@@ -9,16 +9,16 @@ import (
 	"golang.org/x/net/html/atom"
 )
 
-// go-trafilatura's precision is the better of the two extractors', but it
-// loses whole paragraphs of the article: a lede set apart from the body, a
-// paragraph whose container it scored as boilerplate. Readability keeps
-// them. Where the two agree on the article, readability's prose blocks
-// that trafilatura lacks and that sit between blocks both have (or just
-// before the first of them) are put back at their place.
+// The density extractor's precision is the better of the two extractors',
+// but it loses whole paragraphs of the article: a lede set apart from the
+// body, a paragraph cut off by a link list inside the article. Readability
+// keeps them. Where the two agree on the article, readability's prose
+// blocks that the density output lacks and that sit between blocks both
+// have (or just before the first of them) are put back at their place.
 
 // Tuning of the gap filling.
 const (
-	// A readability block is in trafilatura's output when this fraction of
+	// A readability block is in the density output when this fraction of
 	// its shingles are.
 	gapCovered = 0.5
 	// ...and not in it when less than this fraction are (a paragraph
@@ -121,7 +121,7 @@ func isProse(n *html.Node, text string) bool {
 	return linkDensity(n) <= gapMaxLinkDensity
 }
 
-// fillGaps inserts into root (trafilatura's output, a list of top-level
+// fillGaps inserts into root (the density output, a list of top-level
 // blocks) copies of the prose blocks of rNode (readability's output) that
 // root lacks, where they sit between blocks both have or just before the
 // first of them.
@@ -130,7 +130,7 @@ func fillGaps(root, rNode *html.Node, ix *sourceIndex) {
 	var tBlocks []*html.Node
 	owner := map[uint64]int{}
 	for c := root.FirstChild; c != nil; c = c.NextSibling {
-		// trafilatura leaves text of mixed-content containers loose.
+		// Loose text counts as a block too.
 		if c.Type != html.ElementNode && c.Type != html.TextNode {
 			continue
 		}

@@ -37,7 +37,7 @@ func TestFillGaps(t *testing.T) {
 <figure><img src="x.jpg"><figcaption>The old bridge seen from the river bank on a grey morning last week.</figcaption></figure>
 <h2>Lost heading</h2><p>Short.</p><p>` + gapC + `</p><p>Read more about the bridge and the people who cross it every single day.</p></body>`
 	doc, body := bodyOf(t, page)
-	// readability's output: the whole body; trafilatura's: A and C only.
+	// readability's output: the whole body; the density output: A and C only.
 	rNode := cloneFiltered(body, -1)
 	_, tRoot := bodyOf(t, `<body><p>`+gapA+`</p><p>`+gapC+`</p></body>`)
 	fillGaps(tRoot, rNode, newSourceIndex(doc))

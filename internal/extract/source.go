@@ -8,13 +8,10 @@ import (
 	"golang.org/x/net/html/atom"
 )
 
-// go-trafilatura rebuilds the content it keeps: links are dropped (keeping
-// them changes which blocks it keeps), code loses its line breaks, text
-// loses the spaces around inline markup. Its blocks are mapped back to the
-// elements of the original document that hold exactly the same text
-// (white space aside), and those elements, copied, replace them: the
-// Markdown then has the page's own links, images and code blocks. Blocks
-// with no exact counterpart stay as trafilatura made them.
+// Blocks of the main content are found again among the elements of the
+// original document by their text (white space aside): the merge asks
+// whether a block's page element sits in a figure, a caption or marked
+// furniture.
 
 // textKey identifies a text by its length and a hash of its
 // non-white-space characters; keys of siblings combine into their
@@ -146,102 +143,7 @@ func nodeKey(n *html.Node, depth int) textKey {
 // short text ("Share", a date) matches too many places.
 const minMappedText = 12
 
-// restoreSource replaces the top-level blocks of root by copies of the
-// original elements with the same text, going forward through the
-// document.
-func restoreSource(root *html.Node, ix *sourceIndex) {
-	last := -1
-	for c := root.FirstChild; c != nil; {
-		next := c.NextSibling
-		if c.Type != html.ElementNode {
-			c = next
-			continue
-		}
-		k := nodeKey(c, 0)
-		if k.n < minMappedText {
-			c = next
-			continue
-		}
-		cands := ix.byKey[k]
-		pick := -1
-		for i, e := range cands {
-			if e.order > last {
-				pick = i
-				break
-			}
-		}
-		if pick < 0 && len(cands) > 0 {
-			pick = 0
-		}
-		if pick >= 0 {
-			e := cands[pick]
-			if cp := cloneFiltered(matchElement(e.n, tagAtom(c)), -1); cp != nil {
-				if !isBlockElem(cp) {
-					// An inline element holding the whole block: keep
-					// trafilatura's block element around it.
-					wrap := &html.Node{Type: html.ElementNode, Data: c.Data, DataAtom: tagAtom(c)}
-					wrap.AppendChild(cp)
-					cp = wrap
-				}
-				root.InsertBefore(cp, c)
-				root.RemoveChild(c)
-				last = e.order
-			}
-		}
-		c = next
-	}
-}
-
 func isBlockElem(n *html.Node) bool {
 	a := tagAtom(n)
 	return blockTags[a] || a == atom.Table
-}
-
-// blockAround climbs from an inline element to the block that holds
-// nothing else (<pre> around <code>, <p> around a link that is the whole
-// paragraph).
-func blockAround(n *html.Node) *html.Node {
-	for !isBlockElem(n) {
-		p := n.Parent
-		if p == nil || p.Type != html.ElementNode || tagAtom(p) == atom.Body || !onlyContent(p, n) {
-			break
-		}
-		n = p
-	}
-	return n
-}
-
-// onlyContent reports whether n is p's only child apart from white space
-// and keyless elements.
-func onlyContent(p, n *html.Node) bool {
-	for c := p.FirstChild; c != nil; c = c.NextSibling {
-		switch {
-		case c == n:
-		case c.Type == html.TextNode && stringKey(c.Data).n == 0:
-		case c.Type == html.ElementNode && keyless(c):
-		case c.Type == html.CommentNode:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// matchElement climbs from n, the deepest element with a block's text,
-// through wrappers holding nothing else to an element of the block's own
-// kind (the <table> around a <tbody>, the <ul> around a lone <li>); else
-// it returns the block around n.
-func matchElement(n *html.Node, want atom.Atom) *html.Node {
-	m := n
-	for range 8 {
-		if tagAtom(m) == want {
-			return m
-		}
-		p := m.Parent
-		if p == nil || p.Type != html.ElementNode || tagAtom(p) == atom.Body || !onlyContent(p, m) {
-			break
-		}
-		m = p
-	}
-	return blockAround(n)
 }

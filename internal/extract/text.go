@@ -121,95 +121,6 @@ func nodeText(n *html.Node) string {
 	return cleanText(w.b.String())
 }
 
-// respace restores the white space go-trafilatura trims from text nodes
-// ("<em>craft</em>a packet"): wherever two siblings, one of them an
-// inline element, meet with a word character on both sides, a space is
-// put between them, unless the right side starts with closing punctuation
-// or the left ends with opening punctuation. A word split by markup
-// ("Mine<em>craft</em>") is split by this too; lost spaces are far more
-// common.
-func respace(root *html.Node) {
-	walkElements(root, func(n *html.Node) bool {
-		a := tagAtom(n)
-		if a == atom.Pre || a == atom.Code || skipTags[a] {
-			return false
-		}
-		for c := n.FirstChild; c != nil && c.NextSibling != nil; c = c.NextSibling {
-			d := c.NextSibling
-			if c.Type == html.TextNode && d.Type == html.TextNode {
-				continue
-			}
-			if isBlockNode(c) || isBlockNode(d) {
-				continue
-			}
-			l, okL := lastRune(c, 0)
-			r, okR := firstRune(d, 0)
-			if !okL || !okR || isSpace(l) || isSpace(r) ||
-				strings.ContainsRune(closingPunct, r) || strings.ContainsRune(openingPunct, l) {
-				continue
-			}
-			n.InsertBefore(&html.Node{Type: html.TextNode, Data: " "}, d)
-			c = c.NextSibling // the space
-		}
-		return true
-	})
-}
-
-// Punctuation that takes no space after (opening) or before (closing)
-// it where respace would put one.
-const (
-	openingPunct = "([{‘“«/-"
-	closingPunct = ".,;:!?)]}'’”»…%"
-)
-
-func isBlockNode(n *html.Node) bool {
-	if n.Type != html.ElementNode {
-		return false
-	}
-	a := tagAtom(n)
-	return blockTags[a] || a == atom.Br || a == atom.Td || a == atom.Th || a == atom.Img
-}
-
-// lastRune is the last character of the text under n.
-func lastRune(n *html.Node, depth int) (rune, bool) {
-	if n.Type == html.TextNode {
-		if n.Data == "" {
-			return 0, false
-		}
-		r, _ := utf8.DecodeLastRuneInString(n.Data)
-		return r, true
-	}
-	if depth > 32 || n.Type != html.ElementNode || skipTags[tagAtom(n)] {
-		return 0, false
-	}
-	for c := n.LastChild; c != nil; c = c.PrevSibling {
-		if r, ok := lastRune(c, depth+1); ok {
-			return r, true
-		}
-	}
-	return 0, false
-}
-
-// firstRune is the first character of the text under n.
-func firstRune(n *html.Node, depth int) (rune, bool) {
-	if n.Type == html.TextNode {
-		if n.Data == "" {
-			return 0, false
-		}
-		r, _ := utf8.DecodeRuneInString(n.Data)
-		return r, true
-	}
-	if depth > 32 || n.Type != html.ElementNode || skipTags[tagAtom(n)] {
-		return 0, false
-	}
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if r, ok := firstRune(c, depth+1); ok {
-			return r, true
-		}
-	}
-	return 0, false
-}
-
 func walkText(w *textWriter, n *html.Node, depth int, pre bool) {
 	if depth > maxTextDepth {
 		return
@@ -284,6 +195,14 @@ func hidden(n *html.Node) bool {
 		case "aria-hidden":
 			if at.Val == "true" {
 				return true
+			}
+		case "class":
+			// The utility classes of the common CSS frameworks.
+			for _, c := range strings.Fields(at.Val) {
+				switch c {
+				case "hidden", "hide", "d-none", "invisible":
+					return true
+				}
 			}
 		case "style":
 			s := strings.ToLower(at.Val)

@@ -285,7 +285,7 @@ func TestWebFetch(t *testing.T) {
 		t.Errorf("web_fetch /a:\n%s", out)
 	}
 	formats := []struct{ format, prefix string }{
-		{"text", "Page /a\n" + srv.URL + "/a\nKind: article · Language: en\n\nPlenty of readable words"},
+		{"text", "Page /a\n" + srv.URL + "/a\nKind: article · Language: en\n\nHeading /a\nPlenty of readable words"},
 		{"org", "* Page /a :source:point:\n:PROPERTIES:\n:URL: " + srv.URL + "/a\n:HOST: 127.0.0.1\n:KIND: article\n"},
 		{"json", "{\n  \"url\": \"" + srv.URL + "/a\""},
 		{"md", "# Page /a\n"},
