@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -134,4 +135,30 @@ func TestSearchCLI(t *testing.T) {
 	if r := invoke(t, context.Background(), "", []string{"search", "--config", cfg, "--data-dir", dir, "--engine", "altavista", "x"}); r.code != 2 {
 		t.Errorf("unknown engine: exit %d %q", r.code, r.stderr)
 	}
+}
+
+// gcPercent reads the collector's target.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
+// A crawl raises the collector's target for its run, unless GOGC is set,
+// and puts it back.
+func TestCrawlGCPercent(t *testing.T) {
+	before := gcPercent()
+	restore := crawlGC([]string{"HOME=/nonexistent"})
+	if got := gcPercent(); got != crawlGCPercent {
+		t.Errorf("during a crawl GOGC is %d, want %d", got, crawlGCPercent)
+	}
+	restore()
+	if got := gcPercent(); got != before {
+		t.Errorf("after a crawl GOGC is %d, want %d again", got, before)
+	}
+	restore = crawlGC([]string{"GOGC=50"})
+	if got := gcPercent(); got != before {
+		t.Errorf("with GOGC=50 in the environment, a crawl set GOGC to %d; want it left at %d", got, before)
+	}
+	restore()
 }
