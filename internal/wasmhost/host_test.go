@@ -91,6 +91,7 @@ func TestImportsPerProfile(t *testing.T) {
 }
 
 func TestNetworkGuestFetchesLoopbackPage(t *testing.T) {
+	t.Parallel() // builds or compiles a guest: overlaps the others
 	srv := httptest.NewServer(titled("Hello from loopback"))
 	defer srv.Close()
 	en := newEngine(t, tenants("network"))
@@ -122,6 +123,7 @@ func TestGuestExitCode(t *testing.T) {
 }
 
 func TestSSRFFromGuestDeniedAndAudited(t *testing.T) {
+	t.Parallel() // builds or compiles a guest: overlaps the others
 	en := newEngine(t, engine.Config{Tenants: map[string]engine.TenantConfig{"posix": {Profile: "posix"}}})
 	h := newHost(t, en)
 	for _, tc := range []struct {
@@ -326,6 +328,7 @@ func TestSmallBufferPostReachesServerOnce(t *testing.T) {
 }
 
 func TestGetManyLimits(t *testing.T) {
+	t.Parallel() // builds or compiles a guest: overlaps the others
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		titled("page "+r.URL.Path).ServeHTTP(w, r)
 	}))
