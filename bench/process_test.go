@@ -81,10 +81,11 @@ func binaries(b *testing.B) (dir, airlock string) {
 	return binDir, airlock
 }
 
-// run is one finished process: its wall time and output.
+// run is one finished process: its wall time, CPU time (user and
+// system) and output.
 type run struct {
-	wall   time.Duration
-	stdout string
+	wall, cpu time.Duration
+	stdout    string
 }
 
 func runProcess(b *testing.B, dir string, name string, args ...string) run {
@@ -99,7 +100,8 @@ func runProcess(b *testing.B, dir string, name string, args ...string) run {
 	if err != nil {
 		b.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
 	}
-	return run{wall: wall, stdout: stdout.String()}
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return run{wall: wall, cpu: cpu, stdout: stdout.String()}
 }
 
 // peakRSS runs the command once more under GNU time and returns its peak
@@ -144,20 +146,24 @@ type side struct {
 }
 
 // compare runs a and c alternately, runs times each, and reports both
-// medians, their ratio, and the peak RSS of one more run of each.
+// medians of wall time and their ratio, the ratio of the medians of CPU
+// time (steadier than wall time on a loaded machine), and the peak RSS of
+// one more run of each.
 func compare(b *testing.B, dir string, runs int, a, c side) {
 	b.Helper()
-	var aw, cw []time.Duration
+	var aw, cw, ac, cc []time.Duration
 	for b.Loop() {
 		for range runs {
-			aw = append(aw, a.run().wall)
-			cw = append(cw, c.run().wall)
+			ra, rc := a.run(), c.run()
+			aw, cw = append(aw, ra.wall), append(cw, rc.wall)
+			ac, cc = append(ac, ra.cpu), append(cc, rc.cpu)
 		}
 	}
 	am, cm := median(aw), median(cw)
 	b.ReportMetric(ms(am), a.name+"-ms")
 	b.ReportMetric(ms(cm), c.name+"-ms")
 	b.ReportMetric(float64(am)/float64(cm), "ratio")
+	b.ReportMetric(float64(median(ac))/float64(median(cc)), "cpu-ratio")
 	b.ReportMetric(peakRSS(b, dir, a.args...), a.name+"-MB")
 	b.ReportMetric(peakRSS(b, dir, c.args...), c.name+"-MB")
 	b.ReportMetric(0, "ns/op")
