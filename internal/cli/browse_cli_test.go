@@ -145,10 +145,24 @@ func gcPercent() int {
 }
 
 // A crawl raises the collector's target for its run, unless GOGC is set,
-// and puts it back.
+// and puts it back; the more is live at its start, the less.
 func TestCrawlGCPercent(t *testing.T) {
+	for _, tc := range []struct {
+		live uint64
+		want int
+	}{
+		{0, crawlGCPercent},
+		{4 << 20, crawlGCPercent},
+		{16 << 20, 200},
+		{64 << 20, 100},
+		{1 << 30, 100},
+	} {
+		if got := crawlGCPercentFor(tc.live); got != tc.want {
+			t.Errorf("crawlGCPercentFor(%d MiB) = %d, want %d", tc.live>>20, got, tc.want)
+		}
+	}
 	before := gcPercent()
-	restore := crawlGC([]string{"HOME=/nonexistent"})
+	restore := crawlGC([]string{"HOME=/nonexistent"}, 4<<20)
 	if got := gcPercent(); got != crawlGCPercent {
 		t.Errorf("during a crawl GOGC is %d, want %d", got, crawlGCPercent)
 	}
@@ -156,7 +170,7 @@ func TestCrawlGCPercent(t *testing.T) {
 	if got := gcPercent(); got != before {
 		t.Errorf("after a crawl GOGC is %d, want %d again", got, before)
 	}
-	restore = crawlGC([]string{"GOGC=50"})
+	restore = crawlGC([]string{"GOGC=50"}, 4<<20)
 	if got := gcPercent(); got != before {
 		t.Errorf("with GOGC=50 in the environment, a crawl set GOGC to %d; want it left at %d", got, before)
 	}
