@@ -81,6 +81,15 @@ func binaries(b *testing.B) (dir, airlock string) {
 	return binDir, airlock
 }
 
+// TestMain removes what binaries built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
 // run is one finished process: its wall time, CPU time (user and
 // system) and output.
 type run struct {
