@@ -15,7 +15,8 @@ import (
 // BenchmarkFleetCrawlJob runs a 1,000-page crawl job (full extraction) on
 // an engine without Redis, on one replica and on three sharing one Redis,
 // in this process: pages/s is
-// the job's pages over its wall time. On a small machine the replicas
+// the job's pages over its wall time, redis-cpu-ms/1000pages what the
+// Redis server spent (INFO cpu) for each 1,000 pages. On a small machine the replicas
 // share its cores, so three are no faster than one; across machines each
 // brings its own.
 //
@@ -29,8 +30,10 @@ func BenchmarkFleetCrawlJob(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			url := ""
+			var srv *fleettest.Server
 			if n > 0 {
-				url = fleettest.Start(b).URL(0)
+				srv = fleettest.Start(b)
+				url = srv.URL(0)
 			}
 			es := make([]*engine.Engine, max(n, 1))
 			for i := range es {
@@ -48,7 +51,12 @@ func BenchmarkFleetCrawlJob(b *testing.B) {
 			site := crawltest.NewTreeSite(b, pages, "", 0)
 			p := airlock.Principal{Tenant: "acme"}
 			var total, elapsed float64
+			var redisCPU time.Duration
 			for b.Loop() {
+				var cpu0 time.Duration
+				if srv != nil {
+					cpu0 = srv.CPU(b)
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				job, err := es[0].StartCrawlJob(ctx, p, airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: pages,
 					Depth: 40, Concurrency: 8, PerHostConcurrency: 8})
@@ -66,6 +74,9 @@ func BenchmarkFleetCrawlJob(b *testing.B) {
 						}
 						total += float64(j.Pages)
 						elapsed += j.FinishedAt.Sub(j.CreatedAt).Seconds()
+						if srv != nil {
+							redisCPU += srv.CPU(b) - cpu0
+						}
 						break
 					}
 					time.Sleep(20 * time.Millisecond)
@@ -73,6 +84,9 @@ func BenchmarkFleetCrawlJob(b *testing.B) {
 				cancel()
 			}
 			b.ReportMetric(total/elapsed, "pages/s")
+			if srv != nil {
+				b.ReportMetric(float64(redisCPU.Milliseconds())*1000/total, "redis-cpu-ms/1000pages")
+			}
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -134,4 +135,44 @@ func TestSearchCLI(t *testing.T) {
 	if r := invoke(t, context.Background(), "", []string{"search", "--config", cfg, "--data-dir", dir, "--engine", "altavista", "x"}); r.code != 2 {
 		t.Errorf("unknown engine: exit %d %q", r.code, r.stderr)
 	}
+}
+
+// gcPercent reads the collector's target.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
+// A crawl raises the collector's target for its run, unless GOGC is set,
+// and puts it back; the more is live at its start, the less.
+func TestCrawlGCPercent(t *testing.T) {
+	for _, tc := range []struct {
+		live uint64
+		want int
+	}{
+		{0, crawlGCPercent},
+		{4 << 20, crawlGCPercent},
+		{16 << 20, 200},
+		{64 << 20, 100},
+		{1 << 30, 100},
+	} {
+		if got := crawlGCPercentFor(tc.live); got != tc.want {
+			t.Errorf("crawlGCPercentFor(%d MiB) = %d, want %d", tc.live>>20, got, tc.want)
+		}
+	}
+	before := gcPercent()
+	restore := crawlGC([]string{"HOME=/nonexistent"}, 4<<20)
+	if got := gcPercent(); got != crawlGCPercent {
+		t.Errorf("during a crawl GOGC is %d, want %d", got, crawlGCPercent)
+	}
+	restore()
+	if got := gcPercent(); got != before {
+		t.Errorf("after a crawl GOGC is %d, want %d again", got, before)
+	}
+	restore = crawlGC([]string{"GOGC=50"}, 4<<20)
+	if got := gcPercent(); got != before {
+		t.Errorf("with GOGC=50 in the environment, a crawl set GOGC to %d; want it left at %d", got, before)
+	}
+	restore()
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -67,7 +68,7 @@ type browserStepResult struct {
 	File   string                `json:"file,omitempty"` // a screenshot written under --out-dir
 }
 
-var sessionNameRE = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$`)
+var sessionNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$`) })
 
 func parseBrowserScript(data []byte) (browserScript, error) {
 	var sc browserScript
@@ -85,7 +86,7 @@ func parseBrowserScript(data []byte) (browserScript, error) {
 	case len(sc.Actions) == 0 && len(sc.Ops) == 0:
 		return sc, usageErrorf(`script: no "actions" and no "ops"`)
 	}
-	if sc.Session != "" && !sessionNameRE.MatchString(sc.Session) {
+	if sc.Session != "" && !sessionNameRE().MatchString(sc.Session) {
 		return sc, usageErrorf("script: session name %q: want 1 to 64 of A-Z a-z 0-9 . _ -", sc.Session)
 	}
 	return sc, nil

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -145,7 +146,7 @@ func levenshtein(a, b string) int {
 }
 
 // yamlLine matches the position in go-yaml's syntax errors.
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): `) })
 
 // checkYAML parses the configuration file b (named path) and returns every
 // unknown key and mistyped value in it, each at its line. A syntax error
@@ -154,7 +155,7 @@ func checkYAML(path string, b []byte) []configProblem {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		msg := err.Error()
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		if m := yamlLine().FindStringSubmatch(msg); m != nil {
 			return []configProblem{{where: path + ":" + m[1], msg: strings.TrimPrefix(msg, m[0])}}
 		}
 		return []configProblem{{where: path, msg: strings.TrimPrefix(msg, "yaml: ")}}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -174,21 +175,49 @@ func TestMCPCommandToken(t *testing.T) {
 // buildAirlock builds the airlock command into a temporary directory.
 func buildAirlock(t *testing.T) string {
 	t.Helper()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to build airlock for this test: %v", err)
-	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	bin, err := airlockBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "airlock")
+	return bin
+}
+
+// airlockBinary builds ./cmd/airlock once per test binary, for the tests
+// that run it (TestMCPBinaryStdio, TestPDFChildBinary): two links of the
+// whole program, at the same time, cost more than the tests themselves.
+// TestMain removes it.
+var airlockBinary = sync.OnceValues(func() (string, error) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("the go command is needed to build airlock for this test: %v", err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "airlock-cli-test-")
+	if err != nil {
+		return "", err
+	}
+	binDir = dir
+	bin := filepath.Join(dir, "airlock")
 	cmd := exec.Command(gobin, "build", "-o", bin, "./cmd/airlock")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/airlock: %v\n%s", err, out)
+		return "", fmt.Errorf("go build ./cmd/airlock: %v\n%s", err, out)
 	}
-	return bin
+	return bin, nil
+})
+
+// binDir holds the binary airlockBinary built ("" before).
+var binDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
 }
 
 // TestMCPBinaryStdio runs the real binary the way an agent client does,

@@ -35,6 +35,7 @@ func buildGuest(t *testing.T, dir, pkg string) string {
 }
 
 func TestRunGuest(t *testing.T) {
+	t.Parallel() // builds a guest: overlaps the other tests
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "<html><head><title>Guest target</title></head><body><h1>Heading</h1><p>First sentence here. Second one. Third.</p></body></html>")
 	}))
@@ -89,6 +90,7 @@ func TestGuestExitStatus(t *testing.T) {
 }
 
 func TestServeGuest(t *testing.T) {
+	t.Parallel() // builds a guest: overlaps the other tests
 	dir := t.TempDir()
 	handler := buildGuest(t, dir, "examples/guests/handler")
 	ctx, cancel := context.WithCancel(context.Background())

@@ -323,6 +323,9 @@ func Run(ctx context.Context, cfg Config, req airlock.CrawlRequest, emit func(*a
 	if cfg.Shared != nil {
 		r.shared, r.frontier, r.seen = cfg.Shared, cfg.Shared, cfg.Shared
 		r.polite, _ = cfg.Shared.(Politeness)
+		if _, sq := cfg.Shared.(SeenQueue); sq && r.polite != nil {
+			r.slots, _ = cfg.Shared.(PageSlots)
+		}
 	}
 	if r.frontier == nil {
 		r.frontier = NewMemoryFrontier(0)
@@ -353,6 +356,7 @@ type run struct {
 	seen     Seen
 	shared   Shared     // nil: this run is the whole crawl
 	polite   Politeness // the shared state's, if it has it
+	slots    PageSlots  // the shared state's, if it has it (and polite, and SeenQueue)
 	robots   *RobotsCache
 	scope    *scope // nil for a list
 	seedURL  *url.URL
@@ -379,6 +383,7 @@ type run struct {
 	stopped        string
 	stopErr        error
 	lastProgress   time.Time
+	slotWait       time.Duration // dispatch found no slot: retry after this (0: sharedPoll)
 
 	limit       atomic.Bool  // the page limit is reached: queue nothing more
 	pageReqs    atomic.Int64 // page requests sent, retries included
@@ -437,8 +442,18 @@ type result struct {
 	fetched  bool          // a response came back
 	failed   bool
 	bytes    int64
-	fatal    error // revoked: stop the crawl
-	storeErr error // the Frontier or Seen failed
+	fatal    error      // revoked: stop the crawl
+	storeErr error      // the Frontier or Seen failed
+	host     string     // the host slot BeginPage took (PageSlots)
+	links    *linkBatch // links for EndPage to queue (PageSlots)
+}
+
+// linkBatch is what enqueue gives queueNew: the keys of a page's links,
+// the skip reason of each ("" to queue it) and the items to queue.
+type linkBatch struct {
+	keys  []string
+	skips []airlock.Reason
+	items []Item
 }
 
 func (r *run) run() (*airlock.CrawlSummary, error) {
@@ -565,8 +580,11 @@ func (r *run) fill(now time.Time) (empty bool, wake time.Time) {
 			it := h.queue[h.qhead]
 			if !r.dispatch(h, it, now) {
 				// Every page slot of the crawl is taken by other runs'
-				// fetches: one may fail and give its slot back.
-				return false, now.Add(sharedPoll)
+				// fetches (one may fail and give its slot back), or
+				// every request slot of the origin.
+				wait := cmp.Or(r.slotWait, sharedPoll)
+				r.slotWait = 0
+				return false, now.Add(wait)
 			}
 			h.queue[h.qhead] = Item{}
 			h.qhead++
@@ -674,6 +692,7 @@ func (r *run) dispatch(h *host, it Item, now time.Time) bool {
 		r.doneItem(it)
 		return true
 	}
+	var hostToken string // taken by BeginPage, given back by EndPage
 	if it.Kind == KindSitemap {
 		if r.sitemapFiles >= MaxSitemaps {
 			r.doneItem(it)
@@ -691,7 +710,22 @@ func (r *run) dispatch(h *host, it Item, now time.Time) bool {
 			return false
 		}
 		r.pageReqs.Add(1)
-		if r.shared != nil {
+		if r.slots != nil {
+			token, ok, reached, wait, err := r.slots.BeginPage(r.ctx, it, r.opt.maxPages, h.origin, h.limit(r.opt), h.delay(r.opt))
+			switch {
+			case err != nil:
+				r.stopStore(err)
+				return false
+			case reached:
+				r.limit.Store(true)
+				return false
+			case !ok:
+				r.pageReqs.Add(-1) // not sent
+				r.slotWait = wait
+				return false
+			}
+			hostToken = token
+		} else if r.shared != nil {
 			ok, reached, err := r.shared.Reserve(r.ctx, it, r.opt.maxPages)
 			switch {
 			case err != nil:
@@ -709,7 +743,7 @@ func (r *run) dispatch(h *host, it Item, now time.Time) bool {
 	h.active++
 	h.next = now.Add(h.delay(r.opt))
 	r.inflight++
-	pol := hostPolicy{origin: h.origin, limit: h.limit(r.opt), delay: h.delay(r.opt)}
+	pol := hostPolicy{origin: h.origin, limit: h.limit(r.opt), delay: h.delay(r.opt), token: hostToken}
 	go func() {
 		var res result
 		if it.Kind == KindSitemap {
@@ -717,7 +751,7 @@ func (r *run) dispatch(h *host, it Item, now time.Time) bool {
 		} else {
 			res = r.fetchPage(it, pol)
 		}
-		res.h, res.item = h, it
+		res.h, res.item, res.host = h, it, hostToken
 		r.results <- res
 	}()
 	return true
@@ -811,7 +845,13 @@ func (r *run) handle(res result) {
 			}
 		}
 		if r.shared != nil {
-			reached, err := r.shared.Settle(context.WithoutCancel(r.parent), res.item, res.ok, r.opt.maxPages)
+			var reached bool
+			var err error
+			if r.slots != nil {
+				reached, err = r.endPage(res)
+			} else {
+				reached, err = r.shared.Settle(context.WithoutCancel(r.parent), res.item, res.ok, r.opt.maxPages)
+			}
 			if err != nil && res.storeErr == nil {
 				res.storeErr = err
 			}
@@ -834,6 +874,22 @@ func (r *run) handle(res result) {
 	if now.Sub(r.lastProgress) >= ProgressInterval {
 		r.report(now)
 	}
+}
+
+// endPage ends a page of a PageSlots crawl: its links queued, its slots
+// given back, in one step; then the links that were new and not to be
+// queued are listed as skipped.
+func (r *run) endPage(res result) (reached bool, err error) {
+	lb := res.links
+	if lb == nil {
+		lb = &linkBatch{}
+	}
+	added, reached, err := r.slots.EndPage(context.WithoutCancel(r.parent), res.item, res.ok, r.opt.maxPages, res.h.origin, res.host, lb.keys, lb.items)
+	if err != nil {
+		return false, err
+	}
+	r.linksAdded(lb, added)
+	return reached, nil
 }
 
 // seedSitemaps queues the Sitemap lines of the seed origin's robots.txt,
@@ -1036,6 +1092,7 @@ type hostPolicy struct {
 	origin string
 	limit  int
 	delay  time.Duration
+	token  string // a host slot taken already (BeginPage): fetch takes none
 }
 
 // errHostSlot marks a failure of the shared state while taking a host
@@ -1049,7 +1106,7 @@ func (e errHostSlot) Unwrap() error { return e.err }
 // crawl: it waits for a request slot of the origin, and gives it back once
 // the response is in.
 func (r *run) fetch(ctx context.Context, pol hostPolicy, target, accept string) (*airlock.HTTPResponse, error) {
-	if r.polite == nil {
+	if r.polite == nil || pol.token != "" {
 		return r.do(ctx, target, accept)
 	}
 	for {
@@ -1195,7 +1252,10 @@ func (r *run) fetchPage(it Item, pol hostPolicy) (res result) {
 	res.ok = true
 	noindex, nofollow := xRobotsTag(resp.Header)
 	if r.scope != nil && !nofollow && !ex.NoFollow {
-		if err := r.enqueue(base, ex.Links, it.Depth+1); err != nil {
+		lb := r.links(base, ex.Links, it.Depth+1)
+		if r.slots != nil {
+			res.links = lb // queued by EndPage
+		} else if err := r.queueLinks(lb); err != nil {
 			res.storeErr = err
 		}
 	}
@@ -1258,6 +1318,12 @@ func (r *run) failure(u string, err error) result {
 // enqueue queues the new, in-scope links of a page at depth, and lists
 // the others that are new. Links that are not http(s) are dropped.
 func (r *run) enqueue(base *url.URL, links []string, depth int) error {
+	return r.queueLinks(r.links(base, links, depth))
+}
+
+// links resolves the links of a page at depth: their keys, and the item
+// to queue or the reason to skip each.
+func (r *run) links(base *url.URL, links []string, depth int) *linkBatch {
 	var keys []string
 	var skips []airlock.Reason
 	var items []Item
@@ -1287,16 +1353,36 @@ func (r *run) enqueue(base *url.URL, links []string, depth int) error {
 		}
 		keys, skips, items = append(keys, key), append(skips, skip), append(items, it)
 	}
-	added, err := r.queueNew(keys, items)
+	return &linkBatch{keys: keys, skips: skips, items: items}
+}
+
+// queueLinks queues the new links of lb and lists the new ones it skips.
+func (r *run) queueLinks(lb *linkBatch) error {
+	added, err := r.queueNew(lb.keys, lb.items)
 	if err != nil {
 		return err
 	}
 	for i, ok := range added {
-		if ok && skips[i] != "" {
-			r.skip(keys[i], skips[i], "")
+		if ok && lb.skips[i] != "" {
+			r.skip(lb.keys[i], lb.skips[i], "")
 		}
 	}
 	return nil
+}
+
+// linksAdded counts the queued links of lb that EndPage found new and
+// lists the new ones it skips.
+func (r *run) linksAdded(lb *linkBatch, added []bool) {
+	for i, ok := range added {
+		if !ok || i >= len(lb.keys) {
+			continue
+		}
+		if lb.skips[i] != "" {
+			r.skip(lb.keys[i], lb.skips[i], "")
+		} else if lb.items[i].URL != "" {
+			r.queued.Add(1)
+		}
+	}
 }
 
 // addSeen adds keys to the seen set and reports which were new.

@@ -106,6 +106,27 @@ type SeenQueue interface {
 	AddAndPush(ctx context.Context, keys []string, items []Item) ([]bool, error)
 }
 
+// PageSlots is a Shared state that is also Politeness and SeenQueue and
+// does their steps for one page in two round trips to a shared store
+// instead of five: BeginPage takes the page slot and a request slot of
+// the page's origin; EndPage queues the page's new links, gives both
+// slots back and ends the item's lease, atomically (and may lease the
+// next items for the following Pop).
+type PageSlots interface {
+	// BeginPage takes it's page slot, as Reserve, then one of limit
+	// request slots of origin no sooner than delay after the last
+	// request there, as AcquireHost. ok: both are taken, the host slot
+	// is token. Otherwise reached says that the page limit is reached;
+	// if not, retry after wait (0: no page slot is free now). A page
+	// slot taken before the origin said not yet stays taken.
+	BeginPage(ctx context.Context, it Item, max int, origin string, limit int, delay time.Duration) (token string, ok, reached bool, wait time.Duration, err error)
+	// EndPage adds keys and queues the items of the new ones (as
+	// AddAndPush; added says which were new), gives back the host slot
+	// token of origin ("" for none) and settles it's page slot (as
+	// Settle; reached: the limit is now reached).
+	EndPage(ctx context.Context, it Item, fetched bool, max int, origin, token string, keys []string, items []Item) (added []bool, reached bool, err error)
+}
+
 // BatchPopper is a Frontier that pops several items in one call (one
 // round trip to a shared store). Run takes at most a few at once: what a
 // run holds, the other runs of a shared crawl cannot fetch.

@@ -45,11 +45,15 @@ type Crawl struct {
 	id    string
 	lease time.Duration
 
-	mu      sync.Mutex
-	leased  map[string]string // encoded item → lease token
-	hosts   map[string]string // host slot token → origin
-	run     string            // the run that Joined through this Crawl
-	started bool              // renewLoop runs
+	mu     sync.Mutex
+	leased map[string]string // encoded item → lease token
+	hosts  map[string]string // host slot token → origin
+	// next holds items EndPage leased for this Crawl, which PopN hands
+	// out before it asks Redis: the page that ends brings the next one
+	// in the same round trip.
+	next    []crawl.Item
+	run     string // the run that Joined through this Crawl
+	started bool   // renewLoop runs
 	closed  bool
 	stop    chan struct{}
 	done    chan struct{}
@@ -174,6 +178,15 @@ func (c *Crawl) PopN(ctx context.Context, n int) ([]crawl.Item, error) {
 	if n <= 0 {
 		return nil, nil
 	}
+	c.mu.Lock()
+	if len(c.next) > 0 {
+		k := min(n, len(c.next))
+		items := append([]crawl.Item(nil), c.next[:k]...)
+		c.next = append(c.next[:0], c.next[k:]...)
+		c.mu.Unlock()
+		return items, nil
+	}
+	c.mu.Unlock()
 	prefix := newToken() + "-"
 	raws, err := popNScript.Run(ctx, c.f.rdb, []string{c.key("queue"), c.key("leases")}, prefix, c.lease.Milliseconds(), n).StringSlice()
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -372,6 +385,184 @@ func (c *Crawl) Settle(ctx context.Context, it crawl.Item, fetched bool, max int
 	return n == 1, nil
 }
 
+// beginScript is reserveScript then hostScript, in one round trip: the
+// page slot of a leased item, then a request slot of its origin. KEYS:
+// slots, stats, the origin's slots, its next-request time, the crawl's
+// origins. ARGV: max, the item's token, lease ms, limit, delay ms, host
+// token, origin. Returns 0 (both taken), -2 (the limit is reached), -3 (no
+// page slot free now), -1 (every request slot of the origin busy) or the
+// milliseconds until its Crawl-delay has passed. The page slot stays
+// taken when the origin says not yet: the retry finds it.
+var beginScript = redis.NewScript(redisNow + `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local max = tonumber(ARGV[1])
+local ok = tonumber(redis.call('HGET', KEYS[2], 'ok') or '0')
+if ok >= max then return -2 end
+if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then
+	if ok + redis.call('ZCARD', KEYS[1]) >= max then return -3 end
+	redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[4]) then return -1 end
+local nxt = tonumber(redis.call('GET', KEYS[4]) or '0')
+if nxt > now then return nxt - now end
+redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), ARGV[6])
+local delay = tonumber(ARGV[5])
+if delay > 0 then redis.call('SET', KEYS[4], now + delay, 'PX', delay + 1000) end
+redis.call('SADD', KEYS[5], ARGV[7])
+return 0`)
+
+// BeginPage implements crawl.PageSlots: Reserve and AcquireHost in one
+// round trip.
+func (c *Crawl) BeginPage(ctx context.Context, it crawl.Item, max int, origin string, limit int, delay time.Duration) (string, bool, bool, time.Duration, error) {
+	token, held := c.token(it)
+	if !held {
+		return "", false, false, 0, unavailable("crawl page slots", fmt.Errorf("%s is not leased here", it.URL))
+	}
+	host := newToken()
+	n, err := beginScript.Run(ctx, c.f.rdb, []string{c.key("slots"), c.key("stats"), c.hostKey(origin), c.nextKey(origin), c.key("hosts")},
+		max, token, c.lease.Milliseconds(), limit, delay.Milliseconds(), host, origin).Int64()
+	switch {
+	case err != nil:
+		return "", false, false, 0, unavailable("crawl page slots", err)
+	case n == 0:
+		if c.renewing() {
+			c.mu.Lock()
+			c.hosts[host] = origin
+			c.mu.Unlock()
+		}
+		return host, true, false, 0, nil
+	case n == -2:
+		return "", false, true, 0, nil
+	case n == -3:
+		return "", false, false, 0, nil
+	case n == -1:
+		return "", false, false, hostBusyWait, nil
+	}
+	return "", false, false, time.Duration(n) * time.Millisecond, nil
+}
+
+// endScript is addPushScript, the release of a host slot, settleScript
+// and, unless the limit is reached, popNScript for ARGV[8] items, in one
+// round trip. KEYS: seen, queue, slots, stats, leases, the origin's
+// slots. ARGV: fetched (1 or 0), the item's token, max, its lease member,
+// the host token ("" for none), a token prefix for the items leased, lease
+// ms, how many to lease, then pairs of hash and item ("" for none).
+// Returns {reached (1 or 0), {1 or 0 per hash}, {items leased}}.
+var endScript = redis.NewScript(redisNow + `
+local added = {}
+for i = 9, #ARGV, 2 do
+	local a = redis.call('SADD', KEYS[1], ARGV[i])
+	added[#added + 1] = a
+	if a == 1 and ARGV[i + 1] ~= '' then redis.call('RPUSH', KEYS[2], ARGV[i + 1]) end
+end
+if ARGV[5] ~= '' then redis.call('ZREM', KEYS[6], ARGV[5]) end
+redis.call('ZREM', KEYS[3], ARGV[2])
+redis.call('ZREM', KEYS[5], ARGV[4])
+redis.call('HINCRBY', KEYS[4], 'done', 1)
+local reached = 0
+if ARGV[1] == '1' then
+	if redis.call('HINCRBY', KEYS[4], 'ok', 1) >= tonumber(ARGV[3]) then reached = 1 end
+else
+	redis.call('HINCRBY', KEYS[4], 'failed', 1)
+end
+local out = {}
+local n = tonumber(ARGV[8])
+if reached == 0 and n > 0 then
+	local deadline = now + tonumber(ARGV[7])
+	local lapsed = redis.call('ZRANGE', KEYS[5], '-inf', now, 'BYSCORE', 'LIMIT', 0, n)
+	for _, m in ipairs(lapsed) do
+		redis.call('ZREM', KEYS[5], m)
+		out[#out + 1] = string.sub(m, string.find(m, ' ', 1, true) + 1)
+	end
+	while #out < n do
+		local it = redis.call('LPOP', KEYS[2])
+		if not it then break end
+		out[#out + 1] = it
+	end
+	for i, it in ipairs(out) do
+		redis.call('ZADD', KEYS[5], deadline, ARGV[6] .. i .. ' ' .. it)
+	end
+end
+return {reached, added, out}`)
+
+// EndPage implements crawl.PageSlots: AddAndPush, ReleaseHost and Settle
+// in one round trip, which also leases the next item of the frontier for
+// this Crawl's next PopN when none is waiting here.
+func (c *Crawl) EndPage(ctx context.Context, it crawl.Item, fetched bool, max int, origin, hostToken string, keys []string, items []crawl.Item) ([]bool, bool, error) {
+	if len(keys) != len(items) {
+		return nil, false, fmt.Errorf("crawl: %d keys for %d items", len(keys), len(items))
+	}
+	raw := encodeItem(it)
+	c.mu.Lock()
+	token := c.leased[raw]
+	delete(c.hosts, hostToken)
+	prefetch := 0
+	if len(c.next) == 0 && !c.closed {
+		prefetch = 1
+	}
+	c.mu.Unlock()
+	f := "0"
+	if fetched {
+		f = "1"
+	}
+	prefix := newToken() + "-"
+	args := make([]any, 0, 8+2*len(keys))
+	args = append(args, f, token, max, token+" "+raw, hostToken, prefix, c.lease.Milliseconds(), prefetch)
+	for i, k := range keys {
+		enc := ""
+		if items[i].URL != "" {
+			enc = encodeItem(items[i])
+		}
+		args = append(args, seenMember(k), enc)
+	}
+	v, err := endScript.Run(ctx, c.f.rdb, []string{c.key("seen"), c.key("queue"), c.key("slots"), c.key("stats"), c.key("leases"), c.hostKey(origin)}, args...).Slice()
+	if err != nil {
+		return nil, false, unavailable("crawl frontier", err)
+	}
+	reached, added, popped, err := parseEnd(v)
+	if err != nil {
+		return nil, false, unavailable("crawl frontier", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.leased[raw] == token {
+		delete(c.leased, raw)
+	}
+	for i, p := range popped {
+		next, err := decodeItem(p)
+		if err != nil {
+			return nil, false, unavailable("crawl frontier", err)
+		}
+		c.leased[p] = prefix + strconv.Itoa(i+1)
+		c.next = append(c.next, next)
+	}
+	return added, reached, nil
+}
+
+// parseEnd reads endScript's reply.
+func parseEnd(v []any) (reached bool, added []bool, popped []string, err error) {
+	if len(v) != 3 {
+		return false, nil, nil, fmt.Errorf("end page: reply of %d parts", len(v))
+	}
+	r, _ := v[0].(int64)
+	as, _ := v[1].([]any)
+	ps, _ := v[2].([]any)
+	added = make([]bool, len(as))
+	for i, a := range as {
+		n, _ := a.(int64)
+		added[i] = n == 1
+	}
+	for _, p := range ps {
+		s, ok := p.(string)
+		if !ok {
+			return false, nil, nil, fmt.Errorf("end page: item %v", p)
+		}
+		popped = append(popped, s)
+	}
+	return r == 1, added, popped, nil
+}
+
 // renewScript extends the leases (and page slots) this Crawl holds, unless
 // they lapsed and another replica took the URL. KEYS: leases, slots.
 // ARGV: lease ms, then pairs of token and item.
@@ -513,6 +704,7 @@ func (c *Crawl) Close(ctx context.Context) error {
 	held := c.held()
 	c.mu.Lock()
 	clear(c.leased)
+	c.next = nil
 	c.mu.Unlock()
 	if len(held) == 0 {
 		return nil
@@ -751,3 +943,4 @@ var _ crawl.Shared = (*Crawl)(nil)
 var _ crawl.Politeness = (*Crawl)(nil)
 var _ crawl.SeenQueue = (*Crawl)(nil)
 var _ crawl.BatchPopper = (*Crawl)(nil)
+var _ crawl.PageSlots = (*Crawl)(nil)

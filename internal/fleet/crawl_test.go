@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/internal/crawl"
 	"github.com/airlockhq/airlock/internal/crawl/crawltest"
@@ -422,5 +424,78 @@ func TestCrawlPopN(t *testing.T) {
 	}
 	if idle, err := b.Idle(ctx); err != nil || !idle {
 		t.Fatalf("Idle() = %v, %v; want true", idle, err)
+	}
+}
+
+// roundTrips counts the client's round trips to Redis by command (a
+// pipeline is one round trip, named by its commands; a script by its
+// first line's command, EVALSHA).
+type roundTrips struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (rt *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (rt *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		rt.add(cmd.Name())
+		return next(ctx, cmd)
+	}
+}
+func (rt *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		names := make([]string, len(cmds))
+		for i, c := range cmds {
+			names[i] = c.Name()
+		}
+		rt.add(strings.Join(names, "+"))
+		return next(ctx, cmds)
+	}
+}
+
+func (rt *roundTrips) add(name string) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.n[name]++
+}
+
+func (rt *roundTrips) total() int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	n := 0
+	for _, v := range rt.n {
+		n += v
+	}
+	return n
+}
+
+// A shared crawl costs at most two round trips to Redis per page, with
+// robots.txt and per-host politeness on, for one run and for three: the
+// page slot and the host slot are taken in one, the page is settled, its
+// links queued and the next item leased in the other. Each run has a
+// fixed cost besides (connecting, loading the scripts, joining and
+// leaving, robots.txt, the first pops and the last idle checks):
+// perRunAllowance. (Before BeginPage and EndPage: 4.7 a page.)
+func TestSharedCrawlRoundTrips(t *testing.T) {
+	const pages, perRunAllowance = 400, 40
+	for _, runs := range []int{1, 3} {
+		t.Run(fmt.Sprintf("runs=%d", runs), func(t *testing.T) {
+			site := crawltest.NewTreeSite(t, pages, "User-agent: *\nDisallow: /private\n", 0)
+			f := open(t)
+			rt := &roundTrips{n: map[string]int{}}
+			f.rdb.AddHook(rt)
+			// Every run's workers together stay within the per-host limit:
+			// a run that finds the origin's slots taken asks again, which
+			// is a round trip more (timing, not the crawl's cost).
+			req := airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 1000, Depth: crawl.Unlimited, Concurrency: 2, PerHostConcurrency: 2 * runs}
+			if _, perRun := runShared(t, f, runs, req, site.Client()); sum(perRun) != pages {
+				t.Fatalf("%d pages, want %d", sum(perRun), pages)
+			}
+			got := rt.total()
+			t.Logf("%d round trips for %d pages (%.2f a page): %v", got, pages, float64(got)/pages, rt.n)
+			if want := 2*pages + perRunAllowance*runs; got > want {
+				t.Errorf("%d round trips for %d pages by %d runs, want at most 2 a page and %d a run (%d)", got, pages, runs, perRunAllowance, want)
+			}
+		})
 	}
 }

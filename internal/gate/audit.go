@@ -43,8 +43,13 @@ type AuditorConfig struct {
 // dropped from the persistent log only, counted in
 // airlock_audit_dropped_total and logged. Close drains the queue.
 type Auditor struct {
-	cfg    AuditorConfig
-	queue  chan Record
+	cfg AuditorConfig
+	// qmu guards queue, the records waiting for the writer: at most
+	// cfg.Queue, grown as records come rather than reserved (every CLI
+	// call makes an Auditor). wake tells the writer that a batch is full.
+	qmu    sync.Mutex
+	queue  []Record
+	wake   chan struct{}
 	stop   chan struct{}
 	done   chan struct{}
 	closed atomic.Bool
@@ -89,7 +94,7 @@ func NewAuditor(cfg AuditorConfig) *Auditor {
 	}
 	a := &Auditor{
 		cfg:      cfg,
-		queue:    make(chan Record, cfg.Queue),
+		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		counters: map[statKey]*statEntry{},
@@ -105,7 +110,7 @@ func NewAuditor(cfg AuditorConfig) *Auditor {
 	a.writeErr = prometheus.NewCounter(prometheus.CounterOpts{Name: "airlock_audit_write_errors_total", Help: "Failed batch writes to the persistent audit log (retried)."})
 	if cfg.Registry != nil {
 		for _, c := range []prometheus.Collector{a.calls, a.duration, a.bytes, a.dropCtr, a.writeCtr, a.writeErr,
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "airlock_audit_queue_length", Help: "Audit records waiting for the persistent log."}, func() float64 { return float64(len(a.queue)) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "airlock_audit_queue_length", Help: "Audit records waiting for the persistent log."}, func() float64 { return float64(a.queued()) }),
 		} {
 			cfg.Registry.MustRegister(c)
 		}
@@ -209,11 +214,41 @@ func (a *Auditor) Record(r Record) {
 		a.drop(r, "auditor closed")
 		return
 	}
-	select {
-	case a.queue <- r:
-	default:
+	a.qmu.Lock()
+	if len(a.queue) >= a.cfg.Queue {
+		a.qmu.Unlock()
 		a.drop(r, "audit queue full")
+		return
 	}
+	a.queue = append(a.queue, r)
+	full := len(a.queue) >= maxBatch
+	a.qmu.Unlock()
+	if full {
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// queued returns how many records wait for the writer.
+func (a *Auditor) queued() int {
+	a.qmu.Lock()
+	defer a.qmu.Unlock()
+	return len(a.queue)
+}
+
+// takeQueue appends the waiting records to batch and empties the queue.
+func (a *Auditor) takeQueue(batch []Record) []Record {
+	a.qmu.Lock()
+	defer a.qmu.Unlock()
+	batch = append(batch, a.queue...)
+	clear(a.queue) // drop the strings for the GC
+	a.queue = a.queue[:0]
+	if cap(a.queue) > 2*maxBatch { // a burst is over: give its memory back
+		a.queue = nil
+	}
+	return batch
 }
 
 func (a *Auditor) drop(r Record, why string) {
@@ -352,24 +387,14 @@ func (a *Auditor) writer() {
 		}
 		return nil
 	}
-	drain := func() {
-		for {
-			select {
-			case r := <-a.queue:
-				batch = append(batch, r)
-			default:
-				return
-			}
-		}
-	}
+	drain := func() { batch = a.takeQueue(batch) }
 	for {
 		select {
-		case r := <-a.queue:
-			batch = append(batch, r)
-			if len(batch) >= maxBatch {
-				write()
-			}
+		case <-a.wake:
+			drain()
+			write()
 		case <-tick.C:
+			drain()
 			write()
 		case ch := <-a.flushReq:
 			drain()

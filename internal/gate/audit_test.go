@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -475,4 +476,21 @@ func TestAuditorFlush(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	})
+}
+
+// TestAuditorAllocatesForRecordsNotQueue: the queue bound is a ceiling,
+// not a reservation. Every engine start (each CLI call) makes an
+// Auditor; a queue allocated up front at the default 65,536 records
+// cost 13 MB, to zero and for the GC to scan, for a call that audits one
+// record.
+func TestAuditorAllocatesForRecordsNotQueue(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	a := NewAuditor(AuditorConfig{Sink: &memSink{}, Queue: defaultAuditQueue})
+	runtime.ReadMemStats(&after)
+	defer a.Close(context.Background())
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("NewAuditor allocated %d bytes with a queue of %d, want under 1 MiB", got, defaultAuditQueue)
+	}
 }

@@ -614,16 +614,18 @@ func mdInline(s string) string {
 	return b.String()
 }
 
+// The patterns of this file compile on first use: every process that
+// imports render (each CLI call) would otherwise pay for them at start.
 var (
-	mdClosingHashes = regexp.MustCompile(`(^|[ \t])(#+)[ \t]*$`)
-	mdOrderedMarker = regexp.MustCompile(`^([0-9]{1,9})([.)])`)
+	mdClosingHashes = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[ \t])(#+)[ \t]*$`) })
+	mdOrderedMarker = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]{1,9})([.)])`) })
 )
 
 // mdHeading escapes s for the content of an ATX heading: inline syntax,
 // and a trailing run of # that would be read as the closing sequence.
 func mdHeading(s string) string {
 	s = mdInline(s)
-	if m := mdClosingHashes.FindStringSubmatchIndex(s); m != nil {
+	if m := mdClosingHashes().FindStringSubmatchIndex(s); m != nil {
 		s = s[:m[4]] + `\` + s[m[4]:]
 	}
 	return s
@@ -641,7 +643,7 @@ func mdLine(s string) string {
 	if strings.ContainsRune("#>+-=|", rune(s[0])) {
 		return `\` + s
 	}
-	if m := mdOrderedMarker.FindStringSubmatchIndex(s); m != nil {
+	if m := mdOrderedMarker().FindStringSubmatchIndex(s); m != nil {
 		return s[:m[4]] + `\` + s[m[4]:]
 	}
 	return s
@@ -803,17 +805,19 @@ var (
 	// LaTeX environment, diary sexp or footnote definition. Leading commas
 	// are part of each pattern, so that escaping (one more comma) is
 	// reversible.
-	orgLineHazard = regexp.MustCompile(`^(?:,*\*+(?:[ \t]|$)|,*%%\(|,*\[fn:|[ \t]*,*(?:#\+|#(?:[ \t]|$)|:[\p{L}\p{N}_-]+:[ \t]*$|:(?:[ \t]|$)|(?:SCHEDULED|DEADLINE|CLOSED|CLOCK):|\\begin\{))`)
+	orgLineHazard = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:,*\*+(?:[ \t]|$)|,*%%\(|,*\[fn:|[ \t]*,*(?:#\+|#(?:[ \t]|$)|:[\p{L}\p{N}_-]+:[ \t]*$|:(?:[ \t]|$)|(?:SCHEDULED|DEADLINE|CLOSED|CLOCK):|\\begin\{))`)
+	})
 	// orgInlineBabel matches inline source blocks and calls.
-	orgInlineBabel = regexp.MustCompile(`(?i)(?:src|call)_[^\s\[\]{}()]+[\[{(]`)
+	orgInlineBabel = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(?:src|call)_[^\s\[\]{}()]+[\[{(]`) })
 	// orgTrailingTags matches what org would read as a headline's tags.
-	orgTrailingTags = regexp.MustCompile(`(^|[ \t])(:[\p{L}\p{N}_@#%:]+:)[ \t]*$`)
-	orgLeadingTODO  = regexp.MustCompile(`^(?:TODO|DONE|COMMENT)(?:[ \t]|$)`)
+	orgTrailingTags = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[ \t])(:[\p{L}\p{N}_@#%:]+:)[ \t]*$`) })
+	orgLeadingTODO  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:TODO|DONE|COMMENT)(?:[ \t]|$)`) })
 )
 
 // orgLine comma-escapes a line that org would read as structure.
 func orgLine(s string) string {
-	if !orgLineHazard.MatchString(s) {
+	if !orgLineHazard().MatchString(s) {
 		return s
 	}
 	i := len(s) - len(strings.TrimLeft(s, " \t"))
@@ -824,7 +828,7 @@ func orgLine(s string) string {
 // links, footnote references, timestamps, diary sexps, targets, macros and
 // inline Babel.
 func orgInline(s string) string {
-	if locs := orgInlineBabel.FindAllStringIndex(s, -1); locs != nil {
+	if locs := orgInlineBabel().FindAllStringIndex(s, -1); locs != nil {
 		var b strings.Builder
 		last := 0
 		for _, l := range locs {
@@ -865,13 +869,13 @@ func orgInline(s string) string {
 // orgTitle escapes one line of text for a headline.
 func orgTitle(s string) string {
 	s = orgInline(cutLine(s, orgMaxTitle))
-	if orgLeadingTODO.MatchString(s) {
+	if orgLeadingTODO().MatchString(s) {
 		s = zeroWidthSpace + s
 	}
 	if strings.HasPrefix(s, "[#") {
 		s = "[" + zeroWidthSpace + s[1:]
 	}
-	if m := orgTrailingTags.FindStringSubmatchIndex(s); m != nil {
+	if m := orgTrailingTags().FindStringSubmatchIndex(s); m != nil {
 		s = s[:m[4]] + zeroWidthSpace + s[m[4]:]
 	}
 	return s

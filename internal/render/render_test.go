@@ -701,7 +701,7 @@ func trimBlankTail(lines []string) []string {
 // orgUnescapeLine undoes orgLine.
 func orgUnescapeLine(s string) string {
 	i := len(s) - len(strings.TrimLeft(s, " \t"))
-	if strings.HasPrefix(s[i:], ",") && orgLineHazard.MatchString(s[:i]+s[i+1:]) {
+	if strings.HasPrefix(s[i:], ",") && orgLineHazard().MatchString(s[:i]+s[i+1:]) {
 		return s[:i] + s[i+1:]
 	}
 	return s

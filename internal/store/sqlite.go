@@ -611,6 +611,18 @@ func (s *SQLite) PruneAudit(ctx context.Context, olderThan time.Time, maxRows in
 		}
 	}
 	if maxRows > 0 {
+		// Every engine start prunes, CLI calls included: when the span
+		// of seq (the rowid, an index lookup at each end) shows the log
+		// cannot hold more than maxRows records, skip the scan below,
+		// which reads maxRows index entries. (Two subqueries: SQLite
+		// reads one end of the index only for a lone MIN or MAX.)
+		var span int64
+		if err := s.r.QueryRowContext(ctx, `SELECT COALESCE((SELECT MAX(seq) FROM audit) - (SELECT MIN(seq) FROM audit) + 1, 0)`).Scan(&span); err != nil {
+			return deleted, fmt.Errorf("audit prune by size: %w", err)
+		}
+		if span <= maxRows {
+			return deleted, nil
+		}
 		var cutoff string
 		err := s.r.QueryRowContext(ctx, `SELECT id FROM audit ORDER BY id DESC LIMIT 1 OFFSET ?`, maxRows).Scan(&cutoff)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -20,6 +20,7 @@ import (
 )
 
 func TestLanes(t *testing.T) {
+	t.Parallel() // builds or compiles a guest: overlaps the others
 	var mu sync.Mutex
 	var auth, sig string
 	saw := func() (string, string) {

@@ -14,6 +14,7 @@ import (
 // TestGuestErrorsHideAnswers: a guest's last_error for a name that
 // resolves into the floor is internal_address, without the answer.
 func TestGuestErrorsHideAnswers(t *testing.T) {
+	t.Parallel() // builds or compiles a guest: overlaps the others
 	cfg := tenants("posix")
 	cfg.Egress.Resolve = map[string][]string{"internal.test": {"10.1.2.3"}, "loop.test": {"127.0.0.9"}}
 	h := newHost(t, newEngine(t, cfg))
@@ -41,6 +42,7 @@ func TestGuestErrorsHideAnswers(t *testing.T) {
 // TestGuestRouteCredential: through the route import, a redirect that
 // carries the credential is refused and its encoded echoes are redacted.
 func TestGuestRouteCredential(t *testing.T) {
+	t.Parallel() // builds or compiles a guest: overlaps the others
 	const token = "wasm/tok+EN=&q"
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cred := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")

@@ -62,6 +62,7 @@ func flipEngine(t testing.TB) *engine.Engine {
 }
 
 func TestServeFlip(t *testing.T) {
+	t.Parallel() // builds or compiles a guest: overlaps the others
 	en := flipEngine(t)
 	srv, hd := flipServer(t, en, "served", testGuest(t, "flip"), wasmhost.ServeConfig{MaxResponse: 1 << 20})
 
@@ -143,6 +144,7 @@ func TestServeFlipRevoked(t *testing.T) {
 }
 
 func TestServedGuestIsNoPivot(t *testing.T) {
+	t.Parallel() // builds or compiles a guest: overlaps the others
 	var internalHits atomic.Int64
 	internal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		internalHits.Add(1)

@@ -108,7 +108,7 @@ type Info struct {
 	FilesDir  string
 }
 
-var profileNameRE = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$`)
+var profileNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$`) })
 
 // Manager owns the sessions and, per tenant, the forward proxy their
 // Chromium processes are forced through (layer 2). Its methods are safe
@@ -201,7 +201,7 @@ func (m *Manager) Open(ctx context.Context, p airlock.Principal, req OpenRequest
 }
 
 func (m *Manager) open(ctx context.Context, p airlock.Principal, req OpenRequest, pooled bool) (*Session, error) {
-	if req.Profile != "" && !profileNameRE.MatchString(req.Profile) {
+	if req.Profile != "" && !profileNameRE().MatchString(req.Profile) {
 		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonBadProfile,
 			"browser: profile name %q: want 1 to 64 of A-Z a-z 0-9 . _ -, not starting with a dot", req.Profile)
 	}

@@ -140,3 +140,46 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// CPU returns the CPU time the server has used (INFO cpu: used_cpu_sys
+// plus used_cpu_user), for benchmarks that report Redis's cost.
+func (s *Server) CPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := egress.DialInfrastructure(ctx, "tcp", s.Addr)
+	if err != nil {
+		tb.Fatalf("redis INFO: %v", err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("INFO cpu\r\n")); err != nil {
+		tb.Fatalf("redis INFO: %v", err)
+	}
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
+	if err != nil || !strings.HasPrefix(head, "$") {
+		tb.Fatalf("redis INFO: %q, %v", head, err)
+	}
+	var total float64
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			tb.Fatalf("redis INFO: %v", err)
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			break
+		}
+		for _, k := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+			if v, ok := strings.CutPrefix(line, k); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					tb.Fatalf("redis INFO: %q", line)
+				}
+				total += f
+			}
+		}
+	}
+	return time.Duration(total * float64(time.Second))
+}
