@@ -54,14 +54,7 @@ func (s *server) startBatch(w http.ResponseWriter, r *http.Request, p airlock.Pr
 	case req.AppendToID != nil && *req.AppendToID != "":
 		return unsupported("appendToId is not supported: start a new batch")
 	}
-	if err := req.checkJob("batch"); err != nil {
-		return err
-	}
-	fs, err := req.check()
-	if err != nil {
-		return err
-	}
-	formats, err := jobFormats(fs, "batch")
+	formats, err := req.jobFormats("batch")
 	if err != nil {
 		return err
 	}

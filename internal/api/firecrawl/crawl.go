@@ -5,7 +5,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -104,14 +103,8 @@ func (c *crawlRequest) request() (airlock.CrawlRequest, error) {
 	}
 	req.Formats = []string{airlock.FormatMarkdown} // Firecrawl's default
 	if o := c.ScrapeOptions; o != nil {
-		if err := o.checkJob("crawl"); err != nil {
-			return req, err
-		}
-		fs, err := o.check()
-		if err != nil {
-			return req, err
-		}
-		if req.Formats, err = jobFormats(fs, "crawl"); err != nil {
+		var err error
+		if req.Formats, err = o.jobFormats("crawl"); err != nil {
 			return req, err
 		}
 		if o.Timeout != nil {
@@ -327,26 +320,6 @@ func (s *server) crawlErrors(w http.ResponseWriter, r *http.Request, p airlock.P
 	return nil
 }
 
-// jobFormats maps the formats of a crawl's or a batch's scrape options to
-// the crawl's (kept with the job, which renders each page by them):
-// markdown, links and rawHtml. The formats only a scrape makes (through
-// the browser) are refused.
-func jobFormats(fs formatSet, what string) ([]string, error) {
-	var out []string
-	for name := range fs {
-		if !slices.Contains([]string{formatMarkdown, formatLinks, formatRawHTML}, name) {
-			return nil, unsupported("format %q is not supported in a %s: a %s's pages are fetched without the browser; scrape the page with POST /v2/scrape", name, what, what)
-		}
-	}
-	// In a fixed order: the job keeps them.
-	for _, f := range []struct{ fc, airlock string }{{formatMarkdown, airlock.FormatMarkdown}, {formatLinks, airlock.FormatLinks}, {formatRawHTML, airlock.FormatRawHTML}} {
-		if fs[f.fc] {
-			out = append(out, f.airlock)
-		}
-	}
-	return out, nil
-}
-
 // documentFormats are the formats a job's documents carry: those kept with
 // it, or markdown and links for a job started without any (before they
 // were kept).
@@ -366,23 +339,4 @@ func documentFormats(formats []string) formatSet {
 		}
 	}
 	return fs
-}
-
-// checkJob refuses the scrape options a crawl or a batch cannot honour:
-// its pages are fetched without the browser, so browser actions, waits,
-// device emulation, chosen headers and tag filters are a scrape's alone.
-func (o *scrapeOptions) checkJob(what string) error {
-	switch {
-	case len(o.Actions) > 0:
-		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonUnsupportedAction, "actions are not supported in a %s: its pages are fetched without the browser; use POST /v2/scrape", what)
-	case o.WaitFor != nil && *o.WaitFor != 0:
-		return unsupported("waitFor is not supported in a %s: its pages are fetched without the browser", what)
-	case o.Mobile != nil && *o.Mobile:
-		return unsupported("mobile is not supported in a %s: its pages are fetched without the browser", what)
-	case len(o.Headers) > 0:
-		return unsupported("headers are not supported in a %s: Airlock's crawl sends its own request headers", what)
-	case len(o.IncludeTags) > 0 || len(o.ExcludeTags) > 0:
-		return unsupported("includeTags and excludeTags are not supported in a %s: its pages are extracted whole (use POST /v2/scrape)", what)
-	}
-	return nil
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,36 +79,51 @@ type scrapeRequest struct {
 // formatSet is the formats a request asked for.
 type formatSet map[string]bool
 
-// check refuses what Airlock cannot do in a crawl or a batch and returns
-// the formats asked for (markdown when none is named, as Firecrawl does).
-func (o *scrapeOptions) check() (formatSet, error) {
+// jobFormats checks the scrape options of a crawl or a batch (what names
+// it) and returns the formats its job keeps (markdown when none is named,
+// as Firecrawl does). A job's pages are fetched without the browser and
+// kept as extracted pages, so browser actions, waits, device emulation,
+// chosen headers, tag filters and the html and screenshot formats are a
+// scrape's alone.
+func (o *scrapeOptions) jobFormats(what string) ([]string, error) {
 	fs, err := o.parse()
 	if err != nil {
 		return nil, err
 	}
-	onlyScrape := func(what string) error {
-		return unsupported("%s is supported on POST /v2/scrape only: crawl and batch jobs fetch without a browser and keep the extracted page (markdown, links, metadata)", what)
+	onlyScrape := func(option string) error {
+		return unsupported("%s is not supported in a %s: its pages are fetched without the browser and kept as extracted pages (markdown, links, rawHtml); use POST /v2/scrape", option, what)
 	}
 	switch {
-	case fs[formatHTML]:
-		return nil, onlyScrape("format html")
-	case fs[formatScreenshot] || fs[formatFullPage]:
-		return nil, onlyScrape("format screenshot")
-	case len(o.IncludeTags) > 0 || len(o.ExcludeTags) > 0:
-		return nil, onlyScrape("includeTags and excludeTags")
-	case len(o.Headers) > 0:
-		return nil, onlyScrape("headers")
-	case o.OnlyMainContent != nil && !*o.OnlyMainContent && fs[formatMarkdown]:
-		return nil, unsupported("onlyMainContent: false is not supported with markdown: Airlock's markdown is always the page's main content; ask for rawHtml for the whole page")
+	case len(o.Actions) > 0:
+		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonUnsupportedAction, "actions are not supported in a %s: its pages are fetched without the browser; use POST /v2/scrape (which never runs executeJavascript: Airlock's browser evaluates no caller JavaScript)", what)
 	case o.WaitFor != nil && *o.WaitFor != 0:
 		return nil, onlyScrape("waitFor")
 	case o.Mobile != nil && *o.Mobile:
 		return nil, onlyScrape("mobile")
-	case len(o.Actions) > 0:
-		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonUnsupportedAction, "actions are supported on POST /v2/scrape only, not in crawls and batches (and never executeJavascript: Airlock's browser evaluates no caller JavaScript)")
+	case len(o.Headers) > 0:
+		return nil, onlyScrape("headers")
+	case len(o.IncludeTags) > 0 || len(o.ExcludeTags) > 0:
+		return nil, onlyScrape("includeTags and excludeTags")
+	case o.OnlyMainContent != nil && !*o.OnlyMainContent && fs[formatMarkdown]:
+		return nil, unsupported(mainContentOnly)
 	}
-	return fs, nil
+	var out []string
+	for name := range fs {
+		if !slices.Contains([]string{formatMarkdown, formatLinks, formatRawHTML}, name) {
+			return nil, onlyScrape(fmt.Sprintf("format %q", name))
+		}
+	}
+	// In a fixed order: the job keeps them.
+	for _, f := range []struct{ fc, airlock string }{{formatMarkdown, airlock.FormatMarkdown}, {formatLinks, airlock.FormatLinks}, {formatRawHTML, airlock.FormatRawHTML}} {
+		if fs[f.fc] {
+			out = append(out, f.airlock)
+		}
+	}
+	return out, nil
 }
+
+// mainContentOnly refuses onlyMainContent: false with markdown.
+const mainContentOnly = "onlyMainContent: false is not supported with markdown: Airlock's markdown is always the page's main content; ask for rawHtml (or, on POST /v2/scrape, html) for the whole page"
 
 // parse reads the formats and refuses what no route does.
 func (o *scrapeOptions) parse() (formatSet, error) {
@@ -258,7 +275,7 @@ func (o *scrapeOptions) checkScrape(url string) (formatSet, airlock.ScrapeReques
 	}
 	whole := o.OnlyMainContent != nil && !*o.OnlyMainContent
 	if whole && fs[formatMarkdown] {
-		return nil, airlock.ScrapeRequest{}, false, unsupported("onlyMainContent: false is not supported with markdown: Airlock's markdown is always the page's main content; ask for html or rawHtml for the whole page")
+		return nil, airlock.ScrapeRequest{}, false, unsupported(mainContentOnly)
 	}
 	req := airlock.ScrapeRequest{FetchRequest: airlock.FetchRequest{URL: url, Cache: o.cache(), ErrorPages: true},
 		Headers: o.Headers, IncludeTags: o.IncludeTags, ExcludeTags: o.ExcludeTags, HTML: fs[formatHTML], WholePage: whole}
