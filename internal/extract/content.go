@@ -432,17 +432,7 @@ var boilerTags = map[atom.Atom]bool{
 // readableBody is a copy of the document's <body> without navigation,
 // headers, footers, asides, forms and non-text elements.
 func readableBody(doc *html.Node) *html.Node {
-	var body *html.Node
-	walkElements(doc, func(n *html.Node) bool {
-		if body != nil {
-			return false
-		}
-		if tagAtom(n) == atom.Body {
-			body = n
-			return false
-		}
-		return true
-	})
+	body := findBody(doc)
 	if body == nil {
 		return nil
 	}

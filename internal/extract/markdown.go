@@ -883,21 +883,15 @@ func mdSkip(a atom.Atom) bool {
 	return false
 }
 
-// mdBlockTags start a block of their own.
-var mdBlockTags = map[atom.Atom]bool{
-	atom.Address: true, atom.Article: true, atom.Aside: true, atom.Blockquote: true,
-	atom.Body: true, atom.Center: true, atom.Dd: true, atom.Details: true,
-	atom.Dialog: true, atom.Dir: true, atom.Div: true, atom.Dl: true,
-	atom.Dt: true, atom.Fieldset: true, atom.Figcaption: true, atom.Figure: true,
-	atom.Footer: true, atom.Form: true, atom.H1: true, atom.H2: true,
-	atom.H3: true, atom.H4: true, atom.H5: true, atom.H6: true,
-	atom.Header: true, atom.Hgroup: true, atom.Hr: true, atom.Html: true,
-	atom.Legend: true, atom.Li: true, atom.Main: true, atom.Menu: true,
-	atom.Nav: true, atom.Ol: true, atom.P: true, atom.Pre: true,
-	atom.Section: true, atom.Summary: true, atom.Table: true, atom.Tbody: true,
-	atom.Thead: true, atom.Tfoot: true, atom.Tr: true, atom.Td: true, atom.Th: true,
-	atom.Ul: true, atom.Caption: true, atom.Frameset: true, atom.Noframes: true,
-}
+// mdBlockTags start a block of their own: the text extractor's block
+// tags and table cells.
+var mdBlockTags = func() map[atom.Atom]bool {
+	m := map[atom.Atom]bool{atom.Td: true, atom.Th: true}
+	for a := range blockTags {
+		m[a] = true
+	}
+	return m
+}()
 
 // mdHasBlockChild reports a block element among n's children.
 func mdHasBlockChild(n *html.Node) bool {
