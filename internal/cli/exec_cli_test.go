@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -495,6 +497,51 @@ func TestExecRedTeam(t *testing.T) {
 		recs := lab.audit(t)
 		wantAudit(t, recs, "http://[::1]:"+port+"/", "deny", "loopback")
 		wantAudit(t, recs, "http://[::ffff:127.0.0.1]:"+lab.httpPort+"/", "deny", "ipv4_embedded")
+	})
+
+	t.Run("inherited descriptors do not reach the command", func(t *testing.T) {
+		// A TCP connection to the host's loopback held without
+		// close-on-exec, as a harness's socket airlock inherited is.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		got := make(chan string, 1)
+		go func() {
+			c, err := l.Accept()
+			if err != nil {
+				got <- ""
+				return
+			}
+			defer c.Close()
+			c.SetReadDeadline(time.Now().Add(90 * time.Second)) // a hang guard
+			b, _ := io.ReadAll(c)
+			got <- string(b)
+		}()
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := c.(*net.TCPConn).File()
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd, err := syscall.Dup(int(f.Fd())) // no close-on-exec
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := lab.exec(t, "", "python3", "-c", "import os, sys\ntry:\n    os.write(int(sys.argv[1]), b'escaped'); print('write ok')\nexcept OSError as e:\n    print('write failed', e.errno)",
+			strconv.Itoa(fd))
+		syscall.Close(fd) // the sandbox is gone: this ends the connection
+		if s := <-got; strings.Contains(s, "escaped") {
+			t.Errorf("the command wrote to the host's loopback through inherited descriptor %d", fd)
+		}
+		if !strings.Contains(r.stdout, "write failed 9") {
+			t.Errorf("descriptor %d inside: stdout %q stderr %q, want EBADF", fd, r.stdout, r.stderr)
+		}
 	})
 
 	t.Run("nsenter into the host's network namespace fails", func(t *testing.T) {
