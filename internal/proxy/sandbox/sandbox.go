@@ -58,7 +58,7 @@ func (f OutsideFunc) Serve(ln net.Listener) error { return f(ln) }
 // Config is one command to run. Args and Outside are required.
 type Config struct {
 	Args []string // the command and its arguments; Args[0] is looked up in PATH inside
-	Env  []string // the command's environment (nil: this process's); the proxy variables are set over it
+	Env  []string // the command's environment (nil: BaseEnv of this process's); the proxy variables are set over it
 	Dir  string   // the working directory; "" is the caller's; it must be visible inside
 
 	Stdin  io.Reader
@@ -87,6 +87,24 @@ func (c *Config) port() uint16 {
 		return DefaultProxyPort
 	}
 	return c.ProxyPort
+}
+
+// baseVars are the variables BaseEnv keeps; LC_* too.
+var baseVars = map[string]bool{"PATH": true, "HOME": true, "USER": true, "LOGNAME": true, "LANG": true, "TERM": true,
+	"TZ": true, "SHELL": true, "PWD": true, "TMPDIR": true}
+
+// BaseEnv returns the variables of env a command needs to run as the
+// caller's and nothing else (no credential of the caller's): PATH, HOME,
+// USER, LOGNAME, LANG, LC_*, TERM, TZ, SHELL, PWD and TMPDIR.
+func BaseEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, ok := strings.Cut(kv, "=")
+		if ok && (baseVars[k] || strings.HasPrefix(k, "LC_")) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // proxyVars are the environment variables Env is cleared of; ProxyEnv sets

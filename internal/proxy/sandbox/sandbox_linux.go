@@ -94,7 +94,7 @@ func run(ctx context.Context, cfg Config) (int, error) {
 
 	base := cfg.Env
 	if base == nil {
-		base = os.Environ()
+		base = BaseEnv(os.Environ())
 	}
 	env := ProxyEnv(base, cfg.port(), cfg.SOCKS)
 	cmd := &exec.Cmd{
