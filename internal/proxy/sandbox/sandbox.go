@@ -15,6 +15,9 @@
 //     (read from /proc/net/unix when Run starts) covered with /dev/null;
 //     the Hide paths covered; resolv.conf pointing at the namespace's own
 //     loopback, where no DNS server listens;
+//   - descriptors: the command gets stdin, stdout and stderr only, also
+//     of what this process inherited without close-on-exec (fds_linux.go);
+//   - environment: Config.Env, by default BaseEnv's allowlist;
 //   - PID: an init process of ours is PID 1; when the command exits,
 //     every process of the namespace is killed, and init exits with the
 //     command's code. Init dies with the caller (a parent-death signal,

@@ -298,6 +298,10 @@ print("fds", " ".join(sorted(os.listdir("/proc/self/fd"), key=int)))
 	if err != nil || code != 0 {
 		t.Fatalf("run: %d %v %s", code, err, errb.String())
 	}
+	// Run marked it close-on-exec: init did not get it either.
+	if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil || flags&unix.FD_CLOEXEC == 0 {
+		t.Errorf("descriptor %d after Run: flags %#x, %v; want FD_CLOEXEC", fd, flags, err)
+	}
 	// The sandbox is gone: closing our descriptor ends the connection,
 	// and the listener has everything that was written to it.
 	syscall.Close(fd)
@@ -328,5 +332,49 @@ func TestCloexecWalk(t *testing.T) {
 	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
 	if err != nil || flags&unix.FD_CLOEXEC == 0 {
 		t.Errorf("descriptor %d after cloexecWalk: flags %#x, %v; want FD_CLOEXEC", fd, flags, err)
+	}
+}
+
+// closeInheritedEnv makes the test binary, run by TestCloseInherited,
+// call closeInherited and report its descriptors.
+const closeInheritedEnv = "AIRLOCK_SANDBOX_TEST_CLOSE_INHERITED"
+
+// TestCloseInherited: init keeps the control socket and the binary
+// (descriptors 3 and 4) and closes any other descriptor that came through
+// the fork without close-on-exec.
+func TestCloseInherited(t *testing.T) {
+	if os.Getenv(closeInheritedEnv) != "" {
+		closeInherited()
+		for _, fd := range []int{ctlFD, exeFD, 5, 6} {
+			_, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+			os.Stdout.WriteString("fd " + strconv.Itoa(fd) + " open=" + strconv.FormatBool(err == nil) + "\n")
+		}
+		return
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*os.File
+	for range 4 { // descriptors 3 to 6 in the child, none close-on-exec
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		defer w.Close()
+		files = append(files, r)
+	}
+	cmd := exec.Command(self, "-test.run=^TestCloseInherited$")
+	cmd.Env = append(os.Environ(), closeInheritedEnv+"=1")
+	cmd.ExtraFiles = files
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the child: %v\n%s", err, out)
+	}
+	for _, want := range []string{"fd 3 open=true\n", "fd 4 open=true\n", "fd 5 open=false\n", "fd 6 open=false\n"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("%q missing in the child's report:\n%s", want, out)
+		}
 	}
 }
