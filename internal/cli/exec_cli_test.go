@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -13,6 +14,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -24,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -497,6 +500,51 @@ func TestExecRedTeam(t *testing.T) {
 		wantAudit(t, recs, "http://[::ffff:127.0.0.1]:"+lab.httpPort+"/", "deny", "ipv4_embedded")
 	})
 
+	t.Run("inherited descriptors do not reach the command", func(t *testing.T) {
+		// A TCP connection to the host's loopback held without
+		// close-on-exec, as a harness's socket airlock inherited is.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		got := make(chan string, 1)
+		go func() {
+			c, err := l.Accept()
+			if err != nil {
+				got <- ""
+				return
+			}
+			defer c.Close()
+			c.SetReadDeadline(time.Now().Add(90 * time.Second)) // a hang guard
+			b, _ := io.ReadAll(c)
+			got <- string(b)
+		}()
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := c.(*net.TCPConn).File()
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd, err := syscall.Dup(int(f.Fd())) // no close-on-exec
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := lab.exec(t, "", "python3", "-c", "import os, sys\ntry:\n    os.write(int(sys.argv[1]), b'escaped'); print('write ok')\nexcept OSError as e:\n    print('write failed', e.errno)",
+			strconv.Itoa(fd))
+		syscall.Close(fd) // the sandbox is gone: this ends the connection
+		if s := <-got; strings.Contains(s, "escaped") {
+			t.Errorf("the command wrote to the host's loopback through inherited descriptor %d", fd)
+		}
+		if !strings.Contains(r.stdout, "write failed 9") {
+			t.Errorf("descriptor %d inside: stdout %q stderr %q, want EBADF", fd, r.stdout, r.stderr)
+		}
+	})
+
 	t.Run("nsenter into the host's network namespace fails", func(t *testing.T) {
 		r := lab.sh(t, "nsenter --net=/proc/1/ns/net true; echo nsenter=$?")
 		if strings.Contains(r.stdout, "nsenter=0") {
@@ -678,5 +726,99 @@ func TestExecRevoked(t *testing.T) {
 	}
 	if r.code != 3 || !strings.Contains(r.stderr, "revoked") {
 		t.Errorf("exec after a revocation: exit %d, stderr %q; want 3 and revoked", r.code, r.stderr)
+	}
+}
+
+// TestExecEnvironment: the command gets an allowlisted environment and
+// what --env adds, never a variable the configuration or a provider reads
+// a secret from, and none of the secret files the configuration names.
+func TestExecEnvironment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs programs in the exec sandbox")
+	}
+	needTools(t, "sh", "env", "cat")
+	needSandbox(t)
+	lab := newExecLab(t)
+	// The secret files sit in the shown directory: visible inside but
+	// for the hiding (which covers a file with /dev/null).
+	routeFile, tenantFile := filepath.Join(lab.dir, "route.secret"), filepath.Join(lab.dir, "tenant.secret")
+	for p, v := range map[string]string{routeFile: "route-file-secret\n", tenantFile: "tenant-file-secret\n"} {
+		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfgPath := filepath.Join(lab.dir, "airlock.yaml")
+	if err := os.WriteFile(cfgPath, []byte(`routes:
+  byenv:
+    base_url: https://api.site.test/
+    header: Authorization
+    value_env: ROUTE_TOKEN_VAR
+  byfile:
+    base_url: https://files.site.test/
+    header: Authorization
+    value_file: `+routeFile+`
+tenants:
+  local:
+    profile: network
+    secrets:
+      signing: {env: TENANT_KEY_VAR}
+      filed: {file: `+tenantFile+`}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{
+		"PATH": os.Getenv("PATH"), "HOME": "/", "LANG": "C.UTF-8", "LC_ALL": "C",
+		"BRAVE_SEARCH_API_KEY": "brave-secret", "FIRECRAWL_API_KEY": "firecrawl-secret", "DATAFORSEO_AUTH": "dfs-login:dfs-secret",
+		"ROUTE_TOKEN_VAR": "route-env-secret", "TENANT_KEY_VAR": "tenant-env-secret",
+		"RANDOM_UNLISTED_VAR": "random-value", "PASSED_VAR": "passed-value",
+		"AIRLOCK_TOKEN": "airlock-token-secret",
+	}
+	var environ []string
+	for k, v := range vars {
+		environ = append(environ, k+"="+v)
+	}
+	execWith := func(flags []string, command ...string) result {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		args := append([]string{"exec", "--config", cfgPath, "--data-dir", lab.dataDir, "--show", lab.dir}, showWorkDir(t)...)
+		args = append(append(append(args, flags...), "--"), command...)
+		var stdout, stderr bytes.Buffer
+		e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, tty: noTerminal,
+			environ: environ, getenv: func(k string) string { return vars[k] }}
+		code := run(ctx, e, args, commands)
+		return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	}
+
+	r := execWith([]string{"--env", "PASSED_VAR", "--env", "SET_VAR=set-value"}, "sh", "-c",
+		`env; cat "$1" "$2"; echo "sizes $(cat "$1" | wc -c) $(cat "$2" | wc -c)"`, "sh", routeFile, tenantFile)
+	if r.code != 0 {
+		t.Fatalf("exec: %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	for _, secret := range []string{"brave-secret", "firecrawl-secret", "dfs-secret", "route-env-secret", "tenant-env-secret",
+		"random-value", "airlock-token-secret", "route-file-secret", "tenant-file-secret"} {
+		if strings.Contains(r.stdout, secret) {
+			t.Errorf("the command saw %q:\n%s", secret, r.stdout)
+		}
+	}
+	for _, want := range []string{"PATH=" + vars["PATH"] + "\n", "HOME=/\n", "LANG=C.UTF-8\n", "LC_ALL=C\n",
+		"PASSED_VAR=passed-value\n", "SET_VAR=set-value\n", "HTTP_PROXY=http://127.0.0.1:3128\n", "sizes 0 0\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("%q missing inside:\n%s", want, r.stdout)
+		}
+	}
+
+	// --show cannot uncover a secret file.
+	if r := execWith([]string{"--show", routeFile}, "cat", routeFile); r.code != 2 || strings.Contains(r.stdout, "route-file-secret") || !strings.Contains(r.stderr, "hides "+routeFile) {
+		t.Errorf("--show %s: exit %d stdout %q stderr %q; want 2 and a usage error", routeFile, r.code, r.stdout, r.stderr)
+	}
+
+	// --env never passes a secret source, in either form.
+	for _, flag := range []string{"BRAVE_SEARCH_API_KEY", "ROUTE_TOKEN_VAR", "TENANT_KEY_VAR=x", "AIRLOCK_TOKEN"} {
+		r := execWith([]string{"--env", flag}, "sh", "-c", "echo ran")
+		name, _, _ := strings.Cut(flag, "=")
+		if r.code != 2 || strings.Contains(r.stdout, "ran") || !strings.Contains(r.stderr, name) || !strings.Contains(r.stderr, "secret") {
+			t.Errorf("--env %s: exit %d stdout %q stderr %q; want 2, a usage error naming it, nothing run", flag, r.code, r.stdout, r.stderr)
+		}
 	}
 }

@@ -57,6 +57,11 @@ func providers(bc engine.BrowseConfig) []engine.Provider {
 	}
 }
 
+// providerEnv names every environment variable the providers above read
+// a credential (or an instance URL, which may carry one) from: `airlock
+// exec` never passes them to its command.
+var providerEnv = []string{dataforseo.EnvAuth, brave.EnvAPIKey, searxng.EnvURL, firecrawl.EnvAPIKey}
+
 // pageExtractor is Firecrawl's HTML → Page: the extractor every other
 // provider's pages go through.
 func pageExtractor(ctx context.Context, html []byte, pageURL, mode string) (*airlock.Page, error) {

@@ -39,6 +39,10 @@ const resolvConf = "# airlock exec: no DNS inside the sandbox; the proxy resolve
 func sandboxInit(js string) int {
 	os.Unsetenv(initEnv)
 	os.Unsetenv(child.ParentEnv)
+	// Descriptors the caller held without close-on-exec (ones airlock
+	// inherited from its own launcher: a harness's socket in the host's
+	// network namespace, a pipe) came through the fork; none is ours.
+	closeInherited()
 	unix.Close(exeFD)
 	unix.CloseOnExec(ctlFD)
 	// Nothing of ours can be read or traced by the command.
@@ -63,6 +67,12 @@ func sandboxInit(js string) int {
 	}
 	if err != nil {
 		say(msgSetup+err.Error(), -1)
+		return 125
+	}
+	// The command gets stdin, stdout and stderr, and nothing else.
+	if err := cloexecFrom(3); err != nil {
+		lnFile.Close()
+		say(msgSetup+"close-on-exec: "+err.Error(), -1)
 		return 125
 	}
 	pid, err := startCommand(&sp)

@@ -15,6 +15,9 @@
 //     (read from /proc/net/unix when Run starts) covered with /dev/null;
 //     the Hide paths covered; resolv.conf pointing at the namespace's own
 //     loopback, where no DNS server listens;
+//   - descriptors: the command gets stdin, stdout and stderr only, also
+//     of what this process inherited without close-on-exec (fds_linux.go);
+//   - environment: Config.Env, by default BaseEnv's allowlist;
 //   - PID: an init process of ours is PID 1; when the command exits,
 //     every process of the namespace is killed, and init exits with the
 //     command's code. Init dies with the caller (a parent-death signal,
@@ -58,7 +61,7 @@ func (f OutsideFunc) Serve(ln net.Listener) error { return f(ln) }
 // Config is one command to run. Args and Outside are required.
 type Config struct {
 	Args []string // the command and its arguments; Args[0] is looked up in PATH inside
-	Env  []string // the command's environment (nil: this process's); the proxy variables are set over it
+	Env  []string // the command's environment (nil: BaseEnv of this process's); the proxy variables are set over it
 	Dir  string   // the working directory; "" is the caller's; it must be visible inside
 
 	Stdin  io.Reader
@@ -87,6 +90,24 @@ func (c *Config) port() uint16 {
 		return DefaultProxyPort
 	}
 	return c.ProxyPort
+}
+
+// baseVars are the variables BaseEnv keeps; LC_* too.
+var baseVars = map[string]bool{"PATH": true, "HOME": true, "USER": true, "LOGNAME": true, "LANG": true, "TERM": true,
+	"TZ": true, "SHELL": true, "PWD": true, "TMPDIR": true}
+
+// BaseEnv returns the variables of env a command needs to run as the
+// caller's and nothing else (no credential of the caller's): PATH, HOME,
+// USER, LOGNAME, LANG, LC_*, TERM, TZ, SHELL, PWD and TMPDIR.
+func BaseEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, ok := strings.Cut(kv, "=")
+		if ok && (baseVars[k] || strings.HasPrefix(k, "LC_")) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // proxyVars are the environment variables Env is cleared of; ProxyEnv sets

@@ -77,6 +77,11 @@ func run(ctx context.Context, cfg Config) (int, error) {
 	if err != nil {
 		return -1, err
 	}
+	// Init gets the two ExtraFiles and stdio, none of the descriptors
+	// this process inherited without close-on-exec (fds_linux.go).
+	if err := cloexecFrom(3); err != nil {
+		return -1, &UnavailableError{Op: "close-on-exec", Err: err}
+	}
 	// The binary is executed through a descriptor: a root caller's init
 	// runs as nobody, who may not be able to reach it by its path.
 	exe, err := os.Open("/proc/self/exe")
@@ -94,7 +99,7 @@ func run(ctx context.Context, cfg Config) (int, error) {
 
 	base := cfg.Env
 	if base == nil {
-		base = os.Environ()
+		base = BaseEnv(os.Environ())
 	}
 	env := ProxyEnv(base, cfg.port(), cfg.SOCKS)
 	cmd := &exec.Cmd{

@@ -12,8 +12,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // probe is what the sandboxed shell reports: its uid, its capability sets,
@@ -220,6 +223,158 @@ func TestStartErrors(t *testing.T) {
 		var se *StartError
 		if !errors.As(err, &se) || se.ExitStatus() != 127 || code != -1 {
 			t.Errorf("%v in %s: %d %v, want a StartError", cfg.Args, cfg.Dir, code, err)
+		}
+	}
+}
+
+// TestInheritedDescriptors: a descriptor this process holds without
+// close-on-exec (as one inherited from an agent harness would be: here a
+// TCP connection in the host's network namespace) never reaches the
+// command, which could otherwise write past the proxy through it.
+func TestInheritedDescriptors(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Fatalf("python3 is needed: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got := make(chan string, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			got <- ""
+			return
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(60 * time.Second)) // a hang guard
+		b, _ := io.ReadAll(c)
+		got <- string(b)
+	}()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := c.(*net.TCPConn).File() // a dup with close-on-exec
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Dup(int(f.Fd())) // without close-on-exec
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			syscall.Close(fd)
+		}
+	}()
+	script := `
+import os, sys
+fd = int(sys.argv[1])
+try:
+    os.write(fd, b"escaped")
+    print("write ok")
+except OSError as e:
+    print("write failed", e.errno)
+print("fds", " ".join(sorted(os.listdir("/proc/self/fd"), key=int)))
+`
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code, err := Run(ctx, Config{Args: []string{"python3", "-c", script, strconv.Itoa(fd)}, Dir: "/", Stdout: &out, Stderr: &errb,
+		Outside: OutsideFunc(func(ln net.Listener) error {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return err
+				}
+				c.Close()
+			}
+		})})
+	if err != nil || code != 0 {
+		t.Fatalf("run: %d %v %s", code, err, errb.String())
+	}
+	// Run marked it close-on-exec: init did not get it either.
+	if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil || flags&unix.FD_CLOEXEC == 0 {
+		t.Errorf("descriptor %d after Run: flags %#x, %v; want FD_CLOEXEC", fd, flags, err)
+	}
+	// The sandbox is gone: closing our descriptor ends the connection,
+	// and the listener has everything that was written to it.
+	syscall.Close(fd)
+	closed = true
+	if s := <-got; strings.Contains(s, "escaped") {
+		t.Errorf("the command wrote to a host socket through inherited descriptor %d", fd)
+	}
+	if !strings.Contains(out.String(), "write failed 9\n") {
+		t.Errorf("descriptor %d inside: %q, want EBADF", fd, out.String())
+	}
+	// 0, 1, 2 and the one listdir opens.
+	if !strings.Contains(out.String(), "fds 0 1 2 3\n") {
+		t.Errorf("descriptors inside: %q, want 0 1 2 and listdir's own", out.String())
+	}
+}
+
+// TestCloexecWalk covers cloexecFrom's way without close_range(2): a
+// descriptor without close-on-exec gets it.
+func TestCloexecWalk(t *testing.T) {
+	fd, err := syscall.Dup(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if err := cloexecWalk(fd); err != nil {
+		t.Fatal(err)
+	}
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+	if err != nil || flags&unix.FD_CLOEXEC == 0 {
+		t.Errorf("descriptor %d after cloexecWalk: flags %#x, %v; want FD_CLOEXEC", fd, flags, err)
+	}
+}
+
+// closeInheritedEnv makes the test binary, run by TestCloseInherited,
+// call closeInherited and report its descriptors.
+const closeInheritedEnv = "AIRLOCK_SANDBOX_TEST_CLOSE_INHERITED"
+
+// TestCloseInherited: init keeps the control socket and the binary
+// (descriptors 3 and 4) and closes any other descriptor that came through
+// the fork without close-on-exec.
+func TestCloseInherited(t *testing.T) {
+	if os.Getenv(closeInheritedEnv) != "" {
+		closeInherited()
+		for _, fd := range []int{ctlFD, exeFD, 5, 6} {
+			_, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+			os.Stdout.WriteString("fd " + strconv.Itoa(fd) + " open=" + strconv.FormatBool(err == nil) + "\n")
+		}
+		return
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*os.File
+	for range 4 { // descriptors 3 to 6 in the child, none close-on-exec
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		defer w.Close()
+		files = append(files, r)
+	}
+	cmd := exec.Command(self, "-test.run=^TestCloseInherited$")
+	cmd.Env = append(os.Environ(), closeInheritedEnv+"=1")
+	cmd.ExtraFiles = files
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the child: %v\n%s", err, out)
+	}
+	for _, want := range []string{"fd 3 open=true\n", "fd 4 open=true\n", "fd 5 open=false\n", "fd 6 open=false\n"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("%q missing in the child's report:\n%s", want, out)
 		}
 	}
 }

@@ -49,3 +49,13 @@ func TestErrorsClassify(t *testing.T) {
 		t.Errorf("StartError: %v", err)
 	}
 }
+
+func TestBaseEnv(t *testing.T) {
+	in := []string{"PATH=/usr/bin", "HOME=/home/x", "USER=x", "LOGNAME=x", "LANG=C.UTF-8", "LC_ALL=C", "LC_TIME=en_GB",
+		"TERM=xterm", "TZ=UTC", "SHELL=/bin/sh", "PWD=/w", "TMPDIR=/tmp/x",
+		"BRAVE_SEARCH_API_KEY=k", "AWS_SECRET_ACCESS_KEY=k", "AIRLOCK_TOKEN=t", "LD_PRELOAD=/x.so", "PATHX=1", "path=/x", "HOME"}
+	want := in[:12]
+	if got := BaseEnv(in); !slices.Equal(got, want) {
+		t.Errorf("BaseEnv:\ngot  %q\nwant %q", got, want)
+	}
+}
