@@ -54,31 +54,24 @@ func Tunnel(client, up net.Conn, toUp, toDown []byte, lim TunnelLimits) TunnelRe
 		defer timer.Stop()
 	}
 	var res TunnelResult
-	var upErr, downErr error
+	var first sync.Once
 	var wg sync.WaitGroup
+	run := func(dst, src net.Conn, pending []byte, n *int64) {
+		defer wg.Done()
+		if err := t.pipe(dst, src, pending, n); err != nil {
+			// The first error is why: the other direction's comes from
+			// the close.
+			first.Do(func() { res.End = err })
+			t.closeBoth()
+		}
+	}
 	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		if upErr = t.pipe(up, client, toUp, &res.Up); upErr != nil {
-			t.closeBoth()
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		if downErr = t.pipe(client, up, toDown, &res.Down); downErr != nil {
-			t.closeBoth()
-		}
-	}()
+	go run(up, client, toUp, &res.Up)
+	go run(client, up, toDown, &res.Down)
 	wg.Wait()
 	t.closeBoth()
-	res.Capped = t.capped.Load()
-	switch {
-	case res.Capped != nil:
+	if res.Capped = t.capped.Load(); res.Capped != nil {
 		res.End = res.Capped
-	case upErr != nil:
-		res.End = upErr
-	default:
-		res.End = downErr
 	}
 	return res
 }

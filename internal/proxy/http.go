@@ -20,6 +20,13 @@ import (
 // requests and WebSocket upgrades through the tenant's egress forward
 // proxy. Each request is one broker call.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Close waits for the handler: a hijacked tunnel is not the HTTP
+	// server's any more, and its call ends (is audited) here.
+	if !s.enter() {
+		s.fail(w, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonShuttingDown, "proxy closed"))
+		return
+	}
+	defer s.wg.Done()
 	pc, _ := r.Context().Value(connKey{}).(*peekedConn)
 	user, pass, hasCreds := proxyBasicAuth(r)
 	p, err := s.identify(r.Context(), pc, user, pass, hasCreds)
@@ -102,6 +109,9 @@ func (s *Server) forwardRequest(w http.ResponseWriter, r *http.Request, call *ga
 		err = airlock.Errorf(airlock.Code(code), airlock.Reason(rw.Header().Get(egress.HeaderAirlockReason)), "refused by the proxy (%d)", rw.status)
 		s.metrics.refused(airlock.Reason(rw.Header().Get(egress.HeaderAirlockReason)))
 	}
+	// A relayed answer is the call's outcome, even when a revocation
+	// comes after it and before this line; one cut short aborted above,
+	// and a tunnel's end is its own.
 	down, up := rw.n, body.n
 	if tun != nil {
 		down += tun.Down
@@ -109,9 +119,6 @@ func (s *Server) forwardRequest(w http.ResponseWriter, r *http.Request, call *ga
 		if err == nil {
 			err = s.tunnelEnd(call, *tun)
 		}
-	}
-	if err == nil {
-		err = gateCause(call)
 	}
 	s.metrics.bytes.WithLabelValues("down").Add(float64(down))
 	s.metrics.bytes.WithLabelValues("up").Add(float64(up))

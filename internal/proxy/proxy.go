@@ -202,8 +202,9 @@ func (s *Server) ServeAs(l net.Listener, p airlock.Principal) error {
 	return s.serve(l, &p)
 }
 
-// Close stops every listener and ends every connection and tunnel. It is
-// idempotent.
+// Close stops every listener, ends every connection and tunnel, and
+// returns once every handler has returned (so every call's audit record
+// is written). It is idempotent.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -231,6 +232,19 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	return nil
+}
+
+// enter counts a goroutine serving a connection or a request in s.wg, so
+// that Close waits for it (and for the audit record it writes); false
+// after Close.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
 }
 
 // track registers c so that Close ends it; false after Close.
@@ -301,7 +315,10 @@ func (s *Server) serve(l net.Listener, fixed *airlock.Principal) error {
 			}
 			return err
 		}
-		s.wg.Add(1)
+		if !s.enter() {
+			c.Close()
+			return nil
+		}
 		go func() {
 			defer s.wg.Done()
 			s.dispatch(c, fixed, hl)
