@@ -12,8 +12,10 @@
 // tenant's egress.Dialer (one resolution, pinned), and one audited decision
 // whose id the refusal carries (X-Airlock-Decision). A tunnel's first bytes
 // are read before a byte reaches the target: a TLS ClientHello must name
-// the tunnel's host (no domain fronting), and anything but TLS passes only
-// to the operator's plain ports. A call revoked mid-flight closes its
+// the tunnel's host (this stops fronting through a differing SNI, not a
+// matching SNI with another HTTP Host inside TLS, nor an ECH inner name:
+// TLS is not intercepted), and anything but TLS passes only to the
+// operator's plain ports. A call revoked mid-flight closes its
 // tunnels.
 package proxy
 
@@ -192,8 +194,9 @@ func (s *Server) Serve(l net.Listener) error { return s.serve(l, nil) }
 
 // ServeAs serves l like Serve, except that every connection is principal p
 // without credentials (credentials a client sends are ignored): for a
-// listener only p's workload can reach, such as the Unix socket behind
-// `airlock exec`'s sandbox. It returns when l fails or the Server is
+// listener only p's workload can reach, such as the TCP listener made
+// inside `airlock exec`'s network namespace (127.0.0.1:3128) and handed
+// over by SCM_RIGHTS. It returns when l fails or the Server is
 // closed (nil then).
 func (s *Server) ServeAs(l net.Listener, p airlock.Principal) error {
 	if !p.Valid() {
