@@ -101,7 +101,8 @@ func (t *tunnel) touch() { t.last.Store(time.Now().UnixNano()) }
 
 // pipe copies src to dst (pending first), counting what it writes in n.
 func (t *tunnel) pipe(dst, src net.Conn, pending []byte, n *int64) error {
-	if err := t.write(dst, pending, n); err != nil {
+	var d direction
+	if err := t.write(&d, dst, pending, n); err != nil {
 		return err
 	}
 	// Copied through this process: splice(2) measured slower on loopback.
@@ -117,9 +118,9 @@ func (t *tunnel) pipe(dst, src net.Conn, pending []byte, n *int64) error {
 				b = b[:rem]
 			}
 		}
-		k, rerr := t.read(src, b)
+		k, rerr := t.read(&d, src, b)
 		if k > 0 {
-			if err := t.write(dst, b[:k], n); err != nil {
+			if err := t.write(&d, dst, b[:k], n); err != nil {
 				return err
 			}
 		}
@@ -134,20 +135,40 @@ func (t *tunnel) pipe(dst, src net.Conn, pending []byte, n *int64) error {
 	}
 }
 
-// read reads into b under the idle deadline; a deadline passed while the
-// other direction moved is no idleness, nor one passed while the other
-// direction is in a write (the kernel takes a slow reader's bytes in
-// bursts: that write's own deadline tells whether they still move).
-func (t *tunnel) read(src net.Conn, b []byte) (int, error) {
-	for {
-		l := t.last.Load()
-		dl := time.Unix(0, l).Add(t.idle)
-		if t.writing.Load() > 0 {
-			if now := time.Now().Add(t.idle); now.After(dl) {
-				dl = now
-			}
+// direction is one pipe's deadlines: the read deadline of its source and
+// the write deadline of its destination (each set by this pipe only),
+// armed at the last byte's time plus the idle timeout and re-armed only
+// when they pass. A deadline that passes early (bytes moved since it was
+// armed) is re-armed, so setting them once per idle period is enough.
+type direction struct {
+	read, write bool // armed
+}
+
+// idle reports whether the tunnel has been idle for its timeout: no byte
+// either way, and no write in progress (the kernel takes a slow reader's
+// bytes in bursts: that write's own deadline tells whether they move).
+func (t *tunnel) idleNow(writing int32) bool {
+	return time.Since(time.Unix(0, t.last.Load())) >= t.idle && t.writing.Load() <= writing
+}
+
+// deadline is when the tunnel goes idle if nothing moves from now on.
+func (t *tunnel) deadline() time.Time {
+	dl := time.Unix(0, t.last.Load()).Add(t.idle)
+	if t.writing.Load() > 0 {
+		if later := time.Now().Add(t.idle); later.After(dl) {
+			dl = later
 		}
-		src.SetReadDeadline(dl)
+	}
+	return dl
+}
+
+// read reads into b under the idle deadline.
+func (t *tunnel) read(d *direction, src net.Conn, b []byte) (int, error) {
+	for {
+		if !d.read {
+			src.SetReadDeadline(t.deadline())
+			d.read = true
+		}
 		k, err := src.Read(b)
 		if k > 0 {
 			t.touch()
@@ -157,7 +178,8 @@ func (t *tunnel) read(src net.Conn, b []byte) (int, error) {
 			return k, err
 		}
 		if err != nil && isTimeout(err) {
-			if t.last.Load() != l || t.writing.Load() > 0 {
+			d.read = false
+			if !t.idleNow(0) {
 				continue
 			}
 			return 0, errIdle
@@ -167,9 +189,10 @@ func (t *tunnel) read(src net.Conn, b []byte) (int, error) {
 }
 
 // write writes all of b (what fits under the byte cap) under the idle
-// deadline; a write that makes progress, or outlasts a deadline while the
-// other direction moved, goes on. Any other failure ends the tunnel.
-func (t *tunnel) write(dst net.Conn, b []byte, n *int64) error {
+// deadline; a write that makes progress, or outlasts a deadline while
+// bytes moved, goes on. Any other failure ends the tunnel: no byte read
+// is dropped while it goes on.
+func (t *tunnel) write(d *direction, dst net.Conn, b []byte, n *int64) error {
 	if len(b) == 0 {
 		return nil
 	}
@@ -183,8 +206,10 @@ func (t *tunnel) write(dst net.Conn, b []byte, n *int64) error {
 	t.writing.Add(1)
 	defer t.writing.Add(-1)
 	for len(b) > 0 {
-		l := t.last.Load()
-		dst.SetWriteDeadline(time.Unix(0, l).Add(t.idle))
+		if !d.write {
+			dst.SetWriteDeadline(t.deadline())
+			d.write = true
+		}
 		w, err := dst.Write(b)
 		*n += int64(w)
 		b = b[w:]
@@ -192,13 +217,14 @@ func (t *tunnel) write(dst net.Conn, b []byte, n *int64) error {
 			t.touch()
 		}
 		if err != nil {
-			if isTimeout(err) && len(b) > 0 && t.last.Load() != l {
-				continue // progress either way: not idle
+			if !isTimeout(err) {
+				return err
 			}
-			if isTimeout(err) {
-				return errIdle
+			d.write = false
+			if w > 0 || !t.idleNow(1) {
+				continue // bytes moved: not idle (done when all are written)
 			}
-			return err
+			return errIdle
 		}
 	}
 	if over {
