@@ -71,8 +71,9 @@ type ProxyClient struct {
 //   - CONNECT host:port: the target is decided on lane http (the browser
 //     tunnels web traffic, https and wss, through it; a policy that opens
 //     only the raw tcp lane opens no tunnel), dialled at the pinned address,
-//     answered "200 Connection Established" and spliced both ways with
-//     half-close and an idle timeout. TLS is not intercepted.
+//     answered "200 Connection Established" and copied both ways by
+//     Tunnel: half-close, the idle timeout, and the client's
+//     MaxTunnelBytes and MaxTunnelDuration. TLS is not intercepted.
 //   - absolute-form http requests ("GET http://host/path HTTP/1.1"): decided,
 //     forwarded to the pinned address with hop-by-hop headers removed
 //     (RFC 9110 §7.6.1, including Proxy-Authorization and Proxy-Connection),
@@ -83,7 +84,9 @@ type ProxyClient struct {
 //     dropped. https in absolute form is refused (use CONNECT).
 //   - a WebSocket upgrade in absolute form (Connection: Upgrade, Upgrade:
 //     websocket): decided, the handshake written to the pinned address, the
-//     101 relayed and the connection spliced like a tunnel.
+//     101 relayed (with the X-Airlock- headers the handler's caller set on
+//     the ResponseWriter, never the target's) and the connection copied
+//     like a tunnel, under the same caps.
 //
 // Anything else (an origin-form request, CONNECT over HTTP/2) is answered
 // 400 or 505 without looking at credentials.
