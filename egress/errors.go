@@ -88,6 +88,8 @@ const (
 	ReasonTLS             Reason = "tls"
 	ReasonTimeout         Reason = "timeout"
 	ReasonIdle            Reason = "idle"
+	ReasonTunnelBytes     Reason = "tunnel_bytes" // a tunnel passed its byte cap
+	ReasonTunnelTime      Reason = "tunnel_time"  // a tunnel passed its duration cap
 	ReasonReplySource     Reason = "reply_source"
 	ReasonRateLimited     Reason = "rate_limited"
 	ReasonProtocol        Reason = "protocol"

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -55,6 +54,14 @@ type ProxyClient struct {
 	// own context does not: a client that half-closes its side of a
 	// tunnel still reads the answer.
 	Done <-chan struct{}
+	// MaxTunnelBytes and MaxTunnelDuration cap each of the client's
+	// tunnels and upgraded connections (TunnelLimits); 0: no cap.
+	MaxTunnelBytes    int64
+	MaxTunnelDuration time.Duration
+	// TunnelEnded, if set, is told how each of the client's tunnels and
+	// upgraded connections ended (its bytes, the cap that cut it), before
+	// the handler returns.
+	TunnelEnded func(TunnelResult)
 }
 
 // Proxy is a forward HTTP proxy (an http.Handler) built on the guarded
@@ -64,8 +71,9 @@ type ProxyClient struct {
 //   - CONNECT host:port: the target is decided on lane http (the browser
 //     tunnels web traffic, https and wss, through it; a policy that opens
 //     only the raw tcp lane opens no tunnel), dialled at the pinned address,
-//     answered "200 Connection Established" and spliced both ways with
-//     half-close and an idle timeout. TLS is not intercepted.
+//     answered "200 Connection Established" and copied both ways by
+//     Tunnel: half-close, the idle timeout, and the client's
+//     MaxTunnelBytes and MaxTunnelDuration. TLS is not intercepted.
 //   - absolute-form http requests ("GET http://host/path HTTP/1.1"): decided,
 //     forwarded to the pinned address with hop-by-hop headers removed
 //     (RFC 9110 §7.6.1, including Proxy-Authorization and Proxy-Connection),
@@ -76,7 +84,9 @@ type ProxyClient struct {
 //     dropped. https in absolute form is refused (use CONNECT).
 //   - a WebSocket upgrade in absolute form (Connection: Upgrade, Upgrade:
 //     websocket): decided, the handshake written to the pinned address, the
-//     101 relayed and the connection spliced like a tunnel.
+//     101 relayed (with the X-Airlock- headers the handler's caller set on
+//     the ResponseWriter, never the target's) and the connection copied
+//     like a tunnel, under the same caps.
 //
 // Anything else (an origin-form request, CONNECT over HTTP/2) is answered
 // 400 or 505 without looking at credentials.
@@ -182,7 +192,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if isConnect {
-		p.connect(ctx, w, r, call, client.Done)
+		p.connect(ctx, w, r, call, client)
 		return
 	}
 	t, err := ParseURL(r.RequestURI)
@@ -201,7 +211,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if isWebSocketUpgrade(r.Header) {
-		p.upgrade(ctx, w, r, call, t, client.Done)
+		p.upgrade(ctx, w, r, call, t, client)
 		return
 	}
 	p.forward(ctx, w, r, call, t)
@@ -561,7 +571,7 @@ func (p *Proxy) upstreamErr(ctx context.Context, err error, t Target) error {
 }
 
 // connect serves CONNECT host:port.
-func (p *Proxy) connect(ctx context.Context, w http.ResponseWriter, r *http.Request, call *Call, done <-chan struct{}) {
+func (p *Proxy) connect(ctx context.Context, w http.ResponseWriter, r *http.Request, call *Call, client ProxyClient) {
 	t, err := ParseHostPort(r.RequestURI)
 	if err != nil {
 		p.refuse(ctx, call, Target{}, err)
@@ -603,12 +613,12 @@ func (p *Proxy) connect(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		return
 	}
 	nc.SetDeadline(time.Time{})
-	p.splice(ctx, call, t, nc, up, buffered(brw.Reader), nil, done)
+	p.splice(ctx, call, t, nc, up, buffered(brw.Reader), nil, client)
 }
 
 // upgrade passes a WebSocket upgrade through: the handshake is written to
 // the pinned address and, on 101, both connections are spliced.
-func (p *Proxy) upgrade(ctx context.Context, w http.ResponseWriter, r *http.Request, call *Call, t Target, done <-chan struct{}) {
+func (p *Proxy) upgrade(ctx context.Context, w http.ResponseWriter, r *http.Request, call *Call, t Target, client ProxyClient) {
 	slot, err := p.acquire()
 	if err != nil {
 		p.refuse(ctx, call, t, err)
@@ -676,6 +686,18 @@ func (p *Proxy) upgrade(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	}
 	h := resp.Header.Clone()
 	removeHopHeaders(h)
+	for k := range h {
+		if isAirlockHeader(k) {
+			delete(h, k) // the target posing as the proxy
+		}
+	}
+	// What the handler's wrapper put on its answer (a decision id) is
+	// Airlock's own.
+	for k, vs := range w.Header() {
+		if isAirlockHeader(k) {
+			h[k] = append([]string(nil), vs...)
+		}
+	}
 	h.Set("Connection", "Upgrade")
 	h.Set("Upgrade", "websocket")
 	nc.SetDeadline(time.Now().Add(p.idleTimeout()))
@@ -687,7 +709,7 @@ func (p *Proxy) upgrade(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		return
 	}
 	nc.SetDeadline(time.Time{})
-	p.splice(ctx, call, t, nc, up, buffered(brw.Reader), buffered(br), done)
+	p.splice(ctx, call, t, nc, up, buffered(brw.Reader), buffered(br), client)
 }
 
 // buffered returns (a copy of) what r has read ahead.
@@ -747,117 +769,35 @@ func (s *tunnelSlot) release() {
 	delete(s.p.slots, s)
 }
 
-// splice copies both ways until both directions end (an EOF is passed on as
-// a half-close), an error, Close, done (the client's Done), or IdleTimeout
-// with no byte either way.
-// toUp and toDown are bytes already read ahead from the client and the
-// upstream. It closes both connections.
-func (p *Proxy) splice(ctx context.Context, call *Call, t Target, client, up net.Conn, toUp, toDown []byte, done <-chan struct{}) {
+// splice runs the tunnel between client and up under the client's caps
+// (Tunnel), ending it early when the client's Done is closed, and tells
+// the client's TunnelEnded how it ended. toUp and toDown are bytes already
+// read ahead from the client and the upstream. It closes both connections.
+func (p *Proxy) splice(ctx context.Context, call *Call, t Target, client, up net.Conn, toUp, toDown []byte, pc ProxyClient) {
 	start := time.Now()
-	idle := p.idleTimeout()
-	if done != nil {
+	if pc.Done != nil {
 		finished := make(chan struct{})
 		defer close(finished)
 		go func() {
 			select {
-			case <-done:
+			case <-pc.Done:
 				client.Close()
 				up.Close()
 			case <-finished:
 			}
 		}()
 	}
-	var last atomic.Int64
-	last.Store(start.UnixNano())
-	type result struct {
-		n   int64
-		err error
-	}
-	upc, downc := make(chan result, 1), make(chan result, 1)
-	go func() {
-		n, err := pipe(up, client, toUp, idle, &last)
-		upc <- result{n, err}
-	}()
-	go func() {
-		n, err := pipe(client, up, toDown, idle, &last)
-		downc <- result{n, err}
-	}()
-	var sent, recv result
-	for got := 0; got < 2; got++ {
-		var r result
-		select {
-		case r = <-upc:
-			sent = r
-		case r = <-downc:
-			recv = r
-		}
-		if r.err != nil {
-			client.Close()
-			up.Close()
-		}
-	}
-	client.Close()
-	up.Close()
+	res := Tunnel(client, up, toUp, toDown, TunnelLimits{Idle: p.idleTimeout(), MaxBytes: pc.MaxTunnelBytes, MaxDuration: pc.MaxTunnelDuration})
 	why := "eof"
-	for _, err := range []error{sent.err, recv.err} {
-		if err != nil {
-			why = err.Error()
-			break
-		}
+	if res.End != nil {
+		why = res.End.Error()
 	}
 	p.debug(ctx, "egress proxy tunnel closed",
 		slog.String("key", call.Key), slog.String("target", t.String()),
-		slog.Int64("bytes_up", sent.n), slog.Int64("bytes_down", recv.n),
+		slog.Int64("bytes_up", res.Up), slog.Int64("bytes_down", res.Down),
 		slog.Duration("duration", time.Since(start)), slog.String("end", why))
-}
-
-var errIdle = &Error{Code: CodeTimeout, Reason: ReasonIdle, Op: "proxy", Detail: "tunnel idle"}
-
-// pipe copies src to dst. The read deadline follows the last byte seen in
-// either direction, so a quiet direction does not end a busy tunnel. On EOF
-// it half-closes dst (or closes it when it cannot half-close).
-func pipe(dst, src net.Conn, pending []byte, idle time.Duration, last *atomic.Int64) (int64, error) {
-	var total int64
-	if len(pending) > 0 {
-		dst.SetWriteDeadline(time.Now().Add(idle))
-		n, err := dst.Write(pending)
-		total += int64(n)
-		if err != nil {
-			return total, err
-		}
-	}
-	buf := make([]byte, 32<<10)
-	for {
-		deadline := time.Unix(0, last.Load()).Add(idle)
-		if !time.Now().Before(deadline) {
-			return total, errIdle
-		}
-		src.SetReadDeadline(deadline)
-		n, rerr := src.Read(buf)
-		if n > 0 {
-			now := time.Now()
-			last.Store(now.UnixNano())
-			dst.SetWriteDeadline(now.Add(idle))
-			w, werr := dst.Write(buf[:n])
-			total += int64(w)
-			if werr != nil {
-				return total, werr
-			}
-		}
-		switch {
-		case rerr == nil:
-		case rerr == io.EOF:
-			if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-				cw.CloseWrite()
-			} else {
-				dst.Close()
-			}
-			return total, nil
-		case isTimeout(rerr):
-			// The other direction may have moved: the loop re-checks.
-		default:
-			return total, rerr
-		}
+	if pc.TunnelEnded != nil {
+		pc.TunnelEnded(res)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,13 @@ import (
 // requests and WebSocket upgrades through the tenant's egress forward
 // proxy. Each request is one broker call.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Close waits for the handler: a hijacked tunnel is not the HTTP
+	// server's any more, and its call ends (is audited) here.
+	if !s.enter() {
+		s.fail(w, airlock.Errorf(airlock.CodeUnavailable, airlock.ReasonShuttingDown, "proxy closed"))
+		return
+	}
+	defer s.wg.Done()
 	pc, _ := r.Context().Value(connKey{}).(*peekedConn)
 	user, pass, hasCreds := proxyBasicAuth(r)
 	p, err := s.identify(r.Context(), pc, user, pass, hasCreds)
@@ -57,7 +65,14 @@ func (s *Server) forwardRequest(w http.ResponseWriter, r *http.Request, call *ga
 		s.fail(w, call.End(airlock.Errorf(airlock.CodeInvalid, airlock.ReasonMalformed, "not a proxy request (want CONNECT or an absolute URL)"), 0, 0))
 		return
 	}
-	ctx := context.WithValue(call.Ctx, clientKey{}, egress.ProxyClient{Key: call.Key(), Done: call.Ctx.Done()})
+	// An upgraded connection (a WebSocket) is a tunnel: the same caps,
+	// and its bytes and the cap that cut it are the call's.
+	lim := s.limits(call)
+	var tun *egress.TunnelResult
+	pcl := egress.ProxyClient{Key: call.Key(), Done: call.Ctx.Done(),
+		MaxTunnelBytes: lim.MaxBytes, MaxTunnelDuration: lim.MaxDuration,
+		TunnelEnded: func(r egress.TunnelResult) { tun = &r }}
+	ctx := context.WithValue(call.Ctx, clientKey{}, pcl)
 	if !isUpgrade(r.Header) {
 		// A plain request stops when its client goes away.
 		var cancel context.CancelFunc
@@ -66,6 +81,9 @@ func (s *Server) forwardRequest(w http.ResponseWriter, r *http.Request, call *ga
 		stop := context.AfterFunc(r.Context(), cancel)
 		defer stop()
 	}
+	// Set ahead: a 101, written by egress on the hijacked connection,
+	// carries it too.
+	w.Header().Set(HeaderDecision, call.ID)
 	rw := &recorder{ResponseWriter: w, id: call.ID}
 	body := &countReader{r: r.Body}
 	r2 := r.WithContext(ctx)
@@ -91,12 +109,20 @@ func (s *Server) forwardRequest(w http.ResponseWriter, r *http.Request, call *ga
 		err = airlock.Errorf(airlock.Code(code), airlock.Reason(rw.Header().Get(egress.HeaderAirlockReason)), "refused by the proxy (%d)", rw.status)
 		s.metrics.refused(airlock.Reason(rw.Header().Get(egress.HeaderAirlockReason)))
 	}
-	if err == nil {
-		err = gateCause(call)
+	// A relayed answer is the call's outcome, even when a revocation
+	// comes after it and before this line; one cut short aborted above,
+	// and a tunnel's end is its own.
+	down, up := rw.n, body.n
+	if tun != nil {
+		down += tun.Down
+		up += tun.Up
+		if err == nil {
+			err = s.tunnelEnd(call, *tun)
+		}
 	}
-	s.metrics.bytes.WithLabelValues("down").Add(float64(rw.n))
-	s.metrics.bytes.WithLabelValues("up").Add(float64(body.n))
-	call.End(err, rw.n, body.n)
+	s.metrics.bytes.WithLabelValues("down").Add(float64(down))
+	s.metrics.bytes.WithLabelValues("up").Add(float64(up))
+	call.End(err, down, up)
 }
 
 // isUpgrade reports whether h asks for a protocol upgrade (a WebSocket),
@@ -127,21 +153,7 @@ func retryAfter(d time.Duration) string {
 	if secs < 1 {
 		secs = 1
 	}
-	return itoa(secs)
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
+	return strconv.Itoa(secs)
 }
 
 func oneLine(s string) string {

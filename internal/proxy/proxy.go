@@ -12,8 +12,10 @@
 // tenant's egress.Dialer (one resolution, pinned), and one audited decision
 // whose id the refusal carries (X-Airlock-Decision). A tunnel's first bytes
 // are read before a byte reaches the target: a TLS ClientHello must name
-// the tunnel's host (no domain fronting), and anything but TLS passes only
-// to the operator's plain ports. A call revoked mid-flight closes its
+// the tunnel's host (this stops fronting through a differing SNI, not a
+// matching SNI with another HTTP Host inside TLS, nor an ECH inner name:
+// TLS is not intercepted), and anything but TLS passes only to the
+// operator's plain ports. A call revoked mid-flight closes its
 // tunnels.
 package proxy
 
@@ -192,8 +194,9 @@ func (s *Server) Serve(l net.Listener) error { return s.serve(l, nil) }
 
 // ServeAs serves l like Serve, except that every connection is principal p
 // without credentials (credentials a client sends are ignored): for a
-// listener only p's workload can reach, such as the Unix socket behind
-// `airlock exec`'s sandbox. It returns when l fails or the Server is
+// listener only p's workload can reach, such as the TCP listener made
+// inside `airlock exec`'s network namespace (127.0.0.1:3128) and handed
+// over by SCM_RIGHTS. It returns when l fails or the Server is
 // closed (nil then).
 func (s *Server) ServeAs(l net.Listener, p airlock.Principal) error {
 	if !p.Valid() {
@@ -202,8 +205,9 @@ func (s *Server) ServeAs(l net.Listener, p airlock.Principal) error {
 	return s.serve(l, &p)
 }
 
-// Close stops every listener and ends every connection and tunnel. It is
-// idempotent.
+// Close stops every listener, ends every connection and tunnel, and
+// returns once every handler has returned (so every call's audit record
+// is written). It is idempotent.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -231,6 +235,19 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	return nil
+}
+
+// enter counts a goroutine serving a connection or a request in s.wg, so
+// that Close waits for it (and for the audit record it writes); false
+// after Close.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
 }
 
 // track registers c so that Close ends it; false after Close.
@@ -301,7 +318,10 @@ func (s *Server) serve(l net.Listener, fixed *airlock.Principal) error {
 			}
 			return err
 		}
-		s.wg.Add(1)
+		if !s.enter() {
+			c.Close()
+			return nil
+		}
 		go func() {
 			defer s.wg.Done()
 			s.dispatch(c, fixed, hl)

@@ -14,23 +14,23 @@ import (
 
 // SOCKS5 (RFC 1928) with username/password authentication (RFC 1929).
 const (
-	socksVersion   = 5
-	authNone       = 0x00
-	authPassword   = 0x02
-	authNoneOK     = 0xff
-	cmdConnect     = 0x01
-	atypIPv4       = 0x01
-	atypDomain     = 0x03
-	atypIPv6       = 0x04
-	repSucceeded   = 0x00
-	repFailure     = 0x01
-	repNotAllowed  = 0x02
-	repNetwork     = 0x03
-	repHost        = 0x04
-	repRefused     = 0x05
-	repTTL         = 0x06
-	repCommand     = 0x07
-	repAddressType = 0x08
+	socksVersion     = 5
+	authNone         = 0x00
+	authPassword     = 0x02
+	authNoAcceptable = 0xff // no acceptable method
+	cmdConnect       = 0x01
+	atypIPv4         = 0x01
+	atypDomain       = 0x03
+	atypIPv6         = 0x04
+	repSucceeded     = 0x00
+	repFailure       = 0x01
+	repNotAllowed    = 0x02
+	repNetwork       = 0x03
+	repHost          = 0x04
+	repRefused       = 0x05
+	repTTL           = 0x06
+	repCommand       = 0x07
+	repAddressType   = 0x08
 )
 
 // serveSOCKS5 serves one SOCKS5 connection: greeting, authentication, one
@@ -79,13 +79,13 @@ func (s *Server) serveSOCKS5(c *peekedConn) {
 		p, err = s.identify(s.life, c, "", "", false)
 		if err != nil {
 			s.metrics.refused(airlock.ReasonOf(err))
-			c.Write([]byte{socksVersion, authNoneOK})
+			c.Write([]byte{socksVersion, authNoAcceptable})
 			return
 		}
 		c.Write([]byte{socksVersion, authNone})
 	default:
 		s.metrics.refused(airlock.ReasonProxyCredentials)
-		c.Write([]byte{socksVersion, authNoneOK})
+		c.Write([]byte{socksVersion, authNoAcceptable})
 		return
 	}
 

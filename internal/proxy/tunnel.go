@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/airlockhq/airlock"
@@ -117,65 +115,34 @@ func (s *Server) tunnel(call *gate.Call, t egress.Target, client, up net.Conn) {
 	// ahead is taken out.
 	rawClient, ahead := unwrapConn(client)
 	first = append(first, ahead...)
-	rawUp := up
-	start := time.Now()
-	var total atomic.Int64
-	maxBytes, maxDuration := s.opts.maxBytes(), s.opts.maxDuration()
-	// The tenant's profile may cap its tunnels lower.
-	if pb := call.Tenant.Profile.TunnelBytes; pb > 0 && pb < maxBytes {
-		maxBytes = pb
-	}
-	if pd := call.Tenant.Profile.TunnelDuration; pd > 0 && pd < maxDuration {
-		maxDuration = pd
-	}
-	var capErr atomic.Pointer[airlock.Error]
-	over := func() {
-		capErr.CompareAndSwap(nil, airlock.Errorf(airlock.CodeTooLarge, airlock.ReasonTunnelBytes, "tunnel passed %d bytes", maxBytes))
-		client.Close()
-		up.Close()
-	}
-	timer := time.AfterFunc(maxDuration, func() {
-		capErr.CompareAndSwap(nil, airlock.Errorf(airlock.CodeTimeout, airlock.ReasonTunnelTime, "tunnel passed %s", maxDuration))
-		client.Close()
-		up.Close()
-	})
-	defer timer.Stop()
-	idle := s.opts.idle()
-	var last atomic.Int64
-	last.Store(start.UnixNano())
-	var wg sync.WaitGroup
-	var sent, recv int64
-	var errUp, errDown error
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		sent, errUp = pipe(rawUp, rawClient, first, idle, &last, &total, maxBytes, over)
-		if errUp != nil {
-			client.Close()
-			up.Close()
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		recv, errDown = pipe(rawClient, rawUp, nil, idle, &last, &total, maxBytes, over)
-		if errDown != nil {
-			client.Close()
-			up.Close()
-		}
-	}()
-	wg.Wait()
+	res := egress.Tunnel(rawClient, up, first, nil, s.limits(call))
 	client.Close()
-	up.Close()
-	s.metrics.bytes.WithLabelValues("up").Add(float64(sent))
-	s.metrics.bytes.WithLabelValues("down").Add(float64(recv))
-	var end error
-	if e := capErr.Load(); e != nil {
-		end = e
-		s.metrics.refused(e.Reason)
-	} else {
-		end = gateCause(call)
+	s.metrics.bytes.WithLabelValues("up").Add(float64(res.Up))
+	s.metrics.bytes.WithLabelValues("down").Add(float64(res.Down))
+	call.End(s.tunnelEnd(call, res), res.Down, res.Up)
+}
+
+// limits are the caps of a tunnel of call: the proxy's, or its tenant's
+// profile's when lower.
+func (s *Server) limits(call *gate.Call) egress.TunnelLimits {
+	lim := egress.TunnelLimits{Idle: s.opts.idle(), MaxBytes: s.opts.maxBytes(), MaxDuration: s.opts.maxDuration()}
+	if pb := call.Tenant.Profile.TunnelBytes; pb > 0 && pb < lim.MaxBytes {
+		lim.MaxBytes = pb
 	}
-	call.End(end, recv, sent)
+	if pd := call.Tenant.Profile.TunnelDuration; pd > 0 && pd < lim.MaxDuration {
+		lim.MaxDuration = pd
+	}
+	return lim
+}
+
+// tunnelEnd is the error a tunnel's call ends with: the cap that cut it,
+// or why the gate ended the call, or nil.
+func (s *Server) tunnelEnd(call *gate.Call, res egress.TunnelResult) error {
+	if res.Capped != nil {
+		s.metrics.refused(airlock.ReasonOf(res.Capped))
+		return res.Capped
+	}
+	return gateCause(call)
 }
 
 // gateCause is why the gate ended the call (a revocation, a shutdown), or
@@ -263,99 +230,6 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// pipe copies src to dst (pending first) until EOF (passed on as a
-// half-close), an error, or the idle timeout with no byte in either
-// direction; total counts both directions against max (over is called
-// once it would be passed, and nothing past it is written). It copies in
-// chunks, each under the idle deadline.
-func pipe(dst, src net.Conn, pending []byte, idle time.Duration, last, total *atomic.Int64, max int64, over func()) (int64, error) {
-	var n int64
-	if len(pending) > 0 {
-		if total.Add(int64(len(pending))) > max {
-			over()
-			return 0, errOver
-		}
-		dst.SetWriteDeadline(time.Now().Add(idle))
-		w, err := dst.Write(pending)
-		n += int64(w)
-		if err != nil {
-			return n, err
-		}
-	}
-	// Copied through this process: splice(2) measured slower on loopback.
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	rf := &bufferedWriter{w: dst, buf: *bp}
-	const chunk = 4 << 20
-	var probe [1]byte
-	for {
-		deadline := time.Unix(0, last.Load()).Add(idle)
-		if !time.Now().Before(deadline) {
-			return n, errIdle
-		}
-		remaining := max - total.Load()
-		if remaining <= 0 {
-			// At the cap: one more byte is over it, an EOF is not.
-			src.SetReadDeadline(deadline)
-			k, err := src.Read(probe[:])
-			if k > 0 {
-				over()
-				return n, errOver
-			}
-			if err == io.EOF {
-				closeWrite(dst)
-				return n, nil
-			}
-			if err != nil && !isTimeout(err) {
-				return n, err
-			}
-			continue
-		}
-		src.SetReadDeadline(deadline)
-		dst.SetWriteDeadline(deadline)
-		lr := &io.LimitedReader{R: src, N: min(chunk, remaining)}
-		k, err := rf.ReadFrom(lr)
-		if k > 0 {
-			n += k
-			total.Add(k)
-			last.Store(time.Now().UnixNano())
-		}
-		switch {
-		case err == nil && lr.N > 0: // EOF
-			closeWrite(dst)
-			return n, nil
-		case err == nil:
-		case isTimeout(err):
-			// Progress, or the other direction moved: the loop re-checks.
-		default:
-			return n, err
-		}
-	}
-}
-
-func closeWrite(c net.Conn) {
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		cw.CloseWrite()
-	} else {
-		c.Close()
-	}
-}
-
-// copyBufs are the tunnels' copy buffers: a new connection must not cost
-// a large allocation (and its clearing and collection).
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
-
-// bufferedWriter copies into w through its own buffer (io.CopyBuffer
-// would otherwise take a socket's ReadFrom, which splices).
-type bufferedWriter struct {
-	w   io.Writer
-	buf []byte
-}
-
-func (b *bufferedWriter) ReadFrom(r io.Reader) (int64, error) {
-	return io.CopyBuffer(struct{ io.Writer }{b.w}, struct{ io.Reader }{r}, b.buf)
-}
-
 // unwrapConn returns the connection under the proxy's own read-ahead
 // wrappers of c and the bytes they read ahead, which come before anything
 // the connection still holds. Close c, not the connection.
@@ -386,11 +260,6 @@ func drain(br *bufio.Reader) []byte {
 	io.ReadFull(br, b)
 	return b
 }
-
-var (
-	errOver = errors.New("proxy: tunnel byte cap")
-	errIdle = airlock.Errorf(airlock.CodeTimeout, airlock.ReasonIdle, "tunnel idle")
-)
 
 // bufConn is a hijacked connection with what the HTTP server read ahead.
 type bufConn struct {
