@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/PuerkitoBio/goquery"
 	"golang.org/x/net/html"
@@ -125,10 +126,66 @@ func firstNonEmpty(vs ...string) string {
 
 // collapse trims s and collapses its runs of white space.
 func collapse(s string) string {
-	if s == "" {
-		return ""
+	if collapsed(s) {
+		return s
 	}
-	return strings.Join(strings.FieldsFunc(s, isSpace), " ")
+	var b strings.Builder
+	b.Grow(len(s))
+	start := -1 // the start of the current word, -1 between words
+	for i := 0; i < len(s); {
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
+		if isSpace(r) {
+			if start >= 0 {
+				if b.Len() > 0 {
+					b.WriteByte(' ')
+				}
+				b.WriteString(s[start:i])
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+		i += size
+	}
+	if start >= 0 {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s[start:])
+	}
+	return b.String()
+}
+
+// collapsed reports whether collapse(s) is s: no space at either end, and
+// words separated by single ASCII spaces. Most text nodes of a page are,
+// and need no copy.
+func collapsed(s string) bool {
+	prevSpace := true // a leading space is not collapsed
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if isSpace(rune(c)) {
+				if prevSpace || c != ' ' {
+					return false
+				}
+				prevSpace = true
+			} else {
+				prevSpace = false
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if isSpace(r) {
+			return false
+		}
+		prevSpace = false
+		i += size
+	}
+	return !prevSpace || s == ""
 }
 
 func clip(s string, n int) string {
