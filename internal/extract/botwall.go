@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/airlockhq/airlock"
 	"golang.org/x/net/html"
@@ -246,7 +247,7 @@ func collectWallSignals(doc *html.Node) (*wallSignals, bool) {
 	tooLong := false
 	add := func(v string) {
 		if markers.Len() < wallMarkersMax {
-			markers.WriteString(strings.ToLower(v))
+			writeLower(&markers, v)
 			markers.WriteByte(' ')
 		}
 	}
@@ -259,7 +260,7 @@ func collectWallSignals(doc *html.Node) (*wallSignals, bool) {
 			switch c.Type {
 			case html.TextNode:
 				if t := collapse(c.Data); t != "" {
-					text.WriteString(strings.ToLower(t))
+					writeLower(&text, t)
 					text.WriteByte(' ')
 					if text.Len() > wallMaxText {
 						tooLong = true
@@ -307,6 +308,25 @@ func collectWallSignals(doc *html.Node) (*wallSignals, bool) {
 	walk(doc, 0)
 	s := &wallSignals{title: title, text: text.String(), markers: markers.String()}
 	return s, !tooLong
+}
+
+// writeLower writes strings.ToLower(s) to b, without a copy of s when it
+// is ASCII.
+func writeLower(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			b.WriteString(strings.ToLower(s))
+			return
+		}
+	}
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
 }
 
 // stripTags removes markup from raw text (a <noscript>'s content).

@@ -3,6 +3,7 @@ package extract
 import (
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // collapseReference is what collapse computes, written the obvious way.
@@ -32,4 +33,27 @@ func FuzzCollapse(f *testing.F) {
 			t.Fatalf("collapse(%q) = %q, want %q", s, got, want)
 		}
 	})
+}
+
+// isSpace agrees with unicode.IsSpace (and takes the no-break space too).
+func TestIsSpace(t *testing.T) {
+	t.Parallel()
+	for r := rune(0); r < 0x3100; r++ {
+		want := unicode.IsSpace(r) || r == 0xa0
+		if got := isSpace(r); got != want {
+			t.Errorf("isSpace(%U) = %v, want %v", r, got, want)
+		}
+	}
+}
+
+func TestWriteLower(t *testing.T) {
+	t.Parallel()
+	for _, s := range append(collapseCases, "Just A Moment", "ATTENTION REQUIRED! | CLOUDFLARE", "Zugriff VERWEIGERT: Ärger", "İSTANBUL", "x\xffY") {
+		var b strings.Builder
+		b.WriteString("prefix ")
+		writeLower(&b, s)
+		if got, want := b.String(), "prefix "+strings.ToLower(s); got != want {
+			t.Errorf("writeLower(%q) wrote %q, want %q", s, got, want)
+		}
+	}
 }
