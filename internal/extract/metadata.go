@@ -46,9 +46,61 @@ const (
 //   - lang: <html lang>, Content-Language, dc:language, JSON-LD
 //     inLanguage, og:locale.
 func metadata(doc *html.Node, base *url.URL, p *airlock.Page) {
+	metadataWith(doc, base, p, scanAttrs(doc))
+}
+
+// docAttrs says which attributes the metadata selectors look for occur in
+// a document at all. A selector on an attribute that no element carries
+// matches nothing, and each goquery Find walks the whole tree: one walk
+// that rules them out costs less than the Finds (on a crawl of plain pages,
+// most of the metadata's cost).
+type docAttrs struct {
+	itemprop bool // some element has an itemprop attribute
+	rel      bool // some element has a rel attribute
+	script   bool // some <script> has a type attribute (JSON-LD's)
+}
+
+// scanAttrs walks every node of doc once, without allocating.
+func scanAttrs(doc *html.Node) docAttrs {
+	var has docAttrs
+	for n := doc; n != nil; {
+		if n.Type == html.ElementNode {
+			for _, a := range n.Attr {
+				switch a.Key {
+				case "itemprop":
+					has.itemprop = true
+				case "rel":
+					has.rel = true
+				case "type":
+					has.script = has.script || n.Data == "script"
+				}
+			}
+		}
+		// Next in document order: first child, else the next sibling of
+		// the nearest node that has one.
+		if n.FirstChild != nil {
+			n = n.FirstChild
+			continue
+		}
+		for n != doc && n.NextSibling == nil {
+			n = n.Parent
+		}
+		if n == doc {
+			break
+		}
+		n = n.NextSibling
+	}
+	return has
+}
+
+// metadataWith is metadata with the attributes known to occur in doc.
+func metadataWith(doc *html.Node, base *url.URL, p *airlock.Page, has docAttrs) {
 	d := goquery.NewDocumentFromNode(doc)
 	p.Meta = metaMap(d)
-	ld := jsonLD(d)
+	var ld ldFields
+	if has.script {
+		ld = jsonLD(d)
+	}
 	for k, v := range ld.meta() {
 		if len(p.Meta) < maxMetaEntries {
 			p.Meta[k] = v
@@ -69,18 +121,25 @@ func metadata(doc *html.Node, base *url.URL, p *airlock.Page) {
 		// headline (Firecrawl's metadata.title).
 		p.Meta["html:title"] = clip(docTitle, maxMetaValue)
 	}
+	var headline string
+	if has.itemprop {
+		headline = markedHeadline(d)
+	}
 	p.Title = firstNonEmpty(ld.title(docTitle),
 		m("dc:title", "dc.title", "dcterm:title", "dcterms:title", "dcterms.title", "og:title",
 			"weibo:article:title", "weibo:webpage:title", "title", "twitter:title", "parsely-title"),
-		markedHeadline(d), cleanTitle(docTitle, d), firstH1(d))
+		headline, cleanTitle(docTitle, d), firstH1(d))
 	// Readability's order: the description written for sharing first.
 	p.Description = firstNonEmpty(m("dc:description", "dcterm:description", "dc.description",
 		"dcterms.description", "og:description", "description", "twitter:description"), ld.description)
-	p.Lang = firstNonEmpty(attrOf(d.Find("html").First(), "lang"), attrOf(d.Find("html").First(), "xml:lang"),
+	root := d.Find("html").First()
+	p.Lang = firstNonEmpty(attrOf(root, "lang"), attrOf(root, "xml:lang"),
 		m("content-language", "dc.language", "dc:language", "language"), ld.lang,
 		strings.ReplaceAll(m("og:locale"), "_", "-"))
-	if c, ok := d.Find(`link[rel~="canonical"][href]`).First().Attr("href"); ok {
-		p.Canonical = absURL(base, c)
+	if has.rel {
+		if c, ok := d.Find(`link[rel~="canonical"][href]`).First().Attr("href"); ok {
+			p.Canonical = absURL(base, c)
+		}
 	}
 	if p.Canonical == "" && p.Meta["og:url"] != "" {
 		p.Canonical = absURL(base, p.Meta["og:url"])
@@ -89,7 +148,7 @@ func metadata(doc *html.Node, base *url.URL, p *airlock.Page) {
 		strings.TrimPrefix(m("twitter:site"), "@"))
 	p.Title = trimSiteName(p.Title, p.SiteName)
 	p.Author = firstNonEmpty(nonURL(ld.author), nonURL(m("dc:creator", "dc.creator", "dcterm:creator", "dcterms:creator",
-		"dcterms.creator", "author", "citation_author", "parsely-author", "sailthru.author")), nonURL(m("article:author")), domAuthor(d))
+		"dcterms.creator", "author", "citation_author", "parsely-author", "sailthru.author")), nonURL(m("article:author")), domAuthor(d, has.itemprop || has.rel))
 	p.Published = firstNonEmpty(normalizeDate(ld.published),
 		metaDate(p.Meta, "article:published_time", "og:published_time", "article:published", "datepublished",
 			"publishdate", "publish-date", "publish_date", "pubdate", "parsely-pub-date", "sailthru.date",
@@ -511,7 +570,8 @@ const maxByline = 100
 
 // domAuthor finds a byline in the markup: itemprop=author and rel=author
 // elements first, then elements whose class or id says byline or author.
-func domAuthor(d *goquery.Document) string {
+// marked is false when no element has an itemprop or rel attribute.
+func domAuthor(d *goquery.Document, marked bool) string {
 	var a string
 	pick := func(_ int, s *goquery.Selection) bool {
 		if n := s.Find(`[itemprop~="name"]`).First(); n.Length() > 0 {
@@ -527,7 +587,9 @@ func domAuthor(d *goquery.Document) string {
 		}
 		return a == ""
 	}
-	d.Find(`[itemprop~="author"], a[rel~="author"], [rel~="author"]`).EachWithBreak(pick)
+	if marked {
+		d.Find(`[itemprop~="author"], a[rel~="author"], [rel~="author"]`).EachWithBreak(pick)
+	}
 	if a == "" {
 		a = classByline(d.Nodes[0])
 	}
