@@ -916,7 +916,9 @@ func dateAfter(n *html.Node) string {
 				return false
 			}
 			seen += len(t)
-			if len(t) <= maxDateLine && textLen(blockOf(c), maxDateLine+1) <= maxDateLine {
+			// findDate needs a four-digit year: test for one before the
+			// block's length.
+			if len(t) <= maxDateLine && hasDigitRun(t, 4) && textLen(blockOf(c), maxDateLine+1) <= maxDateLine {
 				date = findDate(t)
 			}
 			stop = date != "" || seen >= maxDateLineWindow
@@ -1164,7 +1166,11 @@ func markTruncated(p *airlock.Page, field string) {
 // explicit stack: hostile documents nest deeper than a goroutine stack
 // should go.
 func walkElements(n *html.Node, visit func(*html.Node) bool) {
-	stack := []*html.Node{n}
+	// The stack holds the pending siblings along one path: a page's fit
+	// in the array, which stays off the heap (the walks run many times
+	// per page).
+	var buf [128]*html.Node
+	stack := append(buf[:0], n)
 	for len(stack) > 0 {
 		c := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
