@@ -313,11 +313,18 @@ func collectWallSignals(doc *html.Node) (*wallSignals, bool) {
 // writeLower writes strings.ToLower(s) to b, without a copy of s when it
 // is ASCII.
 func writeLower(b *strings.Builder, s string) {
+	upper := false
 	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
+		c := s[i]
+		if c >= utf8.RuneSelf {
 			b.WriteString(strings.ToLower(s))
 			return
 		}
+		upper = upper || 'A' <= c && c <= 'Z'
+	}
+	if !upper {
+		b.WriteString(s)
+		return
 	}
 	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"net/url"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/andybalholm/cascadia"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
@@ -132,12 +134,12 @@ func metadataWith(doc *html.Node, base *url.URL, p *airlock.Page, has docAttrs) 
 	// Readability's order: the description written for sharing first.
 	p.Description = firstNonEmpty(m("dc:description", "dcterm:description", "dc.description",
 		"dcterms.description", "og:description", "description", "twitter:description"), ld.description)
-	root := d.Find("html").First()
+	root := find(d.Selection, "html").First()
 	p.Lang = firstNonEmpty(attrOf(root, "lang"), attrOf(root, "xml:lang"),
 		m("content-language", "dc.language", "dc:language", "language"), ld.lang,
 		strings.ReplaceAll(m("og:locale"), "_", "-"))
 	if has.rel {
-		if c, ok := d.Find(`link[rel~="canonical"][href]`).First().Attr("href"); ok {
+		if c, ok := find(d.Selection, `link[rel~="canonical"][href]`).First().Attr("href"); ok {
 			p.Canonical = absURL(base, c)
 		}
 	}
@@ -275,7 +277,7 @@ func nonURL(s string) string {
 // of inline SVG images.
 func documentTitle(d *goquery.Document) string {
 	var t string
-	d.Find("title").EachWithBreak(func(_ int, s *goquery.Selection) bool {
+	find(d.Selection, "title").EachWithBreak(func(_ int, s *goquery.Selection) bool {
 		if s.ParentsFiltered("svg").Length() > 0 {
 			return true
 		}
@@ -287,7 +289,7 @@ func documentTitle(d *goquery.Document) string {
 
 func firstH1(d *goquery.Document) string {
 	var t string
-	d.Find("h1").EachWithBreak(func(_ int, s *goquery.Selection) bool {
+	find(d.Selection, "h1").EachWithBreak(func(_ int, s *goquery.Selection) bool {
 		t = collapse(textOf(s.Nodes[0]))
 		return t == ""
 	})
@@ -308,7 +310,7 @@ func authorKey(k string) bool {
 // authors of authorKey names are joined with "; ".
 func metaMap(d *goquery.Document) map[string]string {
 	m := map[string]string{}
-	d.Find("meta").EachWithBreak(func(_ int, s *goquery.Selection) bool {
+	find(d.Selection, "meta").EachWithBreak(func(_ int, s *goquery.Selection) bool {
 		content, ok := s.Attr("content")
 		if !ok {
 			if v, ok2 := s.Attr("value"); ok2 { // some pages write value= for content=
@@ -421,7 +423,7 @@ func jsonLD(d *goquery.Document) ldFields {
 	var types []string
 	var best int // rank of the object f came from: article types beat web pages
 	n := 0
-	d.Find(`script[type="application/ld+json"]`).EachWithBreak(func(_ int, s *goquery.Selection) bool {
+	find(d.Selection, `script[type="application/ld+json"]`).EachWithBreak(func(_ int, s *goquery.Selection) bool {
 		n++
 		raw := s.Text()
 		if len(raw) > maxJSONLDBytes {
@@ -574,7 +576,7 @@ const maxByline = 100
 func domAuthor(d *goquery.Document, marked bool) string {
 	var a string
 	pick := func(_ int, s *goquery.Selection) bool {
-		if n := s.Find(`[itemprop~="name"]`).First(); n.Length() > 0 {
+		if n := find(s, `[itemprop~="name"]`).First(); n.Length() > 0 {
 			a = collapse(n.Text())
 		} else if v, ok := s.Attr("content"); ok {
 			a = collapse(v)
@@ -588,7 +590,7 @@ func domAuthor(d *goquery.Document, marked bool) string {
 		return a == ""
 	}
 	if marked {
-		d.Find(`[itemprop~="author"], a[rel~="author"], [rel~="author"]`).EachWithBreak(pick)
+		find(d.Selection, `[itemprop~="author"], a[rel~="author"], [rel~="author"]`).EachWithBreak(pick)
 	}
 	if a == "" {
 		a = classByline(d.Nodes[0])
@@ -721,7 +723,7 @@ func trimSiteName(title, site string) string {
 // headline with itemprop=headline, or "".
 func markedHeadline(d *goquery.Document) string {
 	var t string
-	d.Find(`[itemprop~="headline"]`).EachWithBreak(func(_ int, s *goquery.Selection) bool {
+	find(d.Selection, `[itemprop~="headline"]`).EachWithBreak(func(_ int, s *goquery.Selection) bool {
 		if s.Is("meta") {
 			t = attrOf(s, "content")
 		} else {
@@ -746,7 +748,7 @@ func cleanTitle(title string, d *goquery.Document) string {
 	}
 	lt := strings.ToLower(title)
 	var h1s []string
-	d.Find("h1, h2").EachWithBreak(func(i int, s *goquery.Selection) bool {
+	find(d.Selection, "h1, h2").EachWithBreak(func(i int, s *goquery.Selection) bool {
 		if h := collapse(textOf(s.Nodes[0])); h != "" {
 			if s.Is("h1") {
 				h1s = append(h1s, h)
@@ -831,7 +833,7 @@ func sepFreeWords(t string) int {
 // headingEquals reports an h1 or h2 whose text is t.
 func headingEquals(d *goquery.Document, t string) bool {
 	found := false
-	d.Find("h1, h2").EachWithBreak(func(i int, s *goquery.Selection) bool {
+	find(d.Selection, "h1, h2").EachWithBreak(func(i int, s *goquery.Selection) bool {
 		found = collapse(textOf(s.Nodes[0])) == t
 		return !found && i < 64
 	})
@@ -1221,4 +1223,21 @@ func textOf(n *html.Node) string {
 	}
 	walk(n, 0)
 	return b.String()
+}
+
+// selectors holds the compiled metadata selectors by their text: goquery's
+// Find parses its selector on every call, for every page.
+var selectors sync.Map
+
+// find is sel.Find(selector) with the selector compiled once.
+func find(sel *goquery.Selection, selector string) *goquery.Selection {
+	if m, ok := selectors.Load(selector); ok {
+		return sel.FindMatcher(m.(goquery.Matcher))
+	}
+	m, err := cascadia.Compile(selector)
+	if err != nil {
+		return sel.Find(selector) // matches nothing, as goquery does
+	}
+	selectors.Store(selector, goquery.Matcher(m))
+	return sel.FindMatcher(m)
 }

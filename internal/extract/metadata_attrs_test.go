@@ -83,3 +83,25 @@ func TestMetadataSkipsNothingThatMatches(t *testing.T) {
 		}
 	}
 }
+
+// find with its compiled selectors selects what goquery's Find does,
+// called again (from the cache) and for a selector that does not parse.
+func TestFindCompiledOnce(t *testing.T) {
+	t.Parallel()
+	sels := []string{"html", "title", "h1", "meta", "h1, h2", `link[rel~="canonical"][href]`, `script[type="application/ld+json"]`,
+		`[itemprop~="author"], a[rel~="author"], [rel~="author"]`, `[itemprop~="headline"]`, "p:nth-child(2)", "a[", ""}
+	for name, body := range metadataDocs(t) {
+		doc, err := parseHTML(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := goquery.NewDocumentFromNode(doc)
+		for _, sel := range sels {
+			for range 2 {
+				if got, want := find(d.Selection, sel).Nodes, d.Find(sel).Nodes; !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s: find(%q) selected %d nodes, Find %d", name, sel, len(got), len(want))
+				}
+			}
+		}
+	}
+}
