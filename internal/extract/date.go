@@ -462,9 +462,17 @@ var monthNames = [12]string{
 	"december dec dezember dez décembre decembre déc diciembre dic dicembre dezembro",
 }
 
+// monthInitials holds the first letter of every name in monthNames.
+const monthInitials = "adefgjlmnos"
+
 // monthOf is the month (1-12) word names, or 0.
 func monthOf(word string) int {
 	if len(word) < 3 || len(word) > 12 {
+		return 0
+	}
+	// Most words are no month: rule them out by their first letter
+	// before the names are scanned.
+	if r, _ := utf8.DecodeRuneInString(word); !strings.ContainsRune(monthInitials, unicode.ToLower(r)) {
 		return 0
 	}
 	var buf [16]byte

@@ -1,6 +1,9 @@
 package extract
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestNormalizeDate(t *testing.T) {
 	t.Parallel()
@@ -94,6 +97,28 @@ func TestFindDateYearPrecheck(t *testing.T) {
 		}
 		if !hasDigitRun(s, 4) && findDate(s) != "" {
 			t.Errorf("findDate(%q) found a date without a four-digit year", s)
+		}
+	}
+}
+
+// monthOf's first-letter check passes every month name, in any case.
+func TestMonthInitials(t *testing.T) {
+	t.Parallel()
+	for m, names := range monthNames {
+		for _, name := range strings.Fields(names) {
+			for _, w := range []string{name, strings.ToUpper(name), strings.ToUpper(name[:1]) + name[1:]} {
+				if len(w) < 3 {
+					continue
+				}
+				if got := monthOf(w); got != m+1 {
+					t.Errorf("monthOf(%q) = %d, want %d", w, got, m+1)
+				}
+			}
+		}
+	}
+	for _, w := range []string{"page", "Page", "lorem", "K\u212aelvin", "ümlaut", "xyz"} {
+		if got := monthOf(w); got != 0 {
+			t.Errorf("monthOf(%q) = %d, want 0", w, got)
 		}
 	}
 }
