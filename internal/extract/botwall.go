@@ -221,6 +221,15 @@ func detectBotWall(doc *html.Node, h http.Header) *BotWallError {
 			return &BotWallError{Kind: BotWallChallenge, Vendor: "aws-waf"}
 		}
 	}
+	if longText(doc) {
+		return nil
+	}
+	return wallRulesMatch(doc)
+}
+
+// wallRulesMatch runs the rules on the document's signals when its text
+// is short.
+func wallRulesMatch(doc *html.Node) *BotWallError {
 	s, short := collectWallSignals(doc)
 	if !short {
 		return nil
@@ -334,6 +343,39 @@ func writeLower(b *strings.Builder, s string) {
 		}
 		b.WriteByte(c)
 	}
+}
+
+// longText reports, without collecting anything, that the document's text
+// is too long for a wall (as collectWallSignals would find): it counts
+// the ASCII bytes other than spaces in the text collectWallSignals reads,
+// which collapsing and lower-casing keep, so the count is a lower bound
+// of its text's length. Most pages are content, and this walk is cheaper.
+func longText(doc *html.Node) bool {
+	n := 0
+	var walk func(p *html.Node, depth int)
+	walk = func(p *html.Node, depth int) {
+		if n > wallMaxText || depth > maxTextDepth {
+			return
+		}
+		for c := p.FirstChild; c != nil && n <= wallMaxText; c = c.NextSibling {
+			switch c.Type {
+			case html.TextNode:
+				for i := 0; i < len(c.Data); i++ {
+					if b := c.Data[i]; b < utf8.RuneSelf && !asciiSpace[b] {
+						n++
+					}
+				}
+			case html.ElementNode:
+				switch tagAtom(c) {
+				case atom.Script, atom.Style, atom.Template, atom.Title, atom.Noscript:
+					continue
+				}
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(doc, 0)
+	return n > wallMaxText
 }
 
 // stripTags removes markup from raw text (a <noscript>'s content).
