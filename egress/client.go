@@ -398,8 +398,27 @@ func (b *cancelBody) Close() error {
 func ReadAll(resp *Response) ([]byte, error) {
 	defer resp.Body.Close()
 	var buf bytes.Buffer
+	buf.Grow(readAllSize(resp.Header))
 	_, err := buf.ReadFrom(resp.Body)
 	return buf.Bytes(), err
+}
+
+// Sizes of ReadAll's first buffer: room for a typical page when the length
+// is unknown (a crawl reads thousands, and growing from nothing copies each
+// several times), the stated length when it is known, up to a bound: the
+// header is the server's word, the body caps are what hold.
+const (
+	readAllDefault = 8 << 10
+	readAllMax     = 1 << 20
+)
+
+func readAllSize(h http.Header) int {
+	n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64)
+	if err != nil || n < 0 {
+		return readAllDefault
+	}
+	// MinRead more: ReadFrom wants that much room to see the end.
+	return int(min(n, readAllMax)) + bytes.MinRead
 }
 
 func (c *Client) wrapErr(ctx context.Context, err error, t Target, hop int) error {

@@ -306,10 +306,12 @@ func Run(ctx context.Context, cfg Config, req airlock.CrawlRequest, emit func(*a
 	r := &run{
 		cfg: cfg, req: req, opt: opt, emit: emit, progress: progress,
 		log: cfg.Logger, frontier: cfg.Frontier, seen: cfg.Seen, robots: cfg.Robots,
-		hosts:     make(map[string]*host),
-		results:   make(chan result, opt.concurrency),
-		maxParked: max(64, 4*opt.concurrency),
-		start:     time.Now(),
+		hosts:       make(map[string]*host),
+		results:     make(chan result, opt.concurrency),
+		work:        make(chan func()),
+		workersDone: make(chan struct{}),
+		maxParked:   max(64, 4*opt.concurrency),
+		start:       time.Now(),
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -365,6 +367,14 @@ type run struct {
 	cancel   context.CancelFunc
 	results  chan result
 	start    time.Time
+
+	// Fetches run on workers that outlive one page: a page's parse grows
+	// its goroutine's stack, which a new goroutine per page paid for again
+	// each time. An idle worker takes the next job from work; workersDone
+	// tells them the run is over.
+	work        chan func()
+	workersDone chan struct{}
+	workers     sync.WaitGroup
 
 	hosts          map[string]*host // by origin
 	waiting        []*host          // hosts with parked items
@@ -465,7 +475,36 @@ func (r *run) run() (*airlock.CrawlSummary, error) {
 		r.stop(StoppedStore, err)
 	}
 	r.loop()
+	r.stopWorkers()
 	return r.finish()
+}
+
+// goWork runs job on an idle worker, or on a new one when none is idle.
+func (r *run) goWork(job func()) {
+	select {
+	case r.work <- job:
+		return
+	default:
+	}
+	r.workers.Add(1)
+	go func() {
+		defer r.workers.Done()
+		for {
+			job()
+			select {
+			case job = <-r.work:
+			case <-r.workersDone:
+				return
+			}
+		}
+	}()
+}
+
+// stopWorkers ends the idle workers (every job is done when the loop
+// returns) and waits for them.
+func (r *run) stopWorkers() {
+	close(r.workersDone)
+	r.workers.Wait()
 }
 
 // seedFrontier queues the seed (and /sitemap.xml) or the listed URLs.
@@ -744,7 +783,7 @@ func (r *run) dispatch(h *host, it Item, now time.Time) bool {
 	h.next = now.Add(h.delay(r.opt))
 	r.inflight++
 	pol := hostPolicy{origin: h.origin, limit: h.limit(r.opt), delay: h.delay(r.opt), token: hostToken}
-	go func() {
+	r.goWork(func() {
 		var res result
 		if it.Kind == KindSitemap {
 			res = r.fetchSitemap(it, pol)
@@ -753,7 +792,7 @@ func (r *run) dispatch(h *host, it Item, now time.Time) bool {
 		}
 		res.h, res.item, res.host = h, it, hostToken
 		r.results <- res
-	}()
+	})
 	return true
 }
 

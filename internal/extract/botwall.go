@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/airlockhq/airlock"
 	"golang.org/x/net/html"
@@ -220,6 +221,15 @@ func detectBotWall(doc *html.Node, h http.Header) *BotWallError {
 			return &BotWallError{Kind: BotWallChallenge, Vendor: "aws-waf"}
 		}
 	}
+	if longText(doc) {
+		return nil
+	}
+	return wallRulesMatch(doc)
+}
+
+// wallRulesMatch runs the rules on the document's signals when its text
+// is short.
+func wallRulesMatch(doc *html.Node) *BotWallError {
 	s, short := collectWallSignals(doc)
 	if !short {
 		return nil
@@ -246,7 +256,7 @@ func collectWallSignals(doc *html.Node) (*wallSignals, bool) {
 	tooLong := false
 	add := func(v string) {
 		if markers.Len() < wallMarkersMax {
-			markers.WriteString(strings.ToLower(v))
+			writeLower(&markers, v)
 			markers.WriteByte(' ')
 		}
 	}
@@ -259,7 +269,7 @@ func collectWallSignals(doc *html.Node) (*wallSignals, bool) {
 			switch c.Type {
 			case html.TextNode:
 				if t := collapse(c.Data); t != "" {
-					text.WriteString(strings.ToLower(t))
+					writeLower(&text, t)
 					text.WriteByte(' ')
 					if text.Len() > wallMaxText {
 						tooLong = true
@@ -307,6 +317,65 @@ func collectWallSignals(doc *html.Node) (*wallSignals, bool) {
 	walk(doc, 0)
 	s := &wallSignals{title: title, text: text.String(), markers: markers.String()}
 	return s, !tooLong
+}
+
+// writeLower writes strings.ToLower(s) to b, without a copy of s when it
+// is ASCII.
+func writeLower(b *strings.Builder, s string) {
+	upper := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			b.WriteString(strings.ToLower(s))
+			return
+		}
+		upper = upper || 'A' <= c && c <= 'Z'
+	}
+	if !upper {
+		b.WriteString(s)
+		return
+	}
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
+}
+
+// longText reports, without collecting anything, that the document's text
+// is too long for a wall (as collectWallSignals would find): it counts
+// the ASCII bytes other than spaces in the text collectWallSignals reads,
+// which collapsing and lower-casing keep, so the count is a lower bound
+// of its text's length. Most pages are content, and this walk is cheaper.
+func longText(doc *html.Node) bool {
+	n := 0
+	var walk func(p *html.Node, depth int)
+	walk = func(p *html.Node, depth int) {
+		if n > wallMaxText || depth > maxTextDepth {
+			return
+		}
+		for c := p.FirstChild; c != nil && n <= wallMaxText; c = c.NextSibling {
+			switch c.Type {
+			case html.TextNode:
+				for i := 0; i < len(c.Data); i++ {
+					if b := c.Data[i]; b < utf8.RuneSelf && !asciiSpace[b] {
+						n++
+					}
+				}
+			case html.ElementNode:
+				switch tagAtom(c) {
+				case atom.Script, atom.Style, atom.Template, atom.Title, atom.Noscript:
+					continue
+				}
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(doc, 0)
+	return n > wallMaxText
 }
 
 // stripTags removes markup from raw text (a <noscript>'s content).

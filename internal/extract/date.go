@@ -46,6 +46,31 @@ func findDate(text string) string {
 	if len(text) > maxDateInput {
 		text = clip(text, maxDateInput)
 	}
+	// Every form findDate reads has a four-digit year: most text has
+	// none, and the scan below tries each word against the month names.
+	if !hasDigitRun(text, 4) {
+		return ""
+	}
+	return scanDate(text)
+}
+
+// hasDigitRun reports whether s holds n ASCII digits in a row.
+func hasDigitRun(s string, n int) bool {
+	run := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			if run++; run >= n {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
+}
+
+// scanDate is findDate without the year pre-check.
+func scanDate(text string) string {
 	for i := 0; i < len(text); {
 		// Try each position that starts a digit run or a word.
 		if d, ok := isoDate(text[i:]); ok {
@@ -437,9 +462,17 @@ var monthNames = [12]string{
 	"december dec dezember dez décembre decembre déc diciembre dic dicembre dezembro",
 }
 
+// monthInitials holds the first letter of every name in monthNames.
+const monthInitials = "adefgjlmnos"
+
 // monthOf is the month (1-12) word names, or 0.
 func monthOf(word string) int {
 	if len(word) < 3 || len(word) > 12 {
+		return 0
+	}
+	// Most words are no month: rule them out by their first letter
+	// before the names are scanned.
+	if r, _ := utf8.DecodeRuneInString(word); !strings.ContainsRune(monthInitials, unicode.ToLower(r)) {
 		return 0
 	}
 	var buf [16]byte

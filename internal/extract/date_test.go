@@ -1,6 +1,9 @@
 package extract
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestNormalizeDate(t *testing.T) {
 	t.Parallel()
@@ -74,6 +77,48 @@ func FuzzNormalizeDate(f *testing.F) {
 		if d != "" && len(d) < 10 {
 			t.Fatalf("normalizeDate(%q) = %q", s, d)
 		}
-		_ = findDate(s)
+		if got, want := findDate(s), scanDate(clip(s, maxDateInput)); got != want {
+			t.Fatalf("findDate(%q) = %q, but the full scan finds %q", s, got, want)
+		}
 	})
+}
+
+// The year pre-check of findDate only skips text the full scan finds no
+// date in.
+func TestFindDateYearPrecheck(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{
+		"March 5, 2024", "5 mars 2024", "2024/03/05", "05.03.2024", "3/5/2024", "20240305",
+		"March 5, 202", "Mar 5 24", "5 March 12024", "1/2/3", "March 2024 5", "no digits at all, lorem ipsum",
+		"date 2024-3-5", "année ２０２４ mars 5", "Lorem ipsum dolor sit amet, consectetur adipiscing elit.",
+	} {
+		if got, want := findDate(s), scanDate(s); got != want {
+			t.Errorf("findDate(%q) = %q, but the full scan finds %q", s, got, want)
+		}
+		if !hasDigitRun(s, 4) && findDate(s) != "" {
+			t.Errorf("findDate(%q) found a date without a four-digit year", s)
+		}
+	}
+}
+
+// monthOf's first-letter check passes every month name, in any case.
+func TestMonthInitials(t *testing.T) {
+	t.Parallel()
+	for m, names := range monthNames {
+		for _, name := range strings.Fields(names) {
+			for _, w := range []string{name, strings.ToUpper(name), strings.ToUpper(name[:1]) + name[1:]} {
+				if len(w) < 3 {
+					continue
+				}
+				if got := monthOf(w); got != m+1 {
+					t.Errorf("monthOf(%q) = %d, want %d", w, got, m+1)
+				}
+			}
+		}
+	}
+	for _, w := range []string{"page", "Page", "lorem", "K\u212aelvin", "ümlaut", "xyz"} {
+		if got := monthOf(w); got != 0 {
+			t.Errorf("monthOf(%q) = %d, want 0", w, got)
+		}
+	}
 }

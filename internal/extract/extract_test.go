@@ -572,19 +572,23 @@ func TestBotWalls(t *testing.T) {
 			if len(fields) > 1 {
 				wantVendor = fields[1]
 			}
-			_, err = Extract(context.Background(), Input{URL: "https://www.example.com/news/", Body: body}, Options{})
-			var wall *BotWallError
-			switch {
-			case wantKind == "none":
-				if err != nil {
-					t.Errorf("err = %v, want a page", err)
+			// A crawl with --extract none must see walls as a full
+			// extraction does.
+			for _, mode := range []string{airlock.ExtractFull, airlock.ExtractNone} {
+				_, err = Extract(context.Background(), Input{URL: "https://www.example.com/news/", Body: body}, Options{Mode: mode})
+				var wall *BotWallError
+				switch {
+				case wantKind == "none":
+					if err != nil {
+						t.Errorf("%s: err = %v, want a page", mode, err)
+					}
+				case !errors.As(err, &wall):
+					t.Errorf("%s: err = %v, want a *BotWallError", mode, err)
+				case wall.Kind != wantKind || wall.Vendor != wantVendor:
+					t.Errorf("%s: wall = %s/%s, want %s/%s", mode, wall.Kind, wall.Vendor, wantKind, wantVendor)
+				case airlock.CodeOf(err) != airlock.CodeUpstream || airlock.ReasonOf(err) != "bot_wall":
+					t.Errorf("%s: classified %s/%s, want upstream/bot_wall", mode, airlock.CodeOf(err), airlock.ReasonOf(err))
 				}
-			case !errors.As(err, &wall):
-				t.Errorf("err = %v, want a *BotWallError", err)
-			case wall.Kind != wantKind || wall.Vendor != wantVendor:
-				t.Errorf("wall = %s/%s, want %s/%s", wall.Kind, wall.Vendor, wantKind, wantVendor)
-			case airlock.CodeOf(err) != airlock.CodeUpstream || airlock.ReasonOf(err) != "bot_wall":
-				t.Errorf("classified %s/%s, want upstream/bot_wall", airlock.CodeOf(err), airlock.ReasonOf(err))
 			}
 		})
 	}

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"net/url"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/andybalholm/cascadia"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
@@ -45,9 +48,61 @@ const (
 //   - lang: <html lang>, Content-Language, dc:language, JSON-LD
 //     inLanguage, og:locale.
 func metadata(doc *html.Node, base *url.URL, p *airlock.Page) {
+	metadataWith(doc, base, p, scanAttrs(doc))
+}
+
+// docAttrs says which attributes the metadata selectors look for occur in
+// a document at all. A selector on an attribute that no element carries
+// matches nothing, and each goquery Find walks the whole tree: one walk
+// that rules them out costs less than the Finds (on a crawl of plain pages,
+// most of the metadata's cost).
+type docAttrs struct {
+	itemprop bool // some element has an itemprop attribute
+	rel      bool // some element has a rel attribute
+	script   bool // some <script> has a type attribute (JSON-LD's)
+}
+
+// scanAttrs walks every node of doc once, without allocating.
+func scanAttrs(doc *html.Node) docAttrs {
+	var has docAttrs
+	for n := doc; n != nil; {
+		if n.Type == html.ElementNode {
+			for _, a := range n.Attr {
+				switch a.Key {
+				case "itemprop":
+					has.itemprop = true
+				case "rel":
+					has.rel = true
+				case "type":
+					has.script = has.script || n.Data == "script"
+				}
+			}
+		}
+		// Next in document order: first child, else the next sibling of
+		// the nearest node that has one.
+		if n.FirstChild != nil {
+			n = n.FirstChild
+			continue
+		}
+		for n != doc && n.NextSibling == nil {
+			n = n.Parent
+		}
+		if n == doc {
+			break
+		}
+		n = n.NextSibling
+	}
+	return has
+}
+
+// metadataWith is metadata with the attributes known to occur in doc.
+func metadataWith(doc *html.Node, base *url.URL, p *airlock.Page, has docAttrs) {
 	d := goquery.NewDocumentFromNode(doc)
 	p.Meta = metaMap(d)
-	ld := jsonLD(d)
+	var ld ldFields
+	if has.script {
+		ld = jsonLD(d)
+	}
 	for k, v := range ld.meta() {
 		if len(p.Meta) < maxMetaEntries {
 			p.Meta[k] = v
@@ -68,18 +123,25 @@ func metadata(doc *html.Node, base *url.URL, p *airlock.Page) {
 		// headline (Firecrawl's metadata.title).
 		p.Meta["html:title"] = clip(docTitle, maxMetaValue)
 	}
+	var headline string
+	if has.itemprop {
+		headline = markedHeadline(d)
+	}
 	p.Title = firstNonEmpty(ld.title(docTitle),
 		m("dc:title", "dc.title", "dcterm:title", "dcterms:title", "dcterms.title", "og:title",
 			"weibo:article:title", "weibo:webpage:title", "title", "twitter:title", "parsely-title"),
-		markedHeadline(d), cleanTitle(docTitle, d), firstH1(d))
+		headline, cleanTitle(docTitle, d), firstH1(d))
 	// Readability's order: the description written for sharing first.
 	p.Description = firstNonEmpty(m("dc:description", "dcterm:description", "dc.description",
 		"dcterms.description", "og:description", "description", "twitter:description"), ld.description)
-	p.Lang = firstNonEmpty(attrOf(d.Find("html").First(), "lang"), attrOf(d.Find("html").First(), "xml:lang"),
+	root := find(d.Selection, "html").First()
+	p.Lang = firstNonEmpty(attrOf(root, "lang"), attrOf(root, "xml:lang"),
 		m("content-language", "dc.language", "dc:language", "language"), ld.lang,
 		strings.ReplaceAll(m("og:locale"), "_", "-"))
-	if c, ok := d.Find(`link[rel~="canonical"][href]`).First().Attr("href"); ok {
-		p.Canonical = absURL(base, c)
+	if has.rel {
+		if c, ok := find(d.Selection, `link[rel~="canonical"][href]`).First().Attr("href"); ok {
+			p.Canonical = absURL(base, c)
+		}
 	}
 	if p.Canonical == "" && p.Meta["og:url"] != "" {
 		p.Canonical = absURL(base, p.Meta["og:url"])
@@ -88,7 +150,7 @@ func metadata(doc *html.Node, base *url.URL, p *airlock.Page) {
 		strings.TrimPrefix(m("twitter:site"), "@"))
 	p.Title = trimSiteName(p.Title, p.SiteName)
 	p.Author = firstNonEmpty(nonURL(ld.author), nonURL(m("dc:creator", "dc.creator", "dcterm:creator", "dcterms:creator",
-		"dcterms.creator", "author", "citation_author", "parsely-author", "sailthru.author")), nonURL(m("article:author")), domAuthor(d))
+		"dcterms.creator", "author", "citation_author", "parsely-author", "sailthru.author")), nonURL(m("article:author")), domAuthor(d, has.itemprop || has.rel))
 	p.Published = firstNonEmpty(normalizeDate(ld.published),
 		metaDate(p.Meta, "article:published_time", "og:published_time", "article:published", "datepublished",
 			"publishdate", "publish-date", "publish_date", "pubdate", "parsely-pub-date", "sailthru.date",
@@ -125,10 +187,66 @@ func firstNonEmpty(vs ...string) string {
 
 // collapse trims s and collapses its runs of white space.
 func collapse(s string) string {
-	if s == "" {
-		return ""
+	if collapsed(s) {
+		return s
 	}
-	return strings.Join(strings.FieldsFunc(s, isSpace), " ")
+	var b strings.Builder
+	b.Grow(len(s))
+	start := -1 // the start of the current word, -1 between words
+	for i := 0; i < len(s); {
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
+		if isSpace(r) {
+			if start >= 0 {
+				if b.Len() > 0 {
+					b.WriteByte(' ')
+				}
+				b.WriteString(s[start:i])
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+		i += size
+	}
+	if start >= 0 {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s[start:])
+	}
+	return b.String()
+}
+
+// collapsed reports whether collapse(s) is s: no space at either end, and
+// words separated by single ASCII spaces. Most text nodes of a page are,
+// and need no copy.
+func collapsed(s string) bool {
+	prevSpace := true // a leading space is not collapsed
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if isSpace(rune(c)) {
+				if prevSpace || c != ' ' {
+					return false
+				}
+				prevSpace = true
+			} else {
+				prevSpace = false
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if isSpace(r) {
+			return false
+		}
+		prevSpace = false
+		i += size
+	}
+	return !prevSpace || s == ""
 }
 
 func clip(s string, n int) string {
@@ -159,7 +277,7 @@ func nonURL(s string) string {
 // of inline SVG images.
 func documentTitle(d *goquery.Document) string {
 	var t string
-	d.Find("title").EachWithBreak(func(_ int, s *goquery.Selection) bool {
+	find(d.Selection, "title").EachWithBreak(func(_ int, s *goquery.Selection) bool {
 		if s.ParentsFiltered("svg").Length() > 0 {
 			return true
 		}
@@ -171,7 +289,7 @@ func documentTitle(d *goquery.Document) string {
 
 func firstH1(d *goquery.Document) string {
 	var t string
-	d.Find("h1").EachWithBreak(func(_ int, s *goquery.Selection) bool {
+	find(d.Selection, "h1").EachWithBreak(func(_ int, s *goquery.Selection) bool {
 		t = collapse(textOf(s.Nodes[0]))
 		return t == ""
 	})
@@ -192,7 +310,7 @@ func authorKey(k string) bool {
 // authors of authorKey names are joined with "; ".
 func metaMap(d *goquery.Document) map[string]string {
 	m := map[string]string{}
-	d.Find("meta").EachWithBreak(func(_ int, s *goquery.Selection) bool {
+	find(d.Selection, "meta").EachWithBreak(func(_ int, s *goquery.Selection) bool {
 		content, ok := s.Attr("content")
 		if !ok {
 			if v, ok2 := s.Attr("value"); ok2 { // some pages write value= for content=
@@ -305,7 +423,7 @@ func jsonLD(d *goquery.Document) ldFields {
 	var types []string
 	var best int // rank of the object f came from: article types beat web pages
 	n := 0
-	d.Find(`script[type="application/ld+json"]`).EachWithBreak(func(_ int, s *goquery.Selection) bool {
+	find(d.Selection, `script[type="application/ld+json"]`).EachWithBreak(func(_ int, s *goquery.Selection) bool {
 		n++
 		raw := s.Text()
 		if len(raw) > maxJSONLDBytes {
@@ -454,10 +572,11 @@ const maxByline = 100
 
 // domAuthor finds a byline in the markup: itemprop=author and rel=author
 // elements first, then elements whose class or id says byline or author.
-func domAuthor(d *goquery.Document) string {
+// marked is false when no element has an itemprop or rel attribute.
+func domAuthor(d *goquery.Document, marked bool) string {
 	var a string
 	pick := func(_ int, s *goquery.Selection) bool {
-		if n := s.Find(`[itemprop~="name"]`).First(); n.Length() > 0 {
+		if n := find(s, `[itemprop~="name"]`).First(); n.Length() > 0 {
 			a = collapse(n.Text())
 		} else if v, ok := s.Attr("content"); ok {
 			a = collapse(v)
@@ -470,7 +589,9 @@ func domAuthor(d *goquery.Document) string {
 		}
 		return a == ""
 	}
-	d.Find(`[itemprop~="author"], a[rel~="author"], [rel~="author"]`).EachWithBreak(pick)
+	if marked {
+		find(d.Selection, `[itemprop~="author"], a[rel~="author"], [rel~="author"]`).EachWithBreak(pick)
+	}
 	if a == "" {
 		a = classByline(d.Nodes[0])
 	}
@@ -602,7 +723,7 @@ func trimSiteName(title, site string) string {
 // headline with itemprop=headline, or "".
 func markedHeadline(d *goquery.Document) string {
 	var t string
-	d.Find(`[itemprop~="headline"]`).EachWithBreak(func(_ int, s *goquery.Selection) bool {
+	find(d.Selection, `[itemprop~="headline"]`).EachWithBreak(func(_ int, s *goquery.Selection) bool {
 		if s.Is("meta") {
 			t = attrOf(s, "content")
 		} else {
@@ -627,7 +748,7 @@ func cleanTitle(title string, d *goquery.Document) string {
 	}
 	lt := strings.ToLower(title)
 	var h1s []string
-	d.Find("h1, h2").EachWithBreak(func(i int, s *goquery.Selection) bool {
+	find(d.Selection, "h1, h2").EachWithBreak(func(i int, s *goquery.Selection) bool {
 		if h := collapse(textOf(s.Nodes[0])); h != "" {
 			if s.Is("h1") {
 				h1s = append(h1s, h)
@@ -712,7 +833,7 @@ func sepFreeWords(t string) int {
 // headingEquals reports an h1 or h2 whose text is t.
 func headingEquals(d *goquery.Document, t string) bool {
 	found := false
-	d.Find("h1, h2").EachWithBreak(func(i int, s *goquery.Selection) bool {
+	find(d.Selection, "h1, h2").EachWithBreak(func(i int, s *goquery.Selection) bool {
 		found = collapse(textOf(s.Nodes[0])) == t
 		return !found && i < 64
 	})
@@ -797,7 +918,9 @@ func dateAfter(n *html.Node) string {
 				return false
 			}
 			seen += len(t)
-			if len(t) <= maxDateLine && textLen(blockOf(c), maxDateLine+1) <= maxDateLine {
+			// findDate needs a four-digit year: test for one before the
+			// block's length.
+			if len(t) <= maxDateLine && hasDigitRun(t, 4) && textLen(blockOf(c), maxDateLine+1) <= maxDateLine {
 				date = findDate(t)
 			}
 			stop = date != "" || seen >= maxDateLineWindow
@@ -1045,7 +1168,11 @@ func markTruncated(p *airlock.Page, field string) {
 // explicit stack: hostile documents nest deeper than a goroutine stack
 // should go.
 func walkElements(n *html.Node, visit func(*html.Node) bool) {
-	stack := []*html.Node{n}
+	// The stack holds the pending siblings along one path: a page's fit
+	// in the array, which stays off the heap (the walks run many times
+	// per page).
+	var buf [128]*html.Node
+	stack := append(buf[:0], n)
 	for len(stack) > 0 {
 		c := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -1096,4 +1223,21 @@ func textOf(n *html.Node) string {
 	}
 	walk(n, 0)
 	return b.String()
+}
+
+// selectors holds the compiled metadata selectors by their text: goquery's
+// Find parses its selector on every call, for every page.
+var selectors sync.Map
+
+// find is sel.Find(selector) with the selector compiled once.
+func find(sel *goquery.Selection, selector string) *goquery.Selection {
+	if m, ok := selectors.Load(selector); ok {
+		return sel.FindMatcher(m.(goquery.Matcher))
+	}
+	m, err := cascadia.Compile(selector)
+	if err != nil {
+		return sel.Find(selector) // matches nothing, as goquery does
+	}
+	selectors.Store(selector, goquery.Matcher(m))
+	return sel.FindMatcher(m)
 }

@@ -109,8 +109,14 @@ func (w *textWriter) raw(s string) {
 }
 
 func isSpace(r rune) bool {
-	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' || r == 0xa0 || unicode.IsSpace(r)
+	if r < utf8.RuneSelf {
+		return asciiSpace[r]
+	}
+	return r == 0xa0 || unicode.IsSpace(r)
 }
+
+// asciiSpace holds the ASCII characters unicode.IsSpace reports.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // nodeText renders n as plain text: a line per block element (paragraph,
 // heading, list item, table row), table cells separated by tabs,
