@@ -309,3 +309,17 @@ func (s *server) withTimeout(ctx context.Context, p airlock.Principal, broker st
 	c, cancel := context.WithTimeout(ctx, d)
 	return c, cancel, nil
 }
+
+// nameOrType reads a Firecrawl option given as a name ("pdf") or as an
+// object with a type ({"type": "pdf", ...}); "" when it is neither.
+func nameOrType(raw json.RawMessage) string {
+	var name string
+	if json.Unmarshal(raw, &name) == nil {
+		return name
+	}
+	var obj struct {
+		Type string `json:"type"`
+	}
+	json.Unmarshal(raw, &obj)
+	return obj.Type
+}

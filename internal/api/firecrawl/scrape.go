@@ -180,15 +180,7 @@ func (o *scrapeOptions) parse() (formatSet, error) {
 		return nil, unsupported("proxy %q is not supported: Airlock's upstream proxies are chosen by its operator", o.Proxy)
 	}
 	for _, raw := range o.Parsers {
-		var name string
-		if json.Unmarshal(raw, &name) != nil {
-			var obj struct {
-				Type string `json:"type"`
-			}
-			json.Unmarshal(raw, &obj)
-			name = obj.Type
-		}
-		if name != "pdf" {
+		if name := nameOrType(raw); name != "pdf" {
 			return nil, unsupported("parser %q is not supported: Airlock reads PDFs only", name)
 		}
 	}

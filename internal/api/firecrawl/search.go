@@ -58,15 +58,7 @@ func (s *server) search(w http.ResponseWriter, r *http.Request, p airlock.Princi
 		return badRequest("Bad Request: query is required")
 	}
 	for _, raw := range req.Sources {
-		var name string
-		if json.Unmarshal(raw, &name) != nil {
-			var obj struct {
-				Type string `json:"type"`
-			}
-			json.Unmarshal(raw, &obj)
-			name = obj.Type
-		}
-		if name != "web" {
+		if name := nameOrType(raw); name != "web" {
 			return unsupported("source %q is not supported: Airlock searches the web only", name)
 		}
 	}
