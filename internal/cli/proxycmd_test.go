@@ -262,9 +262,16 @@ func TestServeStartsProxy(t *testing.T) {
 	if code != 0 || body != "hello from /via-serve" {
 		t.Fatalf("curl through serve's proxy: exit %d body %q", code, body)
 	}
-	status, _, out := s.do(t, "GET", "/api/audit?broker=proxy", s.token, "")
-	if status != 200 || !strings.Contains(out, "/via-serve") {
-		t.Fatalf("audit through the API: %d %s", status, out)
+	// The call's record is written when the proxy has relayed the whole
+	// answer, which may be just after curl has read it.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		status, _, out := s.do(t, "GET", "/api/audit?broker=proxy", s.token, "")
+		if status == 200 && strings.Contains(out, "/via-serve") {
+			break
+		}
+		if time.Now().After(deadline) { // hang guard
+			t.Fatalf("audit through the API: %d %s", status, out)
+		}
 	}
 }
 
