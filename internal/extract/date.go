@@ -71,13 +71,32 @@ func hasDigitRun(s string, n int) bool {
 
 // scanDate is findDate without the year pre-check.
 func scanDate(text string) string {
+	d, _ := scanDateAt(text)
+	return d
+}
+
+// dateIndex is the byte offset of the first date written in text, or -1.
+func dateIndex(text string) int {
+	if len(text) > maxDateInput {
+		text = clip(text, maxDateInput)
+	}
+	if !hasDigitRun(text, 4) {
+		return -1
+	}
+	_, i := scanDateAt(text)
+	return i
+}
+
+// scanDateAt returns the first date in text, in ISO 8601, and the byte
+// offset it starts at; "" and -1 when there is none.
+func scanDateAt(text string) (string, int) {
 	for i := 0; i < len(text); {
 		// Try each position that starts a digit run or a word.
 		if d, ok := isoDate(text[i:]); ok {
-			return d
+			return d, i
 		}
 		if d, n := textDate(text[i:], false); n > 0 {
-			return d
+			return d, i
 		}
 		// Skip to the next token start.
 		r, size := utf8.DecodeRuneInString(text[i:])
@@ -92,7 +111,7 @@ func scanDate(text string) string {
 			}
 		}
 	}
-	return ""
+	return "", -1
 }
 
 func isDigit(r rune) bool { return '0' <= r && r <= '9' }

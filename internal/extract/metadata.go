@@ -149,8 +149,19 @@ func metadataWith(doc *html.Node, base *url.URL, p *airlock.Page, has docAttrs) 
 	p.SiteName = firstNonEmpty(ld.publisher, m("og:site_name", "application-name"),
 		strings.TrimPrefix(m("twitter:site"), "@"))
 	p.Title = trimSiteName(p.Title, p.SiteName)
-	p.Author = firstNonEmpty(nonURL(ld.author), nonURL(m("dc:creator", "dc.creator", "dcterm:creator", "dcterms:creator",
-		"dcterms.creator", "author", "citation_author", "parsely-author", "sailthru.author")), nonURL(m("article:author")), domAuthor(d, has.itemprop || has.rel))
+	marked := has.itemprop || has.rel
+	p.Author = firstNonEmpty(cleanByline(ld.author), cleanByline(m("dc:creator", "dc.creator", "dcterm:creator", "dcterms:creator",
+		"dcterms.creator", "author", "citation_author", "parsely-author", "sailthru.author")), cleanByline(m("article:author")))
+	if p.Author == "" || p.SiteName != "" && strings.EqualFold(p.Author, p.SiteName) {
+		// The site named as the author stands for no one in particular:
+		// a person the markup names is the byline.
+		if a := domAuthor(d, marked); a != "" && !strings.EqualFold(a, p.SiteName) || p.Author == "" {
+			p.Author = a
+		}
+	}
+	// "Headline - Author - Site": the author's name goes the way of the
+	// site's.
+	p.Title = trimSiteName(p.Title, p.Author)
 	p.Published = firstNonEmpty(normalizeDate(ld.published),
 		metaDate(p.Meta, "article:published_time", "og:published_time", "article:published", "datepublished",
 			"publishdate", "publish-date", "publish_date", "pubdate", "parsely-pub-date", "sailthru.date",
@@ -419,9 +430,7 @@ var articleTypes = map[string]bool{
 }
 
 func jsonLD(d *goquery.Document) ldFields {
-	var f ldFields
-	var types []string
-	var best int // rank of the object f came from: article types beat web pages
+	var objs []map[string]any
 	n := 0
 	find(d.Selection, `script[type="application/ld+json"]`).EachWithBreak(func(_ int, s *goquery.Selection) bool {
 		n++
@@ -437,37 +446,60 @@ func jsonLD(d *goquery.Document) ldFields {
 		if json.Unmarshal([]byte(raw), &v) != nil {
 			return n < maxJSONLDBlocks
 		}
-		for _, obj := range ldObjects(v, 0) {
-			for _, t := range ldTypes(obj) {
-				if len(types) < maxLDTypes {
-					types = append(types, t)
-				}
-			}
-			rank := ldRank(obj)
-			if rank == 0 || rank <= best {
-				continue
-			}
-			g := ldFields{
-				headline:    ldString(obj["headline"]),
-				name:        ldString(obj["name"]),
-				lang:        ldString(obj["inLanguage"]),
-				article:     rank == 2,
-				author:      ldNames(obj["author"], 0),
-				published:   ldString(obj["datePublished"]),
-				modified:    ldString(obj["dateModified"]),
-				publisher:   ldNames(obj["publisher"], 0),
-				description: ldString(obj["description"]),
-			}
-			if rank < 2 && g.author == "" && g.published == "" {
-				continue // a bare WebPage says little about the article
-			}
-			f, best = g, rank
-		}
+		objs = append(objs, ldObjects(v, 0)...)
 		return n < maxJSONLDBlocks
 	})
+	// The names of the objects with an @id, for the authors and
+	// publishers that refer to one ({"@id": "#/person/1"}), from any
+	// block: a graph lists its people apart from its article.
+	var ids map[string]string
+	for _, obj := range objs {
+		if id, ok := obj["@id"].(string); ok && id != "" && len(ids) < maxLDIDs {
+			if name := ldString(obj["name"]); name != "" {
+				if ids == nil {
+					ids = map[string]string{}
+				}
+				if _, seen := ids[id]; !seen {
+					ids[id] = name
+				}
+			}
+		}
+	}
+	var f ldFields
+	var types []string
+	var best int // rank of the object f came from: article types beat web pages
+	for _, obj := range objs {
+		for _, t := range ldTypes(obj) {
+			if len(types) < maxLDTypes {
+				types = append(types, t)
+			}
+		}
+		rank := ldRank(obj)
+		if rank == 0 || rank <= best {
+			continue
+		}
+		g := ldFields{
+			headline:    ldString(obj["headline"]),
+			name:        ldString(obj["name"]),
+			lang:        ldString(obj["inLanguage"]),
+			article:     rank == 2,
+			author:      ldNames(obj["author"], ids, 0),
+			published:   ldString(obj["datePublished"]),
+			modified:    ldString(obj["dateModified"]),
+			publisher:   ldNames(obj["publisher"], ids, 0),
+			description: ldString(obj["description"]),
+		}
+		if rank < 2 && g.author == "" && g.published == "" {
+			continue // a bare WebPage says little about the article
+		}
+		f, best = g, rank
+	}
 	f.types = types
 	return f
 }
+
+// maxLDIDs bounds the @id names jsonLD keeps.
+const maxLDIDs = 256
 
 // ldObjects flattens arrays and @graph lists into the objects they hold.
 func ldObjects(v any, depth int) []map[string]any {
@@ -542,8 +574,9 @@ func ldString(v any) string {
 	return ""
 }
 
-// ldNames joins the names of one or more persons or organisations.
-func ldNames(v any, depth int) string {
+// ldNames joins the names of one or more persons or organisations, named
+// in place or by their @id in ids.
+func ldNames(v any, ids map[string]string, depth int) string {
 	if depth > 3 {
 		return ""
 	}
@@ -551,12 +584,18 @@ func ldNames(v any, depth int) string {
 	case string:
 		return nonURL(collapse(html.UnescapeString(x)))
 	case map[string]any:
-		return ldString(x["name"])
+		if name := ldString(x["name"]); name != "" {
+			return name
+		}
+		if id, ok := x["@id"].(string); ok {
+			return ids[id]
+		}
+		return ""
 	case []any:
 		var names []string
 		seen := map[string]bool{}
 		for _, e := range x {
-			if n := ldNames(e, depth+1); n != "" && !seen[n] {
+			if n := ldNames(e, ids, depth+1); n != "" && !seen[n] {
 				seen[n] = true
 				names = append(names, n)
 			}
@@ -583,10 +622,7 @@ func domAuthor(d *goquery.Document, marked bool) string {
 		} else {
 			a = collapse(s.Text())
 		}
-		a = trimBy(a)
-		if len(a) > maxByline || nonURL(a) == "" {
-			a = ""
-		}
+		a = cleanByline(a)
 		return a == ""
 	}
 	if marked {
@@ -610,8 +646,8 @@ func classByline(doc *html.Node) string {
 	var h1 *html.Node
 	walkElements(doc, func(n *html.Node) bool {
 		switch tagAtom(n) {
-		case atom.Script, atom.Style, atom.Template, atom.Noscript, atom.Head, atom.Svg:
-			return false
+		case atom.Script, atom.Style, atom.Template, atom.Noscript, atom.Head, atom.Svg, atom.Form, atom.Button:
+			return false // a form's "Follow author" is no byline
 		case atom.H1:
 			if h1 == nil {
 				h1 = n
@@ -640,7 +676,7 @@ func classByline(doc *html.Node) string {
 			if inNear && (near == nil || !within(n, near)) {
 				continue
 			}
-			if a := trimBy(collapse(textOf(n))); a != "" && len(a) <= maxByline && nonURL(a) != "" {
+			if a := cleanByline(textOf(n)); a != "" {
 				return a
 			}
 		}
@@ -676,18 +712,119 @@ func within(n, root *html.Node) bool {
 	return false
 }
 
-// trimBy cuts the "By" a byline begins with.
+// bylineLabels are the words a byline begins with before the name, lower
+// case: "By Ann", "Written by: Ann", "Par Ann".
+var bylineLabels = [...]string{"written by", "posted by", "words by", "story by", "text by", "reported by",
+	"by", "authors", "author", "par", "von", "por", "door", "di"}
+
+// trimBy cuts the label a byline begins with ("By", "Written by:"); a
+// byline that is only a label is "".
 func trimBy(s string) string {
-	switch strings.ToLower(s) {
-	case "by", "par", "von", "por", "door", "di", "author", "authors", "written by":
-		return ""
-	}
-	for _, p := range [...]string{"By ", "by ", "BY ", "Par ", "par ", "Von ", "von ", "Por ", "por ", "Door ", "Di "} {
-		if strings.HasPrefix(s, p) {
-			return strings.TrimSpace(s[len(p):])
+	for _, l := range bylineLabels {
+		if len(s) < len(l) || !strings.EqualFold(s[:len(l)], l) {
+			continue
+		}
+		rest := s[len(l):]
+		if rest == "" || rest == ":" {
+			return ""
+		}
+		// A label is a word of its own: "By Ann", "By: Ann", not "Bynum".
+		if rest[0] == ' ' || rest[0] == ':' {
+			return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(rest), ":"))
 		}
 	}
 	return s
+}
+
+// otherCredits begin the credits of people other than the author that a
+// byline box goes on with, lower case.
+var otherCredits = [...]string{" edited by", " reviewed by", " medically reviewed by", " fact checked by", " fact-checked by",
+	" photos by", " photographs by", " photography by", " illustrations by", " illustration by", " translated by"}
+
+// otherCredit is the byte offset of the first of otherCredits in s
+// followed by a space or a colon, or -1.
+func otherCredit(s string) int {
+	if len(s) > maxDateInput || !strings.Contains(s, "y") && !strings.Contains(s, "Y") {
+		return -1
+	}
+	ls := strings.ToLower(s)
+	best := -1
+	for _, c := range otherCredits {
+		if i := strings.Index(ls, c); i >= 0 && (best < 0 || i < best) {
+			if j := i + len(c); j < len(ls) && (ls[j] == ' ' || ls[j] == ':') {
+				best = i
+			}
+		}
+	}
+	return best
+}
+
+// bylineTail are the words left before a date a byline ends with, lower
+// case: "Ann Writer | Published on Monday, 5 May 2021".
+var bylineTail = [...]string{"on", "at", "posted", "published", "updated", "last", "modified", "date",
+	"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+	"mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun"}
+
+// cleanByline is s as an author: without the label it begins with, without
+// a date that follows the name (with the separator and the words that
+// lead to the date), "" when no name is left or s is a URL or too long
+// for a byline.
+func cleanByline(s string) string {
+	s = trimBy(collapse(s))
+	// "Written by Ann Edited by Bo": the credits of others that follow
+	// the author's name are not the byline.
+	if i := otherCredit(s); i > 0 {
+		s = strings.TrimRight(s[:i], " |·•–—-,;:")
+	}
+	if i := dateIndex(s); i >= 0 {
+		s = s[:i]
+		for {
+			s = strings.TrimRight(s, " |·•–—-,;:@/()[]")
+			j := strings.LastIndexByte(s, ' ') + 1
+			cut := false
+			for _, w := range bylineTail {
+				if strings.EqualFold(strings.TrimSuffix(s[j:], "."), w) {
+					s, cut = s[:j], true
+					break
+				}
+			}
+			if !cut {
+				break
+			}
+		}
+		s = trimBy(s)
+	}
+	if len(s) > maxByline || nonURL(s) == "" || interfaceWords(s) {
+		return ""
+	}
+	return s
+}
+
+// bylineUIWords are the words of the buttons and headings that author
+// boxes hold ("Follow author", "About the author", "View all posts"),
+// lower case.
+var bylineUIWords = [...]string{"follow", "unfollow", "author", "authors", "about", "the", "more", "from", "by",
+	"this", "view", "all", "posts", "articles", "stories", "profile", "bio", "contact", "subscribe", "to", "see", "read"}
+
+// interfaceWords reports a text made only of bylineUIWords.
+func interfaceWords(s string) bool {
+	ws := strings.Fields(strings.ToLower(s))
+	if len(ws) == 0 || len(ws) > 5 {
+		return false
+	}
+	for _, w := range ws {
+		found := false
+		for _, u := range bylineUIWords {
+			if strings.Trim(w, ".:!»›>") == u {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // maxTitleSeps bounds the separators cleanTitle looks at.

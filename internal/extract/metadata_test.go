@@ -1,6 +1,10 @@
 package extract
 
 import (
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -9,18 +13,82 @@ import (
 )
 
 // metadataFloors are just under the agreement the metadata reaches with
-// Readability.js's expected metadata on the corpus, field by field (title
-// 0.906, byline 0.895, site name, published and lang 1.000 when this was
-// written): a drop below one is a regression. Most misses left are pages
-// whose expected value is not what it names: a byline of dates, a title
-// with the site's name (Readability keeps og:title as it is, "How to
-// Build a Terrarium | eHow"; the title here is the headline).
+// the expected metadata of the corpus as reviewed (Readability.js's, with
+// the corrections of testdata/metadata-review.json), field by field: a
+// drop below one is a regression. When this was written: title 0.992,
+// byline 0.973, site name, published and lang 1.000. The misses left:
+// yahoo-4's title keeps the source in brackets after the headline,
+// archive-of-our-own's author meta names the archive's organisation
+// (the writer is a rel=author link), royal-road names its author only
+// in a header of headings.
 var metadataFloors = map[string]float64{
-	"title":     0.90,
-	"byline":    0.88,
+	"title":     0.98,
+	"byline":    0.96,
 	"site_name": 0.98,
 	"published": 0.96,
 	"lang":      0.98,
+}
+
+// readabilityFloors are just under the agreement with Readability.js's
+// expected metadata as it is (title 0.898, byline 0.829, the rest 1.000
+// when this was written). It is lower than the reviewed agreement where
+// Readability's value is wrong and the metadata right: titles with the
+// site's or the author's name after the headline (Readability keeps
+// og:title as it is, "How to Build a Terrarium | eHow"), bylines of other
+// stories, bylines with their dates or an editor's credit, a button's
+// text.
+var readabilityFloors = map[string]float64{
+	"title":     0.89,
+	"byline":    0.82,
+	"site_name": 0.98,
+	"published": 0.96,
+	"lang":      0.98,
+}
+
+// metadataReview is testdata/metadata-review.json.
+type metadataReview struct {
+	Pages map[string]map[string]struct {
+		Want string `json:"want"`
+		Why  string `json:"why"`
+	} `json:"pages"`
+}
+
+// reviewedCases are cases with the corrections of the review applied to
+// their expected metadata.
+func reviewedCases(t *testing.T, cases []corpusCase) []corpusCase {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "metadata-review.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r metadataReview
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]corpusCase, len(cases))
+	used := map[string]bool{}
+	for i, c := range cases {
+		out[i] = c
+		fix, ok := r.Pages[c.name]
+		if !ok {
+			continue
+		}
+		used[c.name] = true
+		out[i].meta = maps.Clone(c.meta)
+		for field, v := range fix {
+			old, _ := c.meta[field].(string)
+			if v.Why == "" || collapse(old) == collapse(v.Want) {
+				t.Errorf("review of %s %s: a correction needs a reason and a value that differs from Readability's %q", c.name, field, old)
+			}
+			out[i].meta[field] = v.Want
+		}
+	}
+	for name := range r.Pages {
+		if !used[name] {
+			t.Errorf("review names %s, which is not a corpus page", name)
+		}
+	}
+	return out
 }
 
 // metadataAgreement compares the extracted metadata with the expected
@@ -105,18 +173,28 @@ func primarySubtag(s string) string {
 func TestCorpusMetadata(t *testing.T) {
 	t.Parallel()
 	cases, pages := extractCorpus(t)
-	agree, total, misses := metadataAgreement(cases, func(i int) map[string]string {
+	get := func(i int) map[string]string {
 		p := pages[i]
 		return map[string]string{"title": p.Title, "byline": p.Author, "site_name": p.SiteName, "published": p.Published, "lang": p.Lang}
-	})
-	for _, m := range misses {
-		t.Log("miss:", m)
 	}
-	for _, f := range []string{"title", "byline", "site_name", "published", "lang"} {
-		share := float64(agree[f]) / float64(max(total[f], 1))
-		t.Logf("metadata %-10s %.3f (%d/%d)", f, share, agree[f], total[f])
-		if total[f] == 0 || share < metadataFloors[f] {
-			t.Errorf("metadata %s agreement %.3f (%d/%d) is below the floor %.3f", f, share, agree[f], total[f], metadataFloors[f])
+	for _, m := range []struct {
+		name   string
+		cases  []corpusCase
+		floors map[string]float64
+	}{
+		{"readability", cases, readabilityFloors},
+		{"reviewed", reviewedCases(t, cases), metadataFloors},
+	} {
+		agree, total, misses := metadataAgreement(m.cases, get)
+		for _, miss := range misses {
+			t.Logf("%s miss: %s", m.name, miss)
+		}
+		for _, f := range []string{"title", "byline", "site_name", "published", "lang"} {
+			share := float64(agree[f]) / float64(max(total[f], 1))
+			t.Logf("metadata (%s) %-10s %.3f (%d/%d)", m.name, f, share, agree[f], total[f])
+			if total[f] == 0 || share < m.floors[f] {
+				t.Errorf("metadata %s agreement with the %s values %.3f (%d/%d) is below the floor %.3f", f, m.name, share, agree[f], total[f], m.floors[f])
+			}
 		}
 	}
 }
@@ -155,6 +233,9 @@ func TestMetadataSources(t *testing.T) {
 			func(p *airlock.Page) string { return p.Title }, "How to Build a Terrarium"},
 		{"site name first", `<head><title>BBC News - Obama admits US gun laws are his biggest frustration</title><meta property="og:site_name" content="BBC News"></head><body><p>x</p></body>`,
 			func(p *airlock.Page) string { return p.Title }, "Obama admits US gun laws are his biggest frustration"},
+		{"author and site cut off the headline", `<head><script type="application/ld+json">{"@type":"NewsArticle","headline":"The Great Big Lie - Ann Writer - Medium",
+			"author":{"@type":"Person","name":"Ann Writer"},"publisher":{"@type":"Organization","name":"Medium"}}</script></head><body><p>x</p></body>`,
+			func(p *airlock.Page) string { return p.Title }, "The Great Big Lie"},
 		{"a title that is only the site name stays", `<head><title>eHow | Home</title><meta property="og:site_name" content="eHow"></head><body><p>x</p></body>`,
 			func(p *airlock.Page) string { return p.Title }, "eHow | Home"},
 		{"one author meta per author", `<head><meta name="DC.Creator" content="Kooman, F."><meta name="DC.Creator" content="Jong, Michiel de"><meta name="DC.Creator" content="Kooman, F."></head><body><p>x</p></body>`,
@@ -172,6 +253,62 @@ func TestMetadataSources(t *testing.T) {
 			p := pageOf(t, "https://example.com/a", "<html>"+tt.html+"</html>")
 			if got := tt.field(p); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestBylines holds the forms bylines take across the web: each case is a
+// cause of a wrong author seen on real pages, written small.
+func TestBylines(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, html, want string }{
+		{"date after the name", `<body><h1>Headline</h1><div class="FeatureByline">By <b>Ann Writer</b> March 25, 2015</div><p>x</p></body>`,
+			"Ann Writer"},
+		{"weekday, date and time after the name", `<body><h1>Headline</h1><div class="post-author">Joe Wee Monday, February 29, 2016 @ 11:10 PM UTC</div></body>`,
+			"Joe Wee"},
+		{"a separator before the date", `<body><h1>Headline</h1><p class="byline">By Ann Writer | Published 12 May 2021</p></body>`,
+			"Ann Writer"},
+		{"a date with a label is no byline", `<body><h1>Headline</h1><div class="author-details"><em>Last Updated:</em> January 7, 2025</div>
+			<p class="byline">Bo Reporter</p></body>`,
+			"Bo Reporter"},
+		{"only dates is no byline", `<body><h1>Headline</h1><div class="byline">April 28, 2019 at 6:01 am Updated April 29, 2019 at 3:33 pm</div></body>`,
+			""},
+		{"a follow button is no byline", `<body><h1>Headline</h1><form class="follow-author-form"><button>Follow Author</button></form></body>`,
+			""},
+		{"By: with a colon", `<body><h1>Headline</h1><span class="byline">By: Ann Writer</span></body>`,
+			"Ann Writer"},
+		{"Written by", `<body><h1>Headline</h1><span class="byline">Written by Ann Writer</span></body>`,
+			"Ann Writer"},
+		{"Posted by in rel=author", `<body><h1>Headline</h1><a rel="author" href="/ann">Posted by Ann Writer</a></body>`,
+			"Ann Writer"},
+		{"By in the author meta", `<head><meta name="author" content="By Ann Writer"></head><body><p>x</p></body>`,
+			"Ann Writer"},
+		{"JSON-LD author by @id in a graph", `<head><script type="application/ld+json">{"@context":"https://schema.org","@graph":[
+			{"@type":"Article","headline":"H","author":{"@id":"https://example.com/#/person/1"}},
+			{"@type":"Person","@id":"https://example.com/#/person/1","name":"Ann Writer"}]}</script></head><body><p>x</p></body>`,
+			"Ann Writer"},
+		{"JSON-LD authors by @id", `<head><script type="application/ld+json">[{"@type":"NewsArticle","author":[{"@id":"#a"},{"@id":"#b"}]}]</script>
+			<script type="application/ld+json">[{"@type":"Person","@id":"#a","name":"Ann Writer"},{"@type":"Person","@id":"#b","name":"Bo Reporter"}]</script></head><body><p>x</p></body>`,
+			"Ann Writer, Bo Reporter"},
+		{"the site as author gives way to a person in the markup", `<head><meta property="og:site_name" content="Daily Planet"><meta name="author" content="Daily Planet"></head>
+			<body><h1>Headline</h1><p class="byline">By <a rel="author" href="/lois">Lois Lane</a></p></body>`,
+			"Lois Lane"},
+		{"the site as author when no person is named", `<head><meta property="og:site_name" content="Daily Planet"><meta name="author" content="Daily Planet"></head><body><p>x</p></body>`,
+			"Daily Planet"},
+		{"a JSON-LD organisation that is the publisher gives way", `<head><script type="application/ld+json">{"@type":"NewsArticle","author":{"@type":"Organization","name":"Daily Planet"},
+			"publisher":{"@type":"Organization","name":"Daily Planet"}}</script></head><body><h1>Headline</h1><span class="author-name">Lois Lane</span></body>`,
+			"Lois Lane"},
+		{"the editor's credit after the author's", `<body><h1>Headline</h1><p class="byline">Written by Ann Writer<br>Edited by Bo Editor</p></body>`,
+			"Ann Writer"},
+		{"a name that begins like a label stays", `<head><meta name="author" content="Bynum Authorson"></head><body><p>x</p></body>`,
+			"Bynum Authorson"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := pageOf(t, "https://example.com/a", "<html>"+tt.html+"</html>")
+			if p.Author != tt.want {
+				t.Errorf("author %q, want %q", p.Author, tt.want)
 			}
 		})
 	}
