@@ -148,7 +148,7 @@ func metadataWith(doc *html.Node, base *url.URL, p *airlock.Page, has docAttrs) 
 	}
 	p.SiteName = firstNonEmpty(ld.publisher, m("og:site_name", "application-name"),
 		strings.TrimPrefix(m("twitter:site"), "@"))
-	p.Title = trimSiteName(p.Title, p.SiteName)
+	p.Title = headingFirst(trimAside(trimSiteName(p.Title, p.SiteName), d), d)
 	marked := has.itemprop || has.rel
 	p.Author = firstNonEmpty(cleanByline(ld.author), cleanByline(m("dc:creator", "dc.creator", "dcterm:creator", "dcterms:creator",
 		"dcterms.creator", "author", "citation_author", "parsely-author", "sailthru.author")), cleanByline(m("article:author")))
@@ -840,6 +840,20 @@ func trimSiteName(title, site string) string {
 	if site == "" || len(site) >= len(title) {
 		return title
 	}
+	if t := trimSiteSuffix(title, site); t != title {
+		return t
+	}
+	// "Factorio.com" calls itself "Factorio" in its titles.
+	for _, tld := range [...]string{".com", ".org", ".net", ".co.uk", ".io"} {
+		if len(site) > len(tld) && strings.EqualFold(site[len(site)-len(tld):], tld) {
+			return trimSiteSuffix(title, site[:len(site)-len(tld)])
+		}
+	}
+	return title
+}
+
+// trimSiteSuffix is trimSiteName for one spelling of the site's name.
+func trimSiteSuffix(title, site string) string {
 	lt, ls := strings.ToLower(title), strings.ToLower(site)
 	for _, sep := range titleSeps {
 		if strings.HasSuffix(lt, sep+ls) {
@@ -852,6 +866,70 @@ func trimSiteName(title, site string) string {
 				return t
 			}
 		}
+	}
+	return title
+}
+
+// headingFirst is the page's h1 or h2 when title begins with it, then a
+// separator and less text than the heading holds: "Friday Facts #282 -
+// 0.17 in sight | Factorio" over an h2 "Friday Facts #282 - 0.17 in
+// sight" (the site, a series or the author follows the headline). A
+// heading shorter than the rest, or of one word, is a logo or a section
+// before the headline: the title stays.
+func headingFirst(title string, d *goquery.Document) string {
+	if !hasTitleSep(title) {
+		return title
+	}
+	lt := strings.ToLower(title)
+	out := title
+	find(d.Selection, "h1, h2").EachWithBreak(func(i int, s *goquery.Selection) bool {
+		h := collapse(textOf(s.Nodes[0]))
+		lh := strings.ToLower(h)
+		if h == "" || len(lh) >= len(lt) || !strings.HasPrefix(lt, lh) || len(words(h)) < 2 || len(lh) <= len(lt)-len(lh) {
+			return i < 32
+		}
+		for _, sep := range titleSeps {
+			if strings.HasPrefix(lt[len(lh):], sep) {
+				out = h
+				return false
+			}
+		}
+		return i < 32
+	})
+	return out
+}
+
+// hasTitleSep reports one of titleSeps in t.
+func hasTitleSep(t string) bool {
+	for _, sep := range titleSeps {
+		if strings.Contains(t, sep) {
+			return true
+		}
+	}
+	return false
+}
+
+// trimAside cuts a bracketed aside off the end of a title when what is
+// left is the page's h1 or h2: "Rates rise (Reuters)" over an h1 "Rates
+// rise" names the source, not the headline.
+func trimAside(title string, d *goquery.Document) string {
+	var open string
+	switch {
+	case strings.HasSuffix(title, ")"):
+		open = "("
+	case strings.HasSuffix(title, "）"):
+		open = "（"
+	case strings.HasSuffix(title, "]"):
+		open = "["
+	default:
+		return title
+	}
+	i := strings.LastIndex(title, open)
+	if i <= 0 {
+		return title
+	}
+	if head := collapse(title[:i]); head != "" && headingEquals(d, head) {
+		return head
 	}
 	return title
 }

@@ -15,12 +15,13 @@ import (
 // metadataFloors are just under the agreement the metadata reaches with
 // the expected metadata of the corpus as reviewed (Readability.js's, with
 // the corrections of testdata/metadata-review.json), field by field: a
-// drop below one is a regression. When this was written: title 0.992,
+// drop below one is a regression. When this was written: title 0.984,
 // byline 0.973, site name, published and lang 1.000. The misses left:
-// yahoo-4's title keeps the source in brackets after the headline,
-// archive-of-our-own's author meta names the archive's organisation
-// (the writer is a rel=author link), royal-road names its author only
-// in a header of headings.
+// wikipedia's <title> is a one-word h1 and the site ("Mozilla -
+// Wikipedia"), google-sre-book-1's <title> is the book's and its h1 the
+// chapter's, archive-of-our-own's author meta names the archive's
+// organisation (the writer is a rel=author link), royal-road names its
+// author only in a header of headings.
 var metadataFloors = map[string]float64{
 	"title":     0.98,
 	"byline":    0.96,
@@ -30,15 +31,15 @@ var metadataFloors = map[string]float64{
 }
 
 // readabilityFloors are just under the agreement with Readability.js's
-// expected metadata as it is (title 0.898, byline 0.829, the rest 1.000
+// expected metadata as it is (title 0.874, byline 0.829, the rest 1.000
 // when this was written). It is lower than the reviewed agreement where
 // Readability's value is wrong and the metadata right: titles with the
-// site's or the author's name after the headline (Readability keeps
-// og:title as it is, "How to Build a Terrarium | eHow"), bylines of other
-// stories, bylines with their dates or an editor's credit, a button's
-// text.
+// site's, the author's, a series' or the source's name after the headline
+// (Readability keeps og:title as it is, "How to Build a Terrarium |
+// eHow"), bylines of other stories, bylines with their dates or an
+// editor's credit, a button's text.
 var readabilityFloors = map[string]float64{
-	"title":     0.89,
+	"title":     0.86,
 	"byline":    0.82,
 	"site_name": 0.98,
 	"published": 0.96,
@@ -64,6 +65,12 @@ func reviewedCases(t *testing.T, cases []corpusCase) []corpusCase {
 	var r metadataReview
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
+	}
+	for name := range r.Pages {
+		// A page named twice keeps only its last entry.
+		if n := strings.Count(string(b), strconvQuote(name)+": {"); n != 1 {
+			t.Errorf("review names %s %d times", name, n)
+		}
 	}
 	out := make([]corpusCase, len(cases))
 	used := map[string]bool{}
@@ -236,6 +243,21 @@ func TestMetadataSources(t *testing.T) {
 		{"author and site cut off the headline", `<head><script type="application/ld+json">{"@type":"NewsArticle","headline":"The Great Big Lie - Ann Writer - Medium",
 			"author":{"@type":"Person","name":"Ann Writer"},"publisher":{"@type":"Organization","name":"Medium"}}</script></head><body><p>x</p></body>`,
 			func(p *airlock.Page) string { return p.Title }, "The Great Big Lie"},
+		{"the source in brackets after the headline", `<head><meta property="og:title" content="Rates rise again (Reuters) - Daily News"><meta property="og:site_name" content="Daily News"></head>
+			<body><h1>Rates rise again</h1><p>x</p></body>`,
+			func(p *airlock.Page) string { return p.Title }, "Rates rise again"},
+		{"brackets that belong to the headline stay", `<head><meta property="og:title" content="The Great Gatsby (1925)"></head>
+			<body><h1>The Great Gatsby (1925)</h1><p>x</p></body>`,
+			func(p *airlock.Page) string { return p.Title }, "The Great Gatsby (1925)"},
+		{"og:title with the heading and the site's short name", `<head><meta property="og:title" content="Friday Facts #282 - 0.17 in sight | Factorio"><meta property="og:site_name" content="Factorio.com"></head>
+			<body><h2>Friday Facts #282 - 0.17 in sight</h2><p>x</p></body>`,
+			func(p *airlock.Page) string { return p.Title }, "Friday Facts #282 - 0.17 in sight"},
+		{"og:title with the heading and a series name", `<head><meta property="og:title" content="ONE HUNDRED TWO: What kind of wordchain? - Super Supportive"></head>
+			<body><h2>Super Supportive</h2><h1>ONE HUNDRED TWO: What kind of wordchain?</h1><p>x</p></body>`,
+			func(p *airlock.Page) string { return p.Title }, "ONE HUNDRED TWO: What kind of wordchain?"},
+		{"a logo heading before the headline is not the title", `<head><meta property="og:title" content="Daily Planet - Rates rise again in March, the bank says"></head>
+			<body><h1>Daily Planet</h1><p>x</p></body>`,
+			func(p *airlock.Page) string { return p.Title }, "Daily Planet - Rates rise again in March, the bank says"},
 		{"a title that is only the site name stays", `<head><title>eHow | Home</title><meta property="og:site_name" content="eHow"></head><body><p>x</p></body>`,
 			func(p *airlock.Page) string { return p.Title }, "eHow | Home"},
 		{"one author meta per author", `<head><meta name="DC.Creator" content="Kooman, F."><meta name="DC.Creator" content="Jong, Michiel de"><meta name="DC.Creator" content="Kooman, F."></head><body><p>x</p></body>`,
