@@ -294,7 +294,7 @@ func extractHTML(ctx context.Context, in Input, o Options, base *url.URL, p *air
 	p.Tables = tables(doc, p)
 	c := mainContent(doc, base, p.Title)
 	if p.Author == "" {
-		p.Author = cleanByline(c.byline)
+		p.Author = domByline(c.byline)
 	}
 	p.Text = cleanChars(c.text)
 	if p.Description == "" {

@@ -3,6 +3,7 @@ package extract
 import (
 	"encoding/json"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -622,7 +623,7 @@ func domAuthor(d *goquery.Document, marked bool) string {
 		} else {
 			a = collapse(s.Text())
 		}
-		a = cleanByline(a)
+		a = domByline(a)
 		return a == ""
 	}
 	if marked {
@@ -676,7 +677,7 @@ func classByline(doc *html.Node) string {
 			if inNear && (near == nil || !within(n, near)) {
 				continue
 			}
-			if a := cleanByline(textOf(n)); a != "" {
+			if a := domByline(textOf(n)); a != "" {
 				return a
 			}
 		}
@@ -760,15 +761,28 @@ func otherCredit(s string) int {
 }
 
 // bylineTail are the words left before a date a byline ends with, lower
-// case: "Ann Writer | Published on Monday, 5 May 2021".
-var bylineTail = [...]string{"on", "at", "posted", "published", "updated", "last", "modified", "date",
-	"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
-	"mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun"}
+// case: "Ann Writer | Published on Monday, 5 May 2021 at 2:23 pm".
+var bylineTail = [...]string{"on", "at", "posted", "published", "updated", "last", "modified", "date", "permalink",
+	"am", "pm", "a.m", "p.m", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+
+// weekdayAbbrevs are read as weekdays before a date only with the comma
+// or the full stop of an abbreviation: "Sat, Nov 3", not "Omaha Sun on".
+var weekdayAbbrevs = [...]string{"mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat", "sun"}
+
+// domByline is cleanByline for the text of an element, "" when the text
+// is longer than a byline (an author box, a paragraph), measured before
+// its date is cut.
+func domByline(s string) string {
+	if s = collapse(s); len(s) > maxByline {
+		return ""
+	}
+	return cleanByline(s)
+}
 
 // cleanByline is s as an author: without the label it begins with, without
-// a date that follows the name (with the separator and the words that
-// lead to the date), "" when no name is left or s is a URL or too long
-// for a byline.
+// a date that follows the name (with the separator, the time and the words
+// that lead to the date), the name after a date when a "by" introduces it,
+// "" when s is a URL or leaves no name.
 func cleanByline(s string) string {
 	s = trimBy(collapse(s))
 	// "Written by Ann Edited by Bo": the credits of others that follow
@@ -777,54 +791,93 @@ func cleanByline(s string) string {
 		s = strings.TrimRight(s[:i], " |·•–—-,;:")
 	}
 	if i := dateIndex(s); i >= 0 {
-		s = s[:i]
-		for {
-			s = strings.TrimRight(s, " |·•–—-,;:@/()[]")
-			j := strings.LastIndexByte(s, ' ') + 1
-			cut := false
-			for _, w := range bylineTail {
-				if strings.EqualFold(strings.TrimSuffix(s[j:], "."), w) {
-					s, cut = s[:j], true
-					break
+		after := s[i:]
+		s = trimBy(beforeDate(s[:i]))
+		if s == "" {
+			// "Monday, November 12, 2012, by Matthew Kang"; without a
+			// "by" the text after a date is a comment's ("... said:").
+			ls := strings.ToLower(after)
+			for _, by := range [...]string{" by ", " by:"} {
+				if k := strings.Index(ls, by); k >= 0 {
+					return cleanByline(strings.TrimLeft(after[k+len(by):], " :"))
 				}
 			}
-			if !cut {
-				break
-			}
 		}
-		s = trimBy(s)
 	}
-	if len(s) > maxByline || nonURL(s) == "" || interfaceWords(s) {
+	if nonURL(s) == "" || interfaceWords(s) {
 		return ""
 	}
-	return s
+	return trimInterfaceWords(s)
+}
+
+// trimInterfaceWords cuts a run of two or more bylineUIWords off the end
+// of a byline: "A.J. Daulerio View Profile Email RSS" (an author box's
+// links after the name). One such word may end a name ("Rachel Read").
+func trimInterfaceWords(s string) string {
+	ws := strings.Fields(s)
+	n := len(ws)
+	for n > 1 && isInterfaceWord(ws[n-1]) {
+		n--
+	}
+	if len(ws)-n < 2 {
+		return s
+	}
+	return strings.Join(ws[:n], " ")
+}
+
+// beforeDate is the text before a date without the words, the time and
+// the separators that lead to the date.
+func beforeDate(s string) string {
+	for {
+		t := strings.TrimRight(s, " ")
+		abbrev := strings.HasSuffix(t, ",") || strings.HasSuffix(t, ".")
+		s = strings.TrimRight(t, " |·•–—-,;:@/()[]")
+		j := strings.LastIndexByte(s, ' ') + 1
+		w := strings.ToLower(strings.TrimSuffix(s[j:], "."))
+		if s == "" || !slices.Contains(bylineTail[:], w) && !(abbrev && slices.Contains(weekdayAbbrevs[:], w)) && !isClock(w) {
+			return s
+		}
+		s = s[:j]
+	}
+}
+
+// isClock reports a time of day written H:MM or HH:MM[:SS].
+func isClock(w string) bool {
+	h, m, ok := strings.Cut(w, ":")
+	if !ok || len(h) < 1 || len(h) > 2 || len(m) < 2 {
+		return false
+	}
+	for _, r := range h + strings.ReplaceAll(m, ":", "") {
+		if !isDigit(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // bylineUIWords are the words of the buttons and headings that author
 // boxes hold ("Follow author", "About the author", "View all posts"),
 // lower case.
 var bylineUIWords = [...]string{"follow", "unfollow", "author", "authors", "about", "the", "more", "from", "by",
-	"this", "view", "all", "posts", "articles", "stories", "profile", "bio", "contact", "subscribe", "to", "see", "read"}
+	"this", "view", "all", "posts", "articles", "stories", "profile", "bio", "contact", "subscribe", "to", "see", "read",
+	"email", "e-mail", "rss", "twitter", "facebook", "linkedin", "instagram", "aim", "google", "plus", "google+", "website", "on"}
 
 // interfaceWords reports a text made only of bylineUIWords.
 func interfaceWords(s string) bool {
 	ws := strings.Fields(strings.ToLower(s))
-	if len(ws) == 0 || len(ws) > 5 {
+	if len(ws) == 0 || len(ws) > 12 {
 		return false
 	}
 	for _, w := range ws {
-		found := false
-		for _, u := range bylineUIWords {
-			if strings.Trim(w, ".:!»›>") == u {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !isInterfaceWord(w) {
 			return false
 		}
 	}
 	return true
+}
+
+func isInterfaceWord(w string) bool {
+	return slices.Contains(bylineUIWords[:], strings.Trim(strings.ToLower(w), ".:!»›>|"))
 }
 
 // maxTitleSeps bounds the separators cleanTitle looks at.
