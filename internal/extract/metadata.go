@@ -740,7 +740,7 @@ func trimBy(s string) string {
 // otherCredits begin the credits of people other than the author that a
 // byline box goes on with, lower case.
 var otherCredits = [...]string{" edited by", " reviewed by", " medically reviewed by", " fact checked by", " fact-checked by",
-	" photos by", " photographs by", " photography by", " illustrations by", " illustration by", " translated by"}
+	" photo by", " photos by", " photographs by", " image by", " video by", " photography by", " illustrations by", " illustration by", " translated by"}
 
 // otherCredit is the byte offset of the first of otherCredits in s
 // followed by a space or a colon, or -1.

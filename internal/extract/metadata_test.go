@@ -346,6 +346,8 @@ func TestBylines(t *testing.T) {
 			"Omaha Sun"},
 		{"an abbreviated weekday before the date", `<body><h1>Headline</h1><p class="byline">By Ann Writer, Sat, Nov 3, 2012</p></body>`,
 			"Ann Writer"},
+		{"a photo credit after the name", `<body><h1>Headline</h1><p class="byline">Ben Bowers | Photo by Ann Shooter</p></body>`,
+			"Ben Bowers"},
 		{"a name that begins like a label stays", `<head><meta name="author" content="Bynum Authorson"></head><body><p>x</p></body>`,
 			"Bynum Authorson"},
 	}
