@@ -45,7 +45,7 @@ func toMarkdown(ctx context.Context, n *html.Node, base string) (md string, err 
 			md, err = "", errPanic{v}
 		}
 	}()
-	w := &mdWriter{ctx: ctx}
+	w := &mdWriter{ctx: ctx, holders: blockHolders(n)}
 	if u, err := url.Parse(base); err == nil && u.IsAbs() {
 		w.base = u
 	}
@@ -86,9 +86,11 @@ type mdWriter struct {
 	base  *url.URL
 	out   strings.Builder
 	stack []mdContainer
-	nest  int // containers wanted, including those past maxMDNest
-	para  mdInline
-	wraps int // inline markup being written, nested
+	// holders are the inline elements holding blocks, at any depth.
+	holders map[*html.Node]bool
+	nest    int // containers wanted, including those past maxMDNest
+	para    mdInline
+	wraps   int // inline markup being written, nested
 	// blockLink is the destination of a link wrapping blocks, until its
 	// first heading or paragraph takes it.
 	blockLink string
@@ -245,7 +247,7 @@ func (w *mdWriter) node(n *html.Node, depth int) {
 		w.blocks(n, depth+1)
 	case mdBlockTags[a]:
 		w.block(n, a, depth)
-	case a == atom.A && mdHasBlockChild(n):
+	case a == atom.A && w.holders[n]:
 		// A link wrapping blocks (a card: <a><h3>…</h3><p>…</p></a>): the
 		// first heading or paragraph in it carries the link.
 		w.flush()
@@ -254,8 +256,9 @@ func (w *mdWriter) node(n *html.Node, depth int) {
 		w.blocks(n, depth+1)
 		w.flush()
 		w.blockLink = prev
-	case mdHasBlockChild(n):
-		// An inline element wrapping blocks (<span><p>…</p></span>).
+	case w.holders[n]:
+		// An inline element wrapping blocks (<span><p>…</p></span>, at
+		// any depth: <span><span><div>…).
 		w.blocks(n, depth+1)
 	default:
 		w.inline(&w.para, n, depth)
@@ -893,12 +896,49 @@ var mdBlockTags = func() map[atom.Atom]bool {
 	return m
 }()
 
-// mdHasBlockChild reports a block element among n's children.
-func mdHasBlockChild(n *html.Node) bool {
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if c.Type == html.ElementNode && mdBlockTags[mdAtom(c)] {
-			return true
+// blockHolders finds the inline elements under root that hold a block
+// with content (text or an image) at any depth: <span><span><div>…
+// reads as blocks, a span around an empty div (a widget's placeholder)
+// stays inline. One pass, post-order, with an explicit stack.
+func blockHolders(root *html.Node) map[*html.Node]bool {
+	type frame struct {
+		n                  *html.Node
+		next               *html.Node // the child to visit next
+		content, holdBlock bool
+	}
+	var holders map[*html.Node]bool
+	stack := []frame{{n: root, next: root.FirstChild}}
+	for len(stack) > 0 {
+		f := &stack[len(stack)-1]
+		if c := f.next; c != nil {
+			f.next = c.NextSibling
+			switch c.Type {
+			case html.TextNode:
+				f.content = f.content || strings.TrimSpace(c.Data) != ""
+			case html.ElementNode:
+				switch a := mdAtom(c); {
+				case a == atom.Img || a == atom.Hr:
+					f.content = true
+				case !mdSkip(a):
+					stack = append(stack, frame{n: c, next: c.FirstChild})
+				}
+			}
+			continue
+		}
+		done := *f
+		stack = stack[:len(stack)-1]
+		block := done.n.Type == html.ElementNode && mdBlockTags[mdAtom(done.n)]
+		if !block && done.holdBlock && done.n.Type == html.ElementNode {
+			if holders == nil {
+				holders = map[*html.Node]bool{}
+			}
+			holders[done.n] = true
+		}
+		if len(stack) > 0 {
+			p := &stack[len(stack)-1]
+			p.content = p.content || done.content
+			p.holdBlock = p.holdBlock || block && done.content || !block && done.holdBlock
 		}
 	}
-	return false
+	return holders
 }
