@@ -63,6 +63,7 @@ func (w *mdWriter) table(t *html.Node, depth int) {
 		return
 	}
 	texts := make([][]string, 0, len(grid))
+	first := -1 // the first row written
 	for i, r := range grid {
 		tr := make([]string, len(r))
 		empty := true
@@ -75,10 +76,18 @@ func (w *mdWriter) table(t *html.Node, depth int) {
 		if empty {
 			continue
 		}
+		if first < 0 {
+			first = i
+		}
 		texts = append(texts, tr)
 	}
 	if len(texts) == 0 {
 		return
+	}
+	if first >= headRows && !allHeads(rows[first]) && anyHead(rows) {
+		// Row headers (<th> down the first column) and no head row: the
+		// first row is data, under an empty head row.
+		texts = append([][]string{make([]string, len(texts[0]))}, texts...)
 	}
 	w.startBlock(false)
 	for i, r := range texts {
@@ -87,6 +96,28 @@ func (w *mdWriter) table(t *html.Node, depth int) {
 			w.line("|" + strings.Repeat(" --- |", len(r)))
 		}
 	}
+}
+
+// allHeads reports a row of th cells, but for empty ones (a corner).
+func allHeads(row []mdCell) bool {
+	for _, c := range row {
+		if mdAtom(c.n) != atom.Th && flatText(c.n) != "" {
+			return false
+		}
+	}
+	return len(row) > 0
+}
+
+// anyHead reports a th cell in the rows.
+func anyHead(rows [][]mdCell) bool {
+	for _, r := range rows {
+		for _, c := range r {
+			if mdAtom(c.n) == atom.Th {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // span is a cell's colspan or rowspan, 1 when absent, at most maxMDSpan.
