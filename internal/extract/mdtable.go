@@ -57,11 +57,19 @@ func (w *mdWriter) table(t *html.Node, depth int) {
 		w.node(caption, depth+1)
 		w.flush()
 	}
-	grid, ok := layoutGrid(rows)
-	if !ok || len(grid) == 0 || len(grid[0]) < 2 || len(grid) < 2 && headRows == 0 || blockCells(rows) {
+	// Rows of one cell across the table before and after the others (a
+	// title, a source line) are written above and below it as blocks.
+	lead, trail := titleRows(rows)
+	body := rows[lead : len(rows)-trail]
+	headRows = max(0, headRows-lead)
+	grid, ok := layoutGrid(body)
+	if !ok || len(grid) == 0 || len(grid[0]) < 2 || len(grid) < 2 && headRows == 0 || blockCells(body) {
 		w.cellByCell(rows, depth)
 		return
 	}
+	w.cellByCell(rows[:lead], depth)
+	defer w.cellByCell(rows[len(rows)-trail:], depth)
+	rows = body
 	texts := make([][]string, 0, len(grid))
 	first := -1 // the first row written
 	for i, r := range grid {
@@ -84,9 +92,9 @@ func (w *mdWriter) table(t *html.Node, depth int) {
 	if len(texts) == 0 {
 		return
 	}
-	if first >= headRows && !allHeads(rows[first]) && anyHead(rows) {
-		// Row headers (<th> down the first column) and no head row: the
-		// first row is data, under an empty head row.
+	if first >= headRows && !allHeads(rows[first]) && (anyHead(rows) || lead > 0) {
+		// Row headers (<th> down the first column) or a title row, and
+		// no head row: the first row is data, under an empty head row.
 		texts = append([][]string{make([]string, len(texts[0]))}, texts...)
 	}
 	w.startBlock(false)
@@ -96,6 +104,30 @@ func (w *mdWriter) table(t *html.Node, depth int) {
 			w.line("|" + strings.Repeat(" --- |", len(r)))
 		}
 	}
+}
+
+// titleRows counts the rows of one cell spanning the whole table at its
+// start and at its end (none when that is all the table has).
+func titleRows(rows [][]mdCell) (lead, trail int) {
+	width := 0
+	for _, r := range rows {
+		w := 0
+		for _, c := range r {
+			w += c.colspan
+		}
+		width = max(width, w)
+	}
+	title := func(r []mdCell) bool { return len(r) == 1 && r[0].colspan >= 2 && r[0].colspan >= width }
+	for lead < len(rows) && title(rows[lead]) {
+		lead++
+	}
+	for trail < len(rows)-lead && title(rows[len(rows)-1-trail]) {
+		trail++
+	}
+	if lead+trail == len(rows) {
+		return 0, 0
+	}
+	return lead, trail
 }
 
 // allHeads reports a row of th cells, but for empty ones (a corner).
