@@ -566,7 +566,7 @@ func (m *mdInline) ws() {
 // sep writes the space owed before the next word.
 func (m *mdInline) sep() {
 	if m.space && m.b.Len() > 0 {
-		if s := m.b.String(); s[len(s)-1] != '\n' {
+		if s := m.b.String(); s[len(s)-1] != '\n' && s[len(s)-1] != ' ' {
 			m.b.WriteByte(' ')
 		}
 	}

@@ -81,6 +81,10 @@ func TestMarkdownConstructs(t *testing.T) {
 			"Prices\n\n| A | B |\n| --- | --- |\n| 1 | 2 |"},
 		{"table under a title row keeps its first row as data", `<table><tr><td colspan="2">By changesets</td></tr><tr><td>Ann</td><td>63</td></tr><tr><td>Bob</td><td>56</td></tr></table>`,
 			"By changesets\n\n|  |  |\n| --- | --- |\n| Ann | 63 |\n| Bob | 56 |"},
+		{"table short lists in cells stay", `<table><tr><th>Founder</th><td>Netscape</td></tr><tr><th>Divisions</th><td><div><ul><li><a href="/c">Corporation</a></li><li> Foundation </li></ul></div></td></tr></table>`,
+			"|  |  |\n| --- | --- |\n| Founder | Netscape |\n| Divisions | - [Corporation](https://example.com/c)<br>- Foundation |"},
+		{"table nested lists in cells degrade", `<table><tr><th>A</th><th>B</th></tr><tr><td><ul><li>x<ul><li>y</li></ul></li></ul></td><td>z</td></tr></table>`,
+			"A\n\nB\n\n- x\n  - y\n\nz"},
 		{"table section row inside stays", `<table><tr><th>A</th><th>B</th></tr><tr><td colspan="2">Group</td></tr><tr><td>1</td><td>2</td></tr></table>`,
 			"| A | B |\n| --- | --- |\n| Group |  |\n| 1 | 2 |"},
 		{"table caption", `<table><caption>Prices</caption><tr><th>A</th><th>B</th></tr><tr><td>1</td><td>2</td></tr></table>`,
@@ -186,11 +190,12 @@ func TestMarkdownBuiltTrees(t *testing.T) {
 func TestMarkdownReadsBack(t *testing.T) {
 	t.Parallel()
 	md := mdOf(t, `<h2>Title</h2><ul><li>one<ul><li>two</li></ul></li></ul><pre>code</pre>
-<table><tr><th>a</th><th>b</th></tr><tr><td>c</td><td>d</td></tr></table><p>1. plain # text</p>`)
+<table><tr><th>a</th><th>b</th></tr><tr><td>c</td><td><ul><li>d</li><li>e</li></ul></td></tr></table><p>1. plain # text</p>`)
 	got := markdownStructure(md)
 	want := []structElem{
 		{"heading", 2, "title"}, {"list item", 0, "two"}, {"list item", 0, "one"}, {"pre", 0, "code"},
-		{"table cell", 0, "a"}, {"table cell", 0, "b"}, {"table cell", 0, "c"}, {"table cell", 0, "d"},
+		{"table cell", 0, "a"}, {"table cell", 0, "b"}, {"table cell", 0, "c"}, {"table cell", 0, "d e"},
+		{"list item", 0, "d"}, {"list item", 0, "e"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("structure of\n%s\ngot %v, want %v", md, got, want)

@@ -219,17 +219,25 @@ func layoutGrid(rows [][]mdCell) (grid [][]*mdCell, ok bool) {
 	return grid, true
 }
 
+// maxCellItems is the longest list a table cell holds as lines; a longer
+// one (a menu in a layout table) makes the table read cell by cell.
+const maxCellItems = 10
+
 // blockCells reports a cell holding what a table cell cannot: a table,
-// a list, code, a heading or a block quote.
+// code, a heading, a block quote, or a list that is nested or long. A
+// short flat list is written as lines in its cell.
 func blockCells(rows [][]mdCell) bool {
 	for _, r := range rows {
 		for _, c := range r {
 			found := false
 			walkElements(c.n, func(n *html.Node) bool {
 				switch mdAtom(n) {
-				case atom.Table, atom.Ul, atom.Ol, atom.Pre, atom.Blockquote,
+				case atom.Table, atom.Pre, atom.Blockquote,
 					atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
 					found = n != c.n
+				case atom.Ul, atom.Ol, atom.Menu, atom.Dir:
+					found = n != c.n && !flatList(n)
+					return false
 				}
 				return !found
 			})
@@ -239,6 +247,32 @@ func blockCells(rows [][]mdCell) bool {
 		}
 	}
 	return false
+}
+
+// flatList reports a list of at most maxCellItems items holding no list.
+func flatList(l *html.Node) bool {
+	items := 0
+	for c := l.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.ElementNode {
+			continue
+		}
+		if items++; items > maxCellItems {
+			return false
+		}
+		nested := false
+		walkElements(c, func(n *html.Node) bool {
+			switch mdAtom(n) {
+			case atom.Ul, atom.Ol, atom.Menu, atom.Dir, atom.Table, atom.Pre, atom.Blockquote,
+				atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+				nested = true
+			}
+			return !nested
+		})
+		if nested {
+			return false
+		}
+	}
+	return true
 }
 
 // cellByCell writes each cell's content as blocks, row by row. Beside a
