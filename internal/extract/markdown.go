@@ -101,6 +101,9 @@ type mdWriter struct {
 	// tight: the last line was a list item's, so a list or item that
 	// follows needs no blank line.
 	fresh, tight bool
+	// term: the last block was a definition list's term or a meaning of
+	// one line, which a meaning follows without a blank line.
+	term bool
 }
 
 // line writes one line with the containers' prefixes.
@@ -139,7 +142,7 @@ func (w *mdWriter) startBlock(listy bool) {
 	default:
 		w.blank()
 	}
-	w.tight = false
+	w.tight, w.term = false, false
 }
 
 func (w *mdWriter) push(first, rest string) {
@@ -300,6 +303,27 @@ func (w *mdWriter) block(n *html.Node, a atom.Atom, depth int) {
 		w.flush()
 		w.startBlock(false)
 		w.line("---")
+	case atom.Dt:
+		// A term, its meanings on the lines under it after ": " (the
+		// definition lists of Markdown Extra and pandoc; elsewhere it
+		// reads as "term : meaning").
+		w.flush()
+		w.blocks(n, depth+1)
+		w.flush()
+		w.term, w.tight = true, false
+	case atom.Dd:
+		w.flush()
+		w.tight = w.term
+		w.startBlock(true)
+		start := w.out.Len()
+		w.push(": ", "  ")
+		w.blocks(n, depth+1)
+		w.flush()
+		w.pop()
+		// After a meaning of one line another follows directly; what
+		// else follows starts a block of its own.
+		w.term = strings.Count(w.out.String()[start:], "\n") == 1
+		w.tight = false
 	default:
 		w.flush()
 		w.blocks(n, depth+1)

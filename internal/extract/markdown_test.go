@@ -130,7 +130,10 @@ int b;</pre></td></tr></table>`, "```c\nint a;\nint b;\n```"},
 		{"empty blocks in spans stay inline", `<span><cite><a href="/x">Title</a> <div class="shield"><div></div></div>.</cite></span> end`,
 			"[Title](https://example.com/x) . end"},
 		{"blocks in skipped elements stay out", `<p>a <span><noscript><div>no</div></noscript>b</span> c</p>`, "a b c"},
-		{"definition list", `<dl><dt>Term</dt><dd>Meaning</dd></dl>`, "Term\n\nMeaning"},
+		{"definition list", `<dl><dt>Term</dt><dd>Meaning</dd></dl>`, "Term\n: Meaning"},
+		{"definition after a list is its own block", `<ul><li>item</li></ul><dl><dd>indented</dd></dl><ul><li>next</li></ul>`, "- item\n\n: indented\n\n- next"},
+		{"definition list, blocks and two meanings", `<p>Before</p><dl><dt>Term</dt><dd>One</dd><dd>Two</dd><dt>T2</dt><dd><p>M2</p><ul><li>x</li></ul></dd><dd>M3</dd></dl><p>After</p>`,
+			"Before\n\nTerm\n: One\n: Two\n\nT2\n: M2\n  - x\n\n: M3\n\nAfter"},
 		{"scripts skipped", `<p>a<script>x()</script>b</p><style>p{}</style>`, "ab"},
 	}
 	for _, tt := range tests {
