@@ -648,7 +648,7 @@ func (w *mdWriter) inline(dst *mdInline, n *html.Node, depth int) {
 		if dst.breaks {
 			dst.brk()
 			if a == atom.Li {
-				dst.raw("- ")
+				dst.raw(cellMarker(n))
 			}
 		} else {
 			dst.ws()
@@ -662,6 +662,25 @@ func (w *mdWriter) inline(dst *mdInline, n *html.Node, depth int) {
 	default:
 		w.inlineChildren(dst, n, depth+1)
 	}
+}
+
+// cellMarker is the marker of a list item written in a table cell: its
+// number in an ordered list.
+func cellMarker(li *html.Node) string {
+	l := li.Parent
+	if l == nil || mdAtom(l) != atom.Ol {
+		return "- "
+	}
+	num := 1
+	if s, err := strconv.Atoi(strings.TrimSpace(mdAttr(l, "start"))); err == nil && s >= 0 && s < 1e9 {
+		num = s
+	}
+	for c := li.PrevSibling; c != nil; c = c.PrevSibling {
+		if c.Type == html.ElementNode && mdAtom(c) == atom.Li {
+			num++
+		}
+	}
+	return strconv.Itoa(num) + ". "
 }
 
 func (w *mdWriter) inlineChildren(dst *mdInline, n *html.Node, depth int) {
