@@ -45,7 +45,7 @@ func toMarkdown(ctx context.Context, n *html.Node, base string) (md string, err 
 			md, err = "", errPanic{v}
 		}
 	}()
-	w := &mdWriter{ctx: ctx}
+	w := &mdWriter{ctx: ctx, holders: blockHolders(n)}
 	if u, err := url.Parse(base); err == nil && u.IsAbs() {
 		w.base = u
 	}
@@ -86,9 +86,11 @@ type mdWriter struct {
 	base  *url.URL
 	out   strings.Builder
 	stack []mdContainer
-	nest  int // containers wanted, including those past maxMDNest
-	para  mdInline
-	wraps int // inline markup being written, nested
+	// holders are the inline elements holding blocks, at any depth.
+	holders map[*html.Node]bool
+	nest    int // containers wanted, including those past maxMDNest
+	para    mdInline
+	wraps   int // inline markup being written, nested
 	// blockLink is the destination of a link wrapping blocks, until its
 	// first heading or paragraph takes it.
 	blockLink string
@@ -99,6 +101,9 @@ type mdWriter struct {
 	// tight: the last line was a list item's, so a list or item that
 	// follows needs no blank line.
 	fresh, tight bool
+	// term: the last block was a definition list's term or a meaning of
+	// one line, which a meaning follows without a blank line.
+	term bool
 }
 
 // line writes one line with the containers' prefixes.
@@ -137,7 +142,7 @@ func (w *mdWriter) startBlock(listy bool) {
 	default:
 		w.blank()
 	}
-	w.tight = false
+	w.tight, w.term = false, false
 }
 
 func (w *mdWriter) push(first, rest string) {
@@ -245,7 +250,7 @@ func (w *mdWriter) node(n *html.Node, depth int) {
 		w.blocks(n, depth+1)
 	case mdBlockTags[a]:
 		w.block(n, a, depth)
-	case a == atom.A && mdHasBlockChild(n):
+	case a == atom.A && w.holders[n]:
 		// A link wrapping blocks (a card: <a><h3>…</h3><p>…</p></a>): the
 		// first heading or paragraph in it carries the link.
 		w.flush()
@@ -254,8 +259,9 @@ func (w *mdWriter) node(n *html.Node, depth int) {
 		w.blocks(n, depth+1)
 		w.flush()
 		w.blockLink = prev
-	case mdHasBlockChild(n):
-		// An inline element wrapping blocks (<span><p>…</p></span>).
+	case w.holders[n]:
+		// An inline element wrapping blocks (<span><p>…</p></span>, at
+		// any depth: <span><span><div>…).
 		w.blocks(n, depth+1)
 	default:
 		w.inline(&w.para, n, depth)
@@ -297,6 +303,27 @@ func (w *mdWriter) block(n *html.Node, a atom.Atom, depth int) {
 		w.flush()
 		w.startBlock(false)
 		w.line("---")
+	case atom.Dt:
+		// A term, its meanings on the lines under it after ": " (the
+		// definition lists of Markdown Extra and pandoc; elsewhere it
+		// reads as "term : meaning").
+		w.flush()
+		w.blocks(n, depth+1)
+		w.flush()
+		w.term, w.tight = true, false
+	case atom.Dd:
+		w.flush()
+		w.tight = w.term
+		w.startBlock(true)
+		start := w.out.Len()
+		w.push(": ", "  ")
+		w.blocks(n, depth+1)
+		w.flush()
+		w.pop()
+		// After a meaning of one line another follows directly; what
+		// else follows starts a block of its own.
+		w.term = strings.Count(w.out.String()[start:], "\n") == 1
+		w.tight = false
 	default:
 		w.flush()
 		w.blocks(n, depth+1)
@@ -563,7 +590,7 @@ func (m *mdInline) ws() {
 // sep writes the space owed before the next word.
 func (m *mdInline) sep() {
 	if m.space && m.b.Len() > 0 {
-		if s := m.b.String(); s[len(s)-1] != '\n' {
+		if s := m.b.String(); s[len(s)-1] != '\n' && s[len(s)-1] != ' ' {
 			m.b.WriteByte(' ')
 		}
 	}
@@ -621,7 +648,7 @@ func (w *mdWriter) inline(dst *mdInline, n *html.Node, depth int) {
 		if dst.breaks {
 			dst.brk()
 			if a == atom.Li {
-				dst.raw("- ")
+				dst.raw(cellMarker(n))
 			}
 		} else {
 			dst.ws()
@@ -635,6 +662,25 @@ func (w *mdWriter) inline(dst *mdInline, n *html.Node, depth int) {
 	default:
 		w.inlineChildren(dst, n, depth+1)
 	}
+}
+
+// cellMarker is the marker of a list item written in a table cell: its
+// number in an ordered list.
+func cellMarker(li *html.Node) string {
+	l := li.Parent
+	if l == nil || mdAtom(l) != atom.Ol {
+		return "- "
+	}
+	num := 1
+	if s, err := strconv.Atoi(strings.TrimSpace(mdAttr(l, "start"))); err == nil && s >= 0 && s < 1e9 {
+		num = s
+	}
+	for c := li.PrevSibling; c != nil; c = c.PrevSibling {
+		if c.Type == html.ElementNode && mdAtom(c) == atom.Li {
+			num++
+		}
+	}
+	return strconv.Itoa(num) + ". "
 }
 
 func (w *mdWriter) inlineChildren(dst *mdInline, n *html.Node, depth int) {
@@ -893,12 +939,49 @@ var mdBlockTags = func() map[atom.Atom]bool {
 	return m
 }()
 
-// mdHasBlockChild reports a block element among n's children.
-func mdHasBlockChild(n *html.Node) bool {
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if c.Type == html.ElementNode && mdBlockTags[mdAtom(c)] {
-			return true
+// blockHolders finds the inline elements under root that hold a block
+// with content (text or an image) at any depth: <span><span><div>…
+// reads as blocks, a span around an empty div (a widget's placeholder)
+// stays inline. One pass, post-order, with an explicit stack.
+func blockHolders(root *html.Node) map[*html.Node]bool {
+	type frame struct {
+		n                  *html.Node
+		next               *html.Node // the child to visit next
+		content, holdBlock bool
+	}
+	var holders map[*html.Node]bool
+	stack := []frame{{n: root, next: root.FirstChild}}
+	for len(stack) > 0 {
+		f := &stack[len(stack)-1]
+		if c := f.next; c != nil {
+			f.next = c.NextSibling
+			switch c.Type {
+			case html.TextNode:
+				f.content = f.content || strings.TrimSpace(c.Data) != ""
+			case html.ElementNode:
+				switch a := mdAtom(c); {
+				case a == atom.Img || a == atom.Hr:
+					f.content = true
+				case !mdSkip(a):
+					stack = append(stack, frame{n: c, next: c.FirstChild})
+				}
+			}
+			continue
+		}
+		done := *f
+		stack = stack[:len(stack)-1]
+		block := done.n.Type == html.ElementNode && mdBlockTags[mdAtom(done.n)]
+		if !block && done.holdBlock && done.n.Type == html.ElementNode {
+			if holders == nil {
+				holders = map[*html.Node]bool{}
+			}
+			holders[done.n] = true
+		}
+		if len(stack) > 0 {
+			p := &stack[len(stack)-1]
+			p.content = p.content || done.content
+			p.holdBlock = p.holdBlock || block && done.content || !block && done.holdBlock
 		}
 	}
-	return false
+	return holders
 }

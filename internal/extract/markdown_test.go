@@ -39,6 +39,8 @@ func TestMarkdownConstructs(t *testing.T) {
 		{"heading keeps no emphasis", `<h2><strong>Bold</strong> title</h2>`, "## Bold title"},
 		{"nested lists", `<ul><li>a<ul><li>b<ol><li>c</li></ol></li></ul></li><li>d</li></ul>`,
 			"- a\n  - b\n    1. c\n- d"},
+		{"items of links only", `<ul><li><a href="/a">A</a></li><li><a href="/b"><b>B</b></a> </li></ul>`,
+			"- [A](https://example.com/a)\n- [**B**](https://example.com/b)"},
 		{"list after paragraph", `<p>Intro</p><ul><li>x</li><li>y</li></ul><p>After</p>`, "Intro\n\n- x\n- y\n\nAfter"},
 		{"ordered list start", `<ol start="9"><li>nine</li><li>ten</li><li>eleven</li></ol>`, "9. nine\n10. ten\n11. eleven"},
 		{"nested under wide marker", `<ol start="10"><li>ten<ul><li>sub</li></ul></li></ol>`, "10. ten\n    - sub"},
@@ -67,6 +69,28 @@ func TestMarkdownConstructs(t *testing.T) {
 			"| A | B |\n| --- | --- |\n| tall | 1 |\n|  | 2 |"},
 		{"table cell breaks and pipes", `<table><tr><th>A</th><th>B</th></tr><tr><td><p>one</p><p>two</p></td><td>x|y<br>z</td></tr></table>`,
 			"| A | B |\n| --- | --- |\n| one<br>two | x\\|y<br>z |"},
+		{"table th in body rows", `<table><thead><tr><th>Key</th><th>Value</th></tr></thead><tr><th>a</th><td>1</td></tr><tr><th scope="row">b</th><td>2</td></tr></table>`,
+			"| Key | Value |\n| --- | --- |\n| a | 1 |\n| b | 2 |"},
+		{"table of row headers has an empty head row", `<table><tr><th>Name</th><td>Ada</td></tr><tr><th>Born</th><td>1815</td></tr></table>`,
+			"|  |  |\n| --- | --- |\n| Name | Ada |\n| Born | 1815 |"},
+		{"table head row with an empty corner", `<table><tr><td></td><th>A</th><th>B</th></tr><tr><th>x</th><td>1</td><td>2</td></tr></table>`,
+			"|  | A | B |\n| --- | --- | --- |\n| x | 1 | 2 |"},
+		{"table cell inline markup", `<table><tr><th>A</th><th>B</th></tr><tr><td><b>bold <i>it</i></b> <a href="/l"><code>c|d</code></a></td><td><img src="/i.png" alt="pic"> <del>old</del></td></tr></table>`,
+			"| A | B |\n| --- | --- |\n| **bold *it*** [`c\\|d`](https://example.com/l) | ![pic](https://example.com/i.png) ~~old~~ |"},
+		{"table title and source rows around it", `<table><tr><th colspan="3"><div><ul><li>v</li><li>e</li></ul></div><p>Largest cities</p></th></tr><tr><th>Rank</th><th>Name</th><th>Pop.</th></tr><tr><td>1</td><td>Auckland</td><td>1,628,900</td></tr><tr><td colspan="3">Source: census</td></tr></table>`,
+			"- v\n- e\n\nLargest cities\n\n| Rank | Name | Pop. |\n| --- | --- | --- |\n| 1 | Auckland | 1,628,900 |\n\nSource: census"},
+		{"table title row in its head", `<table><thead><tr><th colspan="2">Prices</th></tr><tr><th>A</th><th>B</th></tr></thead><tbody><tr><td>1</td><td>2</td></tr></tbody></table>`,
+			"Prices\n\n| A | B |\n| --- | --- |\n| 1 | 2 |"},
+		{"table under a title row keeps its first row as data", `<table><tr><td colspan="2">By changesets</td></tr><tr><td>Ann</td><td>63</td></tr><tr><td>Bob</td><td>56</td></tr></table>`,
+			"By changesets\n\n|  |  |\n| --- | --- |\n| Ann | 63 |\n| Bob | 56 |"},
+		{"table short lists in cells stay", `<table><tr><th>Founder</th><td>Netscape</td></tr><tr><th>Divisions</th><td><div><ul><li><a href="/c">Corporation</a></li><li> Foundation </li></ul></div></td></tr></table>`,
+			"|  |  |\n| --- | --- |\n| Founder | Netscape |\n| Divisions | - [Corporation](https://example.com/c)<br>- Foundation |"},
+		{"table ordered list in a cell keeps its numbers", `<table><tr><th>Step</th><th>Do</th></tr><tr><td>1</td><td><ol start="3"><li>mix</li><li>bake</li></ol></td></tr></table>`,
+			"| Step | Do |\n| --- | --- |\n| 1 | 3. mix<br>4. bake |"},
+		{"table nested lists in cells degrade", `<table><tr><th>A</th><th>B</th></tr><tr><td><ul><li>x<ul><li>y</li></ul></li></ul></td><td>z</td></tr></table>`,
+			"A\n\nB\n\n- x\n  - y\n\nz"},
+		{"table section row inside stays", `<table><tr><th>A</th><th>B</th></tr><tr><td colspan="2">Group</td></tr><tr><td>1</td><td>2</td></tr></table>`,
+			"| A | B |\n| --- | --- |\n| Group |  |\n| 1 | 2 |"},
 		{"table caption", `<table><caption>Prices</caption><tr><th>A</th><th>B</th></tr><tr><td>1</td><td>2</td></tr></table>`,
 			"Prices\n\n| A | B |\n| --- | --- |\n| 1 | 2 |"},
 		{"table of code degrades, gutter dropped", `<table><tr><td class="gutter"><pre>1
@@ -104,7 +128,16 @@ int b;</pre></td></tr></table>`, "```c\nint a;\nint b;\n```"},
 		{"escape setext underline", `<p>title<br>===</p>`, "title  \n\\==="},
 		{"escape thematic break", `<p>a<br>---</p>`, "a  \n\\---"},
 		{"span around blocks", `<span><p>one</p><p>two</p></span>`, "one\n\ntwo"},
-		{"definition list", `<dl><dt>Term</dt><dd>Meaning</dd></dl>`, "Term\n\nMeaning"},
+		{"spans around blocks, nested", `<span> <span><div><p>one</p></div><div><h3>H</h3><ul><li>a</li><li>b</li></ul></div></span></span>`,
+			"one\n\n### H\n\n- a\n- b"},
+		{"link around blocks in a span", `<a href="/x"><span><h3>T</h3><p>S</p></span></a>`, "### [T](https://example.com/x)\n\nS"},
+		{"empty blocks in spans stay inline", `<span><cite><a href="/x">Title</a> <div class="shield"><div></div></div>.</cite></span> end`,
+			"[Title](https://example.com/x) . end"},
+		{"blocks in skipped elements stay out", `<p>a <span><noscript><div>no</div></noscript>b</span> c</p>`, "a b c"},
+		{"definition list", `<dl><dt>Term</dt><dd>Meaning</dd></dl>`, "Term\n: Meaning"},
+		{"definition after a list is its own block", `<ul><li>item</li></ul><dl><dd>indented</dd></dl><ul><li>next</li></ul>`, "- item\n\n: indented\n\n- next"},
+		{"definition list, blocks and two meanings", `<p>Before</p><dl><dt>Term</dt><dd>One</dd><dd>Two</dd><dt>T2</dt><dd><p>M2</p><ul><li>x</li></ul></dd><dd>M3</dd></dl><p>After</p>`,
+			"Before\n\nTerm\n: One\n: Two\n\nT2\n: M2\n  - x\n\n: M3\n\nAfter"},
 		{"scripts skipped", `<p>a<script>x()</script>b</p><style>p{}</style>`, "ab"},
 	}
 	for _, tt := range tests {
@@ -164,11 +197,12 @@ func TestMarkdownBuiltTrees(t *testing.T) {
 func TestMarkdownReadsBack(t *testing.T) {
 	t.Parallel()
 	md := mdOf(t, `<h2>Title</h2><ul><li>one<ul><li>two</li></ul></li></ul><pre>code</pre>
-<table><tr><th>a</th><th>b</th></tr><tr><td>c</td><td>d</td></tr></table><p>1. plain # text</p>`)
+<table><tr><th>a</th><th>b</th></tr><tr><td>c</td><td><ul><li>d</li><li>e</li></ul></td></tr></table><p>1. plain # text</p>`)
 	got := markdownStructure(md)
 	want := []structElem{
 		{"heading", 2, "title"}, {"list item", 0, "two"}, {"list item", 0, "one"}, {"pre", 0, "code"},
-		{"table cell", 0, "a"}, {"table cell", 0, "b"}, {"table cell", 0, "c"}, {"table cell", 0, "d"},
+		{"table cell", 0, "a"}, {"table cell", 0, "b"}, {"table cell", 0, "c"}, {"table cell", 0, "d e"},
+		{"list item", 0, "d"}, {"list item", 0, "e"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("structure of\n%s\ngot %v, want %v", md, got, want)

@@ -57,12 +57,21 @@ func (w *mdWriter) table(t *html.Node, depth int) {
 		w.node(caption, depth+1)
 		w.flush()
 	}
-	grid, ok := layoutGrid(rows)
-	if !ok || len(grid) == 0 || len(grid[0]) < 2 || len(grid) < 2 && headRows == 0 || blockCells(rows) {
+	// Rows of one cell across the table before and after the others (a
+	// title, a source line) are written above and below it as blocks.
+	lead, trail := titleRows(rows)
+	body := rows[lead : len(rows)-trail]
+	headRows = max(0, headRows-lead)
+	grid, ok := layoutGrid(body)
+	if !ok || len(grid) == 0 || len(grid[0]) < 2 || len(grid) < 2 && headRows == 0 || blockCells(body) {
 		w.cellByCell(rows, depth)
 		return
 	}
+	w.cellByCell(rows[:lead], depth)
+	defer w.cellByCell(rows[len(rows)-trail:], depth)
+	rows = body
 	texts := make([][]string, 0, len(grid))
+	first := -1 // the first row written
 	for i, r := range grid {
 		tr := make([]string, len(r))
 		empty := true
@@ -75,10 +84,18 @@ func (w *mdWriter) table(t *html.Node, depth int) {
 		if empty {
 			continue
 		}
+		if first < 0 {
+			first = i
+		}
 		texts = append(texts, tr)
 	}
 	if len(texts) == 0 {
 		return
+	}
+	if first >= headRows && !allHeads(rows[first]) && (anyHead(rows) || lead > 0) {
+		// Row headers (<th> down the first column) or a title row, and
+		// no head row: the first row is data, under an empty head row.
+		texts = append([][]string{make([]string, len(texts[0]))}, texts...)
 	}
 	w.startBlock(false)
 	for i, r := range texts {
@@ -87,6 +104,52 @@ func (w *mdWriter) table(t *html.Node, depth int) {
 			w.line("|" + strings.Repeat(" --- |", len(r)))
 		}
 	}
+}
+
+// titleRows counts the rows of one cell spanning the whole table at its
+// start and at its end (none when that is all the table has).
+func titleRows(rows [][]mdCell) (lead, trail int) {
+	width := 0
+	for _, r := range rows {
+		w := 0
+		for _, c := range r {
+			w += c.colspan
+		}
+		width = max(width, w)
+	}
+	title := func(r []mdCell) bool { return len(r) == 1 && r[0].colspan >= 2 && r[0].colspan >= width }
+	for lead < len(rows) && title(rows[lead]) {
+		lead++
+	}
+	for trail < len(rows)-lead && title(rows[len(rows)-1-trail]) {
+		trail++
+	}
+	if lead+trail == len(rows) {
+		return 0, 0
+	}
+	return lead, trail
+}
+
+// allHeads reports a row of th cells, but for empty ones (a corner).
+func allHeads(row []mdCell) bool {
+	for _, c := range row {
+		if mdAtom(c.n) != atom.Th && flatText(c.n) != "" {
+			return false
+		}
+	}
+	return len(row) > 0
+}
+
+// anyHead reports a th cell in the rows.
+func anyHead(rows [][]mdCell) bool {
+	for _, r := range rows {
+		for _, c := range r {
+			if mdAtom(c.n) == atom.Th {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // span is a cell's colspan or rowspan, 1 when absent, at most maxMDSpan.
@@ -156,17 +219,25 @@ func layoutGrid(rows [][]mdCell) (grid [][]*mdCell, ok bool) {
 	return grid, true
 }
 
+// maxCellItems is the longest list a table cell holds as lines; a longer
+// one (a menu in a layout table) makes the table read cell by cell.
+const maxCellItems = 10
+
 // blockCells reports a cell holding what a table cell cannot: a table,
-// a list, code, a heading or a block quote.
+// code, a heading, a block quote, or a list that is nested or long. A
+// short flat list is written as lines in its cell.
 func blockCells(rows [][]mdCell) bool {
 	for _, r := range rows {
 		for _, c := range r {
 			found := false
 			walkElements(c.n, func(n *html.Node) bool {
 				switch mdAtom(n) {
-				case atom.Table, atom.Ul, atom.Ol, atom.Pre, atom.Blockquote,
+				case atom.Table, atom.Pre, atom.Blockquote,
 					atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
 					found = n != c.n
+				case atom.Ul, atom.Ol, atom.Menu, atom.Dir:
+					found = n != c.n && !flatList(n)
+					return false
 				}
 				return !found
 			})
@@ -176,6 +247,32 @@ func blockCells(rows [][]mdCell) bool {
 		}
 	}
 	return false
+}
+
+// flatList reports a list of at most maxCellItems items holding no list.
+func flatList(l *html.Node) bool {
+	items := 0
+	for c := l.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.ElementNode {
+			continue
+		}
+		if items++; items > maxCellItems {
+			return false
+		}
+		nested := false
+		walkElements(c, func(n *html.Node) bool {
+			switch mdAtom(n) {
+			case atom.Ul, atom.Ol, atom.Menu, atom.Dir, atom.Table, atom.Pre, atom.Blockquote,
+				atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+				nested = true
+			}
+			return !nested
+		})
+		if nested {
+			return false
+		}
+	}
+	return true
 }
 
 // cellByCell writes each cell's content as blocks, row by row. Beside a
