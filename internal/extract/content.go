@@ -109,15 +109,18 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 	if rNode != nil {
 		rText = nodeText(rNode)
 	}
+	// readability's text is compared with the density output's and its
+	// blocks several times: its shingles are computed once.
+	r := newShingled(rText)
 
-	tNode, fromR, d := ownContent(doc, rNode, rText)
+	tNode, fromR, d, dText := ownContent(doc, rNode, r)
 	share := d.share
 	if fromR {
 		share = 0
 	}
 	if tNode != nil {
 		if !fromR {
-			mergeReadable(doc, tNode, rNode, rText)
+			mergeReadable(doc, tNode, rNode, r, dText)
 		} else {
 			dedupeBlocks(tNode, doc)
 		}
@@ -166,20 +169,43 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 	return c
 }
 
-// mergeReadable merges readability's result (rNode, its text rText)
-// into the density extractor's (root, a list of blocks): repeated blocks
-// go; where the two agree on the article, root's trailing and leading
-// blocks readability does not share and its furniture go, and
-// readability's prose that root lacks comes back (merge.go).
-func mergeReadable(doc, root, rNode *html.Node, rText string) {
-	dedupeBlocks(root, doc)
-	if rNode == nil || rText == "" {
+// mergeReadable merges readability's result (rNode, its text and
+// shingles r) into the density extractor's (root, a list of blocks; its
+// text and shingles d): repeated blocks go; where the two agree on the
+// article, root's trailing and leading blocks readability does not share
+// and its furniture go, and readability's prose that root lacks comes
+// back (merge.go).
+func mergeReadable(doc, root, rNode *html.Node, r, d *shingled) {
+	removed := dedupeBlocks(root, doc)
+	if rNode == nil || r.text == "" {
 		return
 	}
 	ix := newSourceIndex(doc)
-	trimToAgreement(root, rText)
-	fillGaps(root, rNode, ix)
-	dropMarked(root, newShingleSet(rText), ix)
+	tSet := d.set // root's shingles, unless blocks went
+	if removed {
+		tSet = newShingleSet(nodeText(root))
+	}
+	bt := blockTexts{}
+	trimToAgreement(root, r, tSet, bt)
+	fillGaps(root, rNode, r, ix, bt)
+	dropMarked(root, r.set, ix, bt)
+}
+
+// blockTexts caches the text of root's top-level blocks while the merge
+// looks at them again and again: it moves and removes blocks, and never
+// changes one.
+type blockTexts map[*html.Node]string
+
+func (bt blockTexts) text(c *html.Node) string {
+	if bt == nil {
+		return nodeText(c)
+	}
+	t, ok := bt[c]
+	if !ok {
+		t = nodeText(c)
+		bt[c] = t
+	}
+	return t
 }
 
 // blockList is the element whose children are n's blocks: n, or the
@@ -225,28 +251,31 @@ func readable(doc *html.Node, base *url.URL) (node *html.Node, byline string) {
 }
 
 // ownContent runs the density extractor on doc and chooses between its
-// result and readability's (rNode, its text rText) by how the two
+// result and readability's (rNode, its text and shingles r) by how the two
 // overlap: readability's when the density result holds all of it and
 // much more besides (a comment thread or link lists around the article);
 // the density result, to be merged with readability's, otherwise (when
 // they share almost nothing, readability has most often taken a comment
-// thread or a sidebar of teasers). fromR reports readability's.
-func ownContent(doc, rNode *html.Node, rText string) (node *html.Node, fromR bool, d densityResult) {
+// thread or a sidebar of teasers). fromR reports readability's; dText is
+// the density result's text and shingles, for the merge.
+func ownContent(doc, rNode *html.Node, r *shingled) (node *html.Node, fromR bool, d densityResult, dText *shingled) {
 	d = densityContent(doc)
 	dNode := d.node
-	if rNode == nil || strings.TrimSpace(rText) == "" {
-		return dNode, false, d
+	if dNode != nil {
+		dText = newShingled(nodeText(dNode))
+	}
+	if rNode == nil || strings.TrimSpace(r.text) == "" {
+		return dNode, false, d, dText
 	}
 	if dNode == nil {
-		return rNode, true, d
+		return rNode, true, d, dText
 	}
-	dText := nodeText(dNode)
-	rInD, _ := newShingleSet(dText).coverage(rText)
-	dInR, _ := newShingleSet(rText).coverage(dText)
+	rInD, _ := dText.set.coverageOf(r.sh)
+	dInR, _ := r.set.coverageOf(dText.sh)
 	if rInD >= chooseContained && dInR < chooseContained {
-		return rNode, true, d
+		return rNode, true, d, dText
 	}
-	return dNode, false, d
+	return dNode, false, d, dText
 }
 
 // shortArticleShare: a short density result holding this fraction of
@@ -262,8 +291,9 @@ const chooseContained = 0.8
 // next block opens with again: pull quotes repeat a sentence of the
 // paragraph before, and pages repeat their lead. Equal blocks are kept
 // when doc (the page) repeats the paragraph too, and dropped when it has
-// it fewer times than they repeat it (an element taken twice).
-func dedupeBlocks(root, doc *html.Node) {
+// it fewer times than they repeat it (an element taken twice). It reports
+// whether it removed any.
+func dedupeBlocks(root, doc *html.Node) (removed bool) {
 	var recent []string
 	var docText string
 	seen := map[string]int{} // equal blocks kept, by text
@@ -310,6 +340,7 @@ func dedupeBlocks(root, doc *html.Node) {
 		}
 		if dup {
 			root.RemoveChild(c)
+			removed = true
 		} else if key != "" {
 			recent = append(recent, key)
 			if len(recent) > dedupeWindow {
@@ -318,29 +349,25 @@ func dedupeBlocks(root, doc *html.Node) {
 		}
 		c = next
 	}
+	return removed
 }
 
-// trimToAgreement removes from root, when readability's text rText agrees
-// with it on the article, the trailing top-level blocks that rText does
-// not share, the short leading ones it does not share either, and the
-// headings it does not have.
-func trimToAgreement(root *html.Node, rText string) {
-	rSet := newShingleSet(rText)
-	if len(rSet) < tailMinShingles {
+// trimToAgreement removes from root (whose shingles are tSet), when
+// readability's text r agrees with it on the article, the trailing
+// top-level blocks that r does not share, the short leading ones it does
+// not share either, and the headings it does not have. bt caches the
+// blocks' texts.
+func trimToAgreement(root *html.Node, r *shingled, tSet *shingleSet, bt blockTexts) {
+	rSet := r.set
+	if rSet.len() < tailMinShingles {
 		return
 	}
-	tSet := newShingleSet(nodeText(root))
-	shared := 0
-	for h := range rSet {
-		if _, ok := tSet[h]; ok {
-			shared++
-		}
-	}
-	if float64(shared) < tailAgreement*float64(len(rSet)) {
+	shared := rSet.sharedWith(tSet)
+	if float64(shared) < tailAgreement*float64(rSet.len()) {
 		return
 	}
 	shares := func(c *html.Node) (bool, []string) {
-		t := nodeText(c)
+		t := bt.text(c)
 		cov, n := rSet.coverage(t)
 		// Blocks of fewer than seven words (four shingles) are too short
 		// to tell.
@@ -363,9 +390,15 @@ func trimToAgreement(root *html.Node, rText string) {
 		root.RemoveChild(c)
 	}
 
-	rWords := map[string]bool{}
-	for _, w := range words(rText) {
-		rWords[w] = true
+	var rWords map[string]bool // readability's words, when first needed
+	allInR := func(ws []string) bool {
+		if rWords == nil {
+			rWords = map[string]bool{}
+			for _, w := range words(r.text) {
+				rWords[w] = true
+			}
+		}
+		return allIn(ws, rWords)
 	}
 	drop = drop[:0]
 	for c := root.FirstChild; c != nil; c = c.NextSibling {
@@ -377,7 +410,7 @@ func trimToAgreement(root *html.Node, rText string) {
 		if ok {
 			break
 		}
-		if len(ws) > 0 && len(ws) < 7 && allIn(ws, rWords) {
+		if len(ws) > 0 && len(ws) < 7 && allInR(ws) {
 			break // a short block readability has too, a heading say
 		}
 		if len(ws) > headMaxWords || c.NextSibling == nil {
@@ -397,7 +430,7 @@ func trimToAgreement(root *html.Node, rText string) {
 		if c.Type != html.ElementNode || !isHeading(c) {
 			continue
 		}
-		if ok, ws := shares(c); !ok && len(ws) > 0 && !allIn(ws, rWords) {
+		if ok, ws := shares(c); !ok && len(ws) > 0 && !allInR(ws) {
 			drop = append(drop, c)
 		}
 	}

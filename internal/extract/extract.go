@@ -438,7 +438,7 @@ const maxLead = 300
 func leadParagraph(text string) string {
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimPrefix(strings.TrimSpace(line), "- ")
-		if len(words(line)) >= 8 {
+		if countWords(line) >= 8 {
 			if len(line) > maxLead {
 				line = clip(line, maxLead) + "…"
 			}
