@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"context"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -91,8 +92,9 @@ type content struct {
 //     at most twice as long (its links, say); the fallbacks get steps 3
 //     and 5 too, so that a short page has one title and its lead once.
 //
-// title is the page's title.
-func mainContent(doc *html.Node, base *url.URL, title string) content {
+// title is the page's title. It returns ctx's error when ctx ends first
+// (it looks between the steps).
+func mainContent(ctx context.Context, doc *html.Node, base *url.URL, title string) (content, error) {
 	var c content
 	if countElements(doc, maxExtractElements+1) > maxExtractElements {
 		// The extractors are superlinear in the size of the tree; no real
@@ -101,9 +103,12 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 			c.node, c.text, c.source = b, nodeText(b), "body"
 		}
 		c.plain = true
-		return c
+		return c, ctx.Err()
 	}
 	rNode, byline := readable(doc, base)
+	if err := ctx.Err(); err != nil {
+		return c, err
+	}
 	c.byline = byline
 	rText := ""
 	if rNode != nil {
@@ -114,6 +119,9 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 	r := newShingled(rText)
 
 	tNode, fromR, d, dText := ownContent(doc, rNode, r)
+	if err := ctx.Err(); err != nil {
+		return c, err
+	}
 	share := d.share
 	if fromR {
 		share = 0
@@ -125,6 +133,9 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 			dedupeBlocks(tNode, doc)
 		}
 		dropTitleHeading(tNode, title)
+		if err := ctx.Err(); err != nil {
+			return c, err
+		}
 		c.text = nodeText(tNode)
 		c.node, c.source = tNode, "density"
 		if fromR {
@@ -166,7 +177,7 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 		dropTitleHeading(blocks, title)
 		c.text = nodeText(c.node)
 	}
-	return c
+	return c, ctx.Err()
 }
 
 // mergeReadable merges readability's result (rNode, its text and

@@ -277,6 +277,9 @@ func extractHTML(ctx context.Context, in Input, o Options, base *url.URL, p *air
 	if err != nil {
 		return airlock.Errorf(airlock.CodeUpstream, airlock.ReasonHTML, "extract: parse HTML: %w", err)
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if wall := detectBotWall(doc, in.Header); wall != nil {
 		return wall
 	}
@@ -292,7 +295,10 @@ func extractHTML(ctx context.Context, in Input, o Options, base *url.URL, p *air
 		return err
 	}
 	p.Tables = tables(doc, p)
-	c := mainContent(doc, base, p.Title)
+	c, err := mainContent(ctx, doc, base, p.Title)
+	if err != nil {
+		return err
+	}
 	if p.Author == "" {
 		p.Author = collapse(strings.TrimPrefix(strings.TrimPrefix(c.byline, "By "), "by "))
 	}
@@ -311,13 +317,17 @@ func extractHTML(ctx context.Context, in Input, o Options, base *url.URL, p *air
 			baseStr = base.String()
 		}
 		md, err := toMarkdown(ctx, c.node, baseStr)
-		if err == nil {
+		switch {
+		case ctx.Err() != nil:
+			// Out of time, not a page the converter failed on.
+			return ctx.Err()
+		case err == nil:
 			p.Markdown = cleanChars(mdTrim(md))
-		} else {
+		default:
 			p.Markdown = p.Text
 		}
 	}
-	return nil
+	return ctx.Err()
 }
 
 // documentBase is the document's <base href> resolved against the

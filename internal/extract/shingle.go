@@ -143,7 +143,7 @@ func mix64(x uint64) uint64 {
 // not need.
 type shingleSet struct {
 	keys []uint64 // 0 marks an empty slot; the key 0 is kept aside
-	vals []int32
+	vals []int32  // nil while every value is 0 (a plain set)
 	n    int
 	// The key 0, which a slot cannot hold.
 	zero    bool
@@ -156,7 +156,7 @@ func newSetCap(n int) *shingleSet {
 	for size < 2*n {
 		size <<= 1
 	}
-	return &shingleSet{keys: make([]uint64, size), vals: make([]int32, size)}
+	return &shingleSet{keys: make([]uint64, size)}
 }
 
 // newShingleSet is the set of text's shingles.
@@ -190,6 +190,9 @@ func (s *shingleSet) get(h uint64) (int32, bool) {
 	for i := h & mask; ; i = (i + 1) & mask {
 		switch s.keys[i] {
 		case h:
+			if s.vals == nil {
+				return 0, true
+			}
 			return s.vals[i], true
 		case 0:
 			return 0, false
@@ -214,13 +217,19 @@ func (s *shingleSet) add(h uint64, v int32) {
 	if 2*(s.n+1) > len(s.keys) {
 		s.grow()
 	}
+	if v != 0 && s.vals == nil {
+		s.vals = make([]int32, len(s.keys))
+	}
 	mask := uint64(len(s.keys) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		switch s.keys[i] {
 		case h:
 			return
 		case 0:
-			s.keys[i], s.vals[i] = h, v
+			s.keys[i] = h
+			if s.vals != nil {
+				s.vals[i] = v
+			}
 			s.n++
 			return
 		}
@@ -230,7 +239,9 @@ func (s *shingleSet) add(h uint64, v int32) {
 func (s *shingleSet) grow() {
 	old, oldVals := s.keys, s.vals
 	s.keys = make([]uint64, 2*len(old))
-	s.vals = make([]int32, 2*len(old))
+	if oldVals != nil {
+		s.vals = make([]int32, 2*len(old))
+	}
 	mask := uint64(len(s.keys) - 1)
 	for j, h := range old {
 		if h == 0 {
@@ -240,7 +251,10 @@ func (s *shingleSet) grow() {
 		for s.keys[i] != 0 {
 			i = (i + 1) & mask
 		}
-		s.keys[i], s.vals[i] = h, oldVals[j]
+		s.keys[i] = h
+		if oldVals != nil {
+			s.vals[i] = oldVals[j]
+		}
 	}
 }
 
