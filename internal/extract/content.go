@@ -401,15 +401,17 @@ func trimToAgreement(root *html.Node, r *shingled, tSet *shingleSet, bt blockTex
 		root.RemoveChild(c)
 	}
 
-	var rWords map[string]bool // readability's words, when first needed
+	var rWords *shingleSet // readability's words (their hashes), when first needed
 	allInR := func(ws []string) bool {
 		if rWords == nil {
-			rWords = map[string]bool{}
-			for _, w := range words(r.text) {
-				rWords[w] = true
+			rWords = wordSet(r.text)
+		}
+		for _, w := range ws {
+			if !rWords.has(wordHash(w)) {
+				return false
 			}
 		}
-		return allIn(ws, rWords)
+		return true
 	}
 	drop = drop[:0]
 	for c := root.FirstChild; c != nil; c = c.NextSibling {
@@ -456,15 +458,6 @@ func isHeading(n *html.Node) bool {
 		return true
 	}
 	return false
-}
-
-func allIn(ws []string, set map[string]bool) bool {
-	for _, w := range ws {
-		if !set[w] {
-			return false
-		}
-	}
-	return true
 }
 
 // boilerTags are containers whose text is not the readable body.

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -434,10 +435,22 @@ var invisible = strings.NewReplacer("\u00ad", "", "\u200b", "", "\u2060", "", "\
 // Unicode normal form C, the composed form most text already is in, so
 // that "é" is one letter whichever way the page wrote it.
 func cleanChars(s string) string {
+	if isASCII(s) {
+		return s // no format characters, and in every normal form
+	}
 	if strings.ContainsAny(s, "\u00ad\u200b\u2060\ufeff") {
 		s = invisible.Replace(s)
 	}
 	return norm.NFC.String(s)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // maxLead bounds the description taken from the text.

@@ -56,6 +56,30 @@ func countWords(s string) int {
 	return n
 }
 
+// wordHash is the hash of one word, as shingles hash them.
+func wordHash(w string) uint64 { return maphash.String(shingleSeed, w) }
+
+// wordSet is the set of the hashes of s's words (wordHash): a set of
+// words without a string per word.
+func wordSet(s string) *shingleSet {
+	set := newSetCap(64)
+	start := -1
+	for i, r := range s {
+		w := isWordRune(r)
+		switch {
+		case w && start < 0:
+			start = i
+		case !w && start >= 0:
+			set.add(wordHash(s[start:i]), 0)
+			start = -1
+		}
+	}
+	if start >= 0 {
+		set.add(wordHash(s[start:]), 0)
+	}
+	return set
+}
+
 // shingles returns the hashes of the word 4-grams of toks, in order; a text
 // of fewer than four words is one shingle. Each word is hashed once and a
 // 4-gram's hash mixes its words' hashes in order, so a long text costs one
