@@ -37,6 +37,8 @@ const (
 	// Texts shorter than this (bytes) are never deduplicated: "Share",
 	// "Advertisement" and dates legitimately repeat.
 	dedupeMinLen = 24
+	// dedupeBlocks counts at most this many texts in the page.
+	dedupeCounts = 64
 	// Documents with more elements than this skip the main-content
 	// extractors (the largest pages of the development corpora have about
 	// 10,000) and fall back to the readable body text.
@@ -304,10 +306,17 @@ const chooseContained = 0.8
 // when doc (the page) repeats the paragraph too, and dropped when it has
 // it fewer times than they repeat it (an element taken twice). It reports
 // whether it removed any.
+//
+// Counting a text in the page reads the whole page: each text is counted
+// once, and at most dedupeCounts texts are, so that a page of thousands
+// of repeated paragraphs costs a few readings of the page, not thousands.
+// Past that, equal blocks are kept (no evidence either way).
 func dedupeBlocks(root, doc *html.Node) (removed bool) {
 	var recent []string
 	var docText string
-	seen := map[string]int{} // equal blocks kept, by text
+	seen := map[string]int{}   // equal blocks kept, by text
+	counts := map[string]int{} // times the page has a text, by text
+	countsLeft := dedupeCounts
 	for c := root.FirstChild; c != nil; {
 		next := c.NextSibling
 		if c.Type != html.ElementNode {
@@ -338,9 +347,16 @@ func dedupeBlocks(root, doc *html.Node) (removed bool) {
 					if docText == "" {
 						docText = collapse(nodeText(doc))
 					}
+					t := collapse(nodeText(c))
+					n, ok := counts[t]
+					if !ok && countsLeft > 0 {
+						countsLeft--
+						n = countText(docText, t)
+						counts[t] = n
+					}
 					// A count of 0 is text the page writes differently:
 					// no evidence either way.
-					if n := strings.Count(docText, collapse(nodeText(c))); n > 0 && n <= 1+seen[key] {
+					if n > 0 && n <= 1+seen[key] {
 						dup = true
 						break
 					}
@@ -362,6 +378,9 @@ func dedupeBlocks(root, doc *html.Node) (removed bool) {
 	}
 	return removed
 }
+
+// countText is strings.Count, a variable for the tests.
+var countText = strings.Count
 
 // trimToAgreement removes from root (whose shingles are tSet), when
 // readability's text r agrees with it on the article, the trailing

@@ -322,8 +322,7 @@ func dropMarked(root *html.Node, rSet *shingleSet, ix *sourceIndex, bt blockText
 	for c := root.FirstChild; c != nil; {
 		next := c.NextSibling
 		if c.Type == html.ElementNode {
-			// (The cheaper test first.)
-			if sourceMarked(c, ix, boilerMarks, false) && coverageBelow(rSet, bt.text(c), gapCovered) {
+			if coverageBelow(rSet, bt.text(c), gapCovered) && sourceMarked(c, ix, boilerMarks, false) {
 				root.RemoveChild(c)
 			}
 		}
