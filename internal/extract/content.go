@@ -190,7 +190,7 @@ func mainContent(ctx context.Context, doc *html.Node, base *url.URL, title strin
 // back (merge.go).
 func mergeReadable(doc, root, rNode *html.Node, r, d *shingled) {
 	removed := dedupeBlocks(root, doc)
-	if rNode == nil || r.text == "" {
+	if rNode == nil || r.text == "" || d == nil {
 		return
 	}
 	ix := newSourceIndex(doc)
@@ -274,15 +274,13 @@ func readable(doc *html.Node, base *url.URL) (node *html.Node, byline string) {
 func ownContent(doc, rNode *html.Node, r *shingled) (node *html.Node, fromR bool, d densityResult, dText *shingled) {
 	d = densityContent(doc)
 	dNode := d.node
-	if dNode != nil {
-		dText = newShingled(nodeText(dNode))
-	}
 	if rNode == nil || strings.TrimSpace(r.text) == "" {
-		return dNode, false, d, dText
+		return dNode, false, d, nil // (the merge does not compare)
 	}
 	if dNode == nil {
-		return rNode, true, d, dText
+		return rNode, true, d, nil
 	}
+	dText = newShingled(nodeText(dNode))
 	rInD, _ := dText.set.coverageOf(r.sh)
 	dInR, _ := r.set.coverageOf(dText.sh)
 	if rInD >= chooseContained && dInR < chooseContained {
@@ -317,13 +315,20 @@ func dedupeBlocks(root, doc *html.Node) (removed bool) {
 	seen := map[string]int{}   // equal blocks kept, by text
 	counts := map[string]int{} // times the page has a text, by text
 	countsLeft := dedupeCounts
+	var nextKey *string // the key of the next element, when known
 	for c := root.FirstChild; c != nil; {
 		next := c.NextSibling
 		if c.Type != html.ElementNode {
 			c = next
 			continue
 		}
-		key := collapse(textOf(c))
+		var key string
+		if nextKey != nil {
+			key = *nextKey
+		} else {
+			key = collapse(textOf(c))
+		}
+		nextKey = nil
 		dup := false
 		if len(key) >= dedupeMinLen && !isHeading(c) {
 			// A lead (standfirst) the next block opens with again.
@@ -332,7 +337,9 @@ func dedupeBlocks(root, doc *html.Node) (removed bool) {
 				n = n.NextSibling
 			}
 			if n != nil {
-				if nk := collapse(textOf(n)); len(nk) > len(key) && strings.HasPrefix(nk, key) {
+				nk := collapse(textOf(n))
+				nextKey = &nk // n is the next block the loop takes
+				if len(nk) > len(key) && strings.HasPrefix(nk, key) {
 					dup = true
 				}
 			}

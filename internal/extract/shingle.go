@@ -107,7 +107,8 @@ func shingles(toks []string) []uint64 {
 // textShingles is shingles(words(s)), computed in one pass over s with a
 // window of the last four word hashes instead of the word and hash slices.
 func textShingles(s string) []uint64 {
-	return appendShingles(make([]uint64, 0, len(s)/8+1), s)
+	// About a word per five bytes in English prose.
+	return appendShingles(make([]uint64, 0, len(s)/5+1), s)
 }
 
 // appendShingles appends the shingles of s (shingles(words(s))) to out.
