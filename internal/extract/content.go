@@ -204,21 +204,36 @@ func mergeReadable(doc, root, rNode *html.Node, r, d *shingled) {
 	dropMarked(root, r.set, ix, bt)
 }
 
-// blockTexts caches the text of root's top-level blocks while the merge
-// looks at them again and again: it moves and removes blocks, and never
-// changes one.
-type blockTexts map[*html.Node]string
+// blockTexts caches the text and shingles of root's top-level blocks
+// while the merge looks at them again and again: it moves and removes
+// blocks, and never changes one. A nil blockTexts caches nothing.
+type blockTexts map[*html.Node]*blockText
 
-func (bt blockTexts) text(c *html.Node) string {
-	if bt == nil {
-		return nodeText(c)
+type blockText struct {
+	text string
+	sh   []uint64 // nil until asked for
+}
+
+func (bt blockTexts) get(c *html.Node) *blockText {
+	if b, ok := bt[c]; ok {
+		return b
 	}
-	t, ok := bt[c]
-	if !ok {
-		t = nodeText(c)
-		bt[c] = t
+	b := &blockText{text: nodeText(c)}
+	if bt != nil {
+		bt[c] = b
 	}
-	return t
+	return b
+}
+
+func (bt blockTexts) text(c *html.Node) string { return bt.get(c).text }
+
+// shingles is the shingles of c's text.
+func (bt blockTexts) shingles(c *html.Node) []uint64 {
+	b := bt.get(c)
+	if b.sh == nil {
+		b.sh = textShingles(b.text)
+	}
+	return b.sh
 }
 
 // blockList is the element whose children are n's blocks: n, or the
@@ -405,7 +420,7 @@ func trimToAgreement(root *html.Node, r *shingled, tSet *shingleSet, bt blockTex
 	}
 	shares := func(c *html.Node) (bool, []string) {
 		t := bt.text(c)
-		cov, n := rSet.coverage(t)
+		cov, n := rSet.coverageOf(bt.shingles(c))
 		// Blocks of fewer than seven words (four shingles) are too short
 		// to tell.
 		return n >= 4 && cov >= tailCoverage, words(t)

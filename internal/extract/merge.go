@@ -134,14 +134,12 @@ func fillGaps(root, rNode *html.Node, r *shingled, ix *sourceIndex, bt blockText
 	// The top-level block of root holding each shingle (the first one).
 	var tBlocks []*html.Node
 	owner := newSetCap(r.set.len())
-	var sh []uint64
 	for c := root.FirstChild; c != nil; c = c.NextSibling {
 		// Loose text counts as a block too.
 		if c.Type != html.ElementNode && c.Type != html.TextNode {
 			continue
 		}
-		sh = appendShingles(sh[:0], bt.text(c))
-		for _, h := range sh {
+		for _, h := range bt.shingles(c) {
 			owner.add(h, int32(len(tBlocks)))
 		}
 		tBlocks = append(tBlocks, c)
@@ -161,6 +159,7 @@ func fillGaps(root, rNode *html.Node, r *shingled, ix *sourceIndex, bt blockText
 	var anchor *html.Node // the root block after which pending goes
 	headed := false       // pending ends with a heading
 	var votes []int32     // the blocks of root holding a shingle of b, in b's order
+	var sh []uint64
 	for _, b := range leafBlocks(rNode, nil, 0) {
 		text := nodeText(b)
 		sh = appendShingles(sh[:0], text)
@@ -322,17 +321,12 @@ func dropMarked(root *html.Node, rSet *shingleSet, ix *sourceIndex, bt blockText
 	for c := root.FirstChild; c != nil; {
 		next := c.NextSibling
 		if c.Type == html.ElementNode {
-			if coverageBelow(rSet, bt.text(c), gapCovered) && sourceMarked(c, ix, boilerMarks, false) {
+			if cov, _ := rSet.coverageOf(bt.shingles(c)); cov < gapCovered && sourceMarked(c, ix, boilerMarks, false) {
 				root.RemoveChild(c)
 			}
 		}
 		c = next
 	}
-}
-
-func coverageBelow(s *shingleSet, text string, f float64) bool {
-	cov, _ := s.coverage(text)
-	return cov < f
 }
 
 func isList(n *html.Node) bool {
