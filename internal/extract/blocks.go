@@ -92,7 +92,7 @@ func (c *blockCollector) add(b *block) {
 		b.chars += chars
 		b.link += link
 	}
-	b.words = len(words(b.text))
+	b.words = countWords(b.text)
 	b.commas = strings.Count(b.text, ",") + strings.Count(b.text, "，") + strings.Count(b.text, "、") + strings.Count(b.text, "، ")
 	c.out = append(c.out, b)
 }

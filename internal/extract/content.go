@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"context"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -36,6 +37,8 @@ const (
 	// Texts shorter than this (bytes) are never deduplicated: "Share",
 	// "Advertisement" and dates legitimately repeat.
 	dedupeMinLen = 24
+	// dedupeBlocks counts at most this many texts in the page.
+	dedupeCounts = 64
 	// Documents with more elements than this skip the main-content
 	// extractors (the largest pages of the development corpora have about
 	// 10,000) and fall back to the readable body text.
@@ -91,8 +94,9 @@ type content struct {
 //     at most twice as long (its links, say); the fallbacks get steps 3
 //     and 5 too, so that a short page has one title and its lead once.
 //
-// title is the page's title.
-func mainContent(doc *html.Node, base *url.URL, title string) content {
+// title is the page's title. It returns ctx's error when ctx ends first
+// (it looks between the steps).
+func mainContent(ctx context.Context, doc *html.Node, base *url.URL, title string) (content, error) {
 	var c content
 	if countElements(doc, maxExtractElements+1) > maxExtractElements {
 		// The extractors are superlinear in the size of the tree; no real
@@ -101,27 +105,39 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 			c.node, c.text, c.source = b, nodeText(b), "body"
 		}
 		c.plain = true
-		return c
+		return c, ctx.Err()
 	}
 	rNode, byline := readable(doc, base)
+	if err := ctx.Err(); err != nil {
+		return c, err
+	}
 	c.byline = byline
 	rText := ""
 	if rNode != nil {
 		rText = nodeText(rNode)
 	}
+	// readability's text is compared with the density output's and its
+	// blocks several times: its shingles are computed once.
+	r := newShingled(rText)
 
-	tNode, fromR, d := ownContent(doc, rNode, rText)
+	tNode, fromR, d, dText := ownContent(doc, rNode, r)
+	if err := ctx.Err(); err != nil {
+		return c, err
+	}
 	share := d.share
 	if fromR {
 		share = 0
 	}
 	if tNode != nil {
 		if !fromR {
-			mergeReadable(doc, tNode, rNode, rText)
+			mergeReadable(doc, tNode, rNode, r, dText)
 		} else {
 			dedupeBlocks(tNode, doc)
 		}
 		dropTitleHeading(tNode, title)
+		if err := ctx.Err(); err != nil {
+			return c, err
+		}
 		c.text = nodeText(tNode)
 		c.node, c.source = tNode, "density"
 		if fromR {
@@ -163,23 +179,61 @@ func mainContent(doc *html.Node, base *url.URL, title string) content {
 		dropTitleHeading(blocks, title)
 		c.text = nodeText(c.node)
 	}
-	return c
+	return c, ctx.Err()
 }
 
-// mergeReadable merges readability's result (rNode, its text rText)
-// into the density extractor's (root, a list of blocks): repeated blocks
-// go; where the two agree on the article, root's trailing and leading
-// blocks readability does not share and its furniture go, and
-// readability's prose that root lacks comes back (merge.go).
-func mergeReadable(doc, root, rNode *html.Node, rText string) {
-	dedupeBlocks(root, doc)
-	if rNode == nil || rText == "" {
+// mergeReadable merges readability's result (rNode, its text and
+// shingles r) into the density extractor's (root, a list of blocks; its
+// text and shingles d): repeated blocks go; where the two agree on the
+// article, root's trailing and leading blocks readability does not share
+// and its furniture go, and readability's prose that root lacks comes
+// back (merge.go).
+func mergeReadable(doc, root, rNode *html.Node, r, d *shingled) {
+	removed := dedupeBlocks(root, doc)
+	if rNode == nil || r.text == "" || d == nil {
 		return
 	}
 	ix := newSourceIndex(doc)
-	trimToAgreement(root, rText)
-	fillGaps(root, rNode, ix)
-	dropMarked(root, newShingleSet(rText), ix)
+	tSet := d.set // root's shingles, unless blocks went
+	if removed {
+		tSet = newShingleSet(nodeText(root))
+	}
+	bt := blockTexts{}
+	trimToAgreement(root, r, tSet, bt)
+	fillGaps(root, rNode, r, ix, bt)
+	dropMarked(root, r.set, ix, bt)
+}
+
+// blockTexts caches the text and shingles of root's top-level blocks
+// while the merge looks at them again and again: it moves and removes
+// blocks, and never changes one. A nil blockTexts caches nothing.
+type blockTexts map[*html.Node]*blockText
+
+type blockText struct {
+	text string
+	sh   []uint64 // nil until asked for
+}
+
+func (bt blockTexts) get(c *html.Node) *blockText {
+	if b, ok := bt[c]; ok {
+		return b
+	}
+	b := &blockText{text: nodeText(c)}
+	if bt != nil {
+		bt[c] = b
+	}
+	return b
+}
+
+func (bt blockTexts) text(c *html.Node) string { return bt.get(c).text }
+
+// shingles is the shingles of c's text.
+func (bt blockTexts) shingles(c *html.Node) []uint64 {
+	b := bt.get(c)
+	if b.sh == nil {
+		b.sh = textShingles(b.text)
+	}
+	return b.sh
 }
 
 // blockList is the element whose children are n's blocks: n, or the
@@ -225,28 +279,29 @@ func readable(doc *html.Node, base *url.URL) (node *html.Node, byline string) {
 }
 
 // ownContent runs the density extractor on doc and chooses between its
-// result and readability's (rNode, its text rText) by how the two
+// result and readability's (rNode, its text and shingles r) by how the two
 // overlap: readability's when the density result holds all of it and
 // much more besides (a comment thread or link lists around the article);
 // the density result, to be merged with readability's, otherwise (when
 // they share almost nothing, readability has most often taken a comment
-// thread or a sidebar of teasers). fromR reports readability's.
-func ownContent(doc, rNode *html.Node, rText string) (node *html.Node, fromR bool, d densityResult) {
+// thread or a sidebar of teasers). fromR reports readability's; dText is
+// the density result's text and shingles, for the merge.
+func ownContent(doc, rNode *html.Node, r *shingled) (node *html.Node, fromR bool, d densityResult, dText *shingled) {
 	d = densityContent(doc)
 	dNode := d.node
-	if rNode == nil || strings.TrimSpace(rText) == "" {
-		return dNode, false, d
+	if rNode == nil || strings.TrimSpace(r.text) == "" {
+		return dNode, false, d, nil // (the merge does not compare)
 	}
 	if dNode == nil {
-		return rNode, true, d
+		return rNode, true, d, nil
 	}
-	dText := nodeText(dNode)
-	rInD, _ := newShingleSet(dText).coverage(rText)
-	dInR, _ := newShingleSet(rText).coverage(dText)
+	dText = newShingled(nodeText(dNode))
+	rInD, _ := dText.set.coverageOf(r.sh)
+	dInR, _ := r.set.coverageOf(dText.sh)
 	if rInD >= chooseContained && dInR < chooseContained {
-		return rNode, true, d
+		return rNode, true, d, dText
 	}
-	return dNode, false, d
+	return dNode, false, d, dText
 }
 
 // shortArticleShare: a short density result holding this fraction of
@@ -262,18 +317,33 @@ const chooseContained = 0.8
 // next block opens with again: pull quotes repeat a sentence of the
 // paragraph before, and pages repeat their lead. Equal blocks are kept
 // when doc (the page) repeats the paragraph too, and dropped when it has
-// it fewer times than they repeat it (an element taken twice).
-func dedupeBlocks(root, doc *html.Node) {
+// it fewer times than they repeat it (an element taken twice). It reports
+// whether it removed any.
+//
+// Counting a text in the page reads the whole page: each text is counted
+// once, and at most dedupeCounts texts are, so that a page of thousands
+// of repeated paragraphs costs a few readings of the page, not thousands.
+// Past that, equal blocks are kept (no evidence either way).
+func dedupeBlocks(root, doc *html.Node) (removed bool) {
 	var recent []string
 	var docText string
-	seen := map[string]int{} // equal blocks kept, by text
+	seen := map[string]int{}   // equal blocks kept, by text
+	counts := map[string]int{} // times the page has a text, by text
+	countsLeft := dedupeCounts
+	var nextKey *string // the key of the next element, when known
 	for c := root.FirstChild; c != nil; {
 		next := c.NextSibling
 		if c.Type != html.ElementNode {
 			c = next
 			continue
 		}
-		key := collapse(textOf(c))
+		var key string
+		if nextKey != nil {
+			key = *nextKey
+		} else {
+			key = collapse(textOf(c))
+		}
+		nextKey = nil
 		dup := false
 		if len(key) >= dedupeMinLen && !isHeading(c) {
 			// A lead (standfirst) the next block opens with again.
@@ -282,7 +352,9 @@ func dedupeBlocks(root, doc *html.Node) {
 				n = n.NextSibling
 			}
 			if n != nil {
-				if nk := collapse(textOf(n)); len(nk) > len(key) && strings.HasPrefix(nk, key) {
+				nk := collapse(textOf(n))
+				nextKey = &nk // n is the next block the loop takes
+				if len(nk) > len(key) && strings.HasPrefix(nk, key) {
 					dup = true
 				}
 			}
@@ -297,9 +369,16 @@ func dedupeBlocks(root, doc *html.Node) {
 					if docText == "" {
 						docText = collapse(nodeText(doc))
 					}
+					t := collapse(nodeText(c))
+					n, ok := counts[t]
+					if !ok && countsLeft > 0 {
+						countsLeft--
+						n = countText(docText, t)
+						counts[t] = n
+					}
 					// A count of 0 is text the page writes differently:
 					// no evidence either way.
-					if n := strings.Count(docText, collapse(nodeText(c))); n > 0 && n <= 1+seen[key] {
+					if n > 0 && n <= 1+seen[key] {
 						dup = true
 						break
 					}
@@ -310,6 +389,7 @@ func dedupeBlocks(root, doc *html.Node) {
 		}
 		if dup {
 			root.RemoveChild(c)
+			removed = true
 		} else if key != "" {
 			recent = append(recent, key)
 			if len(recent) > dedupeWindow {
@@ -318,30 +398,29 @@ func dedupeBlocks(root, doc *html.Node) {
 		}
 		c = next
 	}
+	return removed
 }
 
-// trimToAgreement removes from root, when readability's text rText agrees
-// with it on the article, the trailing top-level blocks that rText does
-// not share, the short leading ones it does not share either, and the
-// headings it does not have.
-func trimToAgreement(root *html.Node, rText string) {
-	rSet := newShingleSet(rText)
-	if len(rSet) < tailMinShingles {
+// countText is strings.Count, a variable for the tests.
+var countText = strings.Count
+
+// trimToAgreement removes from root (whose shingles are tSet), when
+// readability's text r agrees with it on the article, the trailing
+// top-level blocks that r does not share, the short leading ones it does
+// not share either, and the headings it does not have. bt caches the
+// blocks' texts.
+func trimToAgreement(root *html.Node, r *shingled, tSet *shingleSet, bt blockTexts) {
+	rSet := r.set
+	if rSet.len() < tailMinShingles {
 		return
 	}
-	tSet := newShingleSet(nodeText(root))
-	shared := 0
-	for h := range rSet {
-		if _, ok := tSet[h]; ok {
-			shared++
-		}
-	}
-	if float64(shared) < tailAgreement*float64(len(rSet)) {
+	shared := rSet.sharedWith(tSet)
+	if float64(shared) < tailAgreement*float64(rSet.len()) {
 		return
 	}
 	shares := func(c *html.Node) (bool, []string) {
-		t := nodeText(c)
-		cov, n := rSet.coverage(t)
+		t := bt.text(c)
+		cov, n := rSet.coverageOf(bt.shingles(c))
 		// Blocks of fewer than seven words (four shingles) are too short
 		// to tell.
 		return n >= 4 && cov >= tailCoverage, words(t)
@@ -363,9 +442,17 @@ func trimToAgreement(root *html.Node, rText string) {
 		root.RemoveChild(c)
 	}
 
-	rWords := map[string]bool{}
-	for _, w := range words(rText) {
-		rWords[w] = true
+	var rWords *shingleSet // readability's words (their hashes), when first needed
+	allInR := func(ws []string) bool {
+		if rWords == nil {
+			rWords = wordSet(r.text)
+		}
+		for _, w := range ws {
+			if !rWords.has(wordHash(w)) {
+				return false
+			}
+		}
+		return true
 	}
 	drop = drop[:0]
 	for c := root.FirstChild; c != nil; c = c.NextSibling {
@@ -377,7 +464,7 @@ func trimToAgreement(root *html.Node, rText string) {
 		if ok {
 			break
 		}
-		if len(ws) > 0 && len(ws) < 7 && allIn(ws, rWords) {
+		if len(ws) > 0 && len(ws) < 7 && allInR(ws) {
 			break // a short block readability has too, a heading say
 		}
 		if len(ws) > headMaxWords || c.NextSibling == nil {
@@ -397,7 +484,7 @@ func trimToAgreement(root *html.Node, rText string) {
 		if c.Type != html.ElementNode || !isHeading(c) {
 			continue
 		}
-		if ok, ws := shares(c); !ok && len(ws) > 0 && !allIn(ws, rWords) {
+		if ok, ws := shares(c); !ok && len(ws) > 0 && !allInR(ws) {
 			drop = append(drop, c)
 		}
 	}
@@ -412,15 +499,6 @@ func isHeading(n *html.Node) bool {
 		return true
 	}
 	return false
-}
-
-func allIn(ws []string, set map[string]bool) bool {
-	for _, w := range ws {
-		if !set[w] {
-			return false
-		}
-	}
-	return true
 }
 
 // boilerTags are containers whose text is not the readable body.

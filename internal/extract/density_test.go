@@ -134,7 +134,11 @@ func TestListingHint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := mainContent(doc, nil, "").listing; got != tt.want {
+		c, err := mainContent(context.Background(), doc, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.listing; got != tt.want {
 			t.Errorf("%s: listing = %v, want %v", tt.name, got, tt.want)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -86,7 +87,13 @@ func WithBudget(ctx context.Context, b Budget) context.Context {
 // body a Page with metadata only.
 //
 // At most GOMAXPROCS extractions run at once; Extract waits for a turn
-// until ctx is done, and returns ctx's error then. When ctx carries a
+// until ctx is done, and returns ctx's error then. An HTML extraction
+// looks at ctx between its steps (parsing, readability, the density
+// extractor, the merge, the Markdown) and returns ctx's error (code
+// timeout for airlock.CodeOf) when ctx ends first: a caller's deadline
+// caps the time a hostile page can take. Its cost is linear in the size
+// of the page; a tree of more than 60,000 elements gets the readable body
+// text, in linear time, instead of the main-content extractors. When ctx carries a
 // Budget (WithBudget), Extract first asks it for room for the input.
 // Errors:
 //   - *airlock.Error with code too_large when the body is over the cap;
@@ -277,6 +284,9 @@ func extractHTML(ctx context.Context, in Input, o Options, base *url.URL, p *air
 	if err != nil {
 		return airlock.Errorf(airlock.CodeUpstream, airlock.ReasonHTML, "extract: parse HTML: %w", err)
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if wall := detectBotWall(doc, in.Header); wall != nil {
 		return wall
 	}
@@ -292,7 +302,10 @@ func extractHTML(ctx context.Context, in Input, o Options, base *url.URL, p *air
 		return err
 	}
 	p.Tables = tables(doc, p)
-	c := mainContent(doc, base, p.Title)
+	c, err := mainContent(ctx, doc, base, p.Title)
+	if err != nil {
+		return err
+	}
 	if p.Author == "" {
 		p.Author = domByline(c.byline)
 	}
@@ -311,13 +324,17 @@ func extractHTML(ctx context.Context, in Input, o Options, base *url.URL, p *air
 			baseStr = base.String()
 		}
 		md, err := toMarkdown(ctx, c.node, baseStr)
-		if err == nil {
+		switch {
+		case ctx.Err() != nil:
+			// Out of time, not a page the converter failed on.
+			return ctx.Err()
+		case err == nil:
 			p.Markdown = cleanChars(mdTrim(md))
-		} else {
+		default:
 			p.Markdown = p.Text
 		}
 	}
-	return nil
+	return ctx.Err()
 }
 
 // documentBase is the document's <base href> resolved against the
@@ -424,10 +441,22 @@ var invisible = strings.NewReplacer("\u00ad", "", "\u200b", "", "\u2060", "", "\
 // Unicode normal form C, the composed form most text already is in, so
 // that "é" is one letter whichever way the page wrote it.
 func cleanChars(s string) string {
+	if isASCII(s) {
+		return s // no format characters, and in every normal form
+	}
 	if strings.ContainsAny(s, "\u00ad\u200b\u2060\ufeff") {
 		s = invisible.Replace(s)
 	}
 	return norm.NFC.String(s)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // maxLead bounds the description taken from the text.
@@ -438,7 +467,7 @@ const maxLead = 300
 func leadParagraph(text string) string {
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimPrefix(strings.TrimSpace(line), "- ")
-		if len(words(line)) >= 8 {
+		if countWords(line) >= 8 {
 			if len(line) > maxLead {
 				line = clip(line, maxLead) + "…"
 			}

@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -115,29 +116,31 @@ func isProse(n *html.Node, text string) bool {
 	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6, atom.Figure, atom.Figcaption:
 		return false // headings and captions are not prose
 	}
-	if len(words(text)) < gapMinWords && utf8.RuneCountInString(text) < gapMinRunes {
+	if countWords(text) < gapMinWords && utf8.RuneCountInString(text) < gapMinRunes {
 		return false
 	}
 	return linkDensity(n) <= gapMaxLinkDensity
 }
 
 // fillGaps inserts into root (the density output, a list of top-level
-// blocks) copies of the prose blocks of rNode (readability's output) that
-// root lacks, where they sit between blocks both have or just before the
-// first of them.
-func fillGaps(root, rNode *html.Node, ix *sourceIndex) {
-	// The top-level block of root holding each shingle.
+// blocks) copies of the prose blocks of rNode (readability's output, its
+// text and shingles r; nil to compute them) that root lacks, where they
+// sit between blocks both have or just before the first of them. bt
+// caches the blocks' texts (nil: none).
+func fillGaps(root, rNode *html.Node, r *shingled, ix *sourceIndex, bt blockTexts) {
+	if r == nil {
+		r = newShingled(nodeText(rNode))
+	}
+	// The top-level block of root holding each shingle (the first one).
 	var tBlocks []*html.Node
-	owner := map[uint64]int{}
+	owner := newSetCap(r.set.len())
 	for c := root.FirstChild; c != nil; c = c.NextSibling {
 		// Loose text counts as a block too.
 		if c.Type != html.ElementNode && c.Type != html.TextNode {
 			continue
 		}
-		for _, h := range shingles(words(nodeText(c))) {
-			if _, ok := owner[h]; !ok {
-				owner[h] = len(tBlocks)
-			}
+		for _, h := range bt.shingles(c) {
+			owner.add(h, int32(len(tBlocks)))
 		}
 		tBlocks = append(tBlocks, c)
 	}
@@ -146,41 +149,45 @@ func fillGaps(root, rNode *html.Node, ix *sourceIndex) {
 	}
 	// The two must agree on the article: most of the shorter text's
 	// shingles are in the longer one.
-	rSet := newShingleSet(nodeText(rNode))
-	shared := 0
-	for h := range rSet {
-		if _, ok := owner[h]; ok {
-			shared++
-		}
-	}
-	if float64(shared) < gapAgreement*float64(min(len(rSet), len(owner))) {
+	rSet := r.set
+	shared := rSet.sharedWith(owner)
+	if float64(shared) < gapAgreement*float64(min(rSet.len(), owner.len())) {
 		return
 	}
 
 	var pending []*html.Node
 	var anchor *html.Node // the root block after which pending goes
 	headed := false       // pending ends with a heading
+	var votes []int32     // the blocks of root holding a shingle of b, in b's order
+	var sh []uint64
 	for _, b := range leafBlocks(rNode, nil, 0) {
 		text := nodeText(b)
-		sh := shingles(words(text))
+		sh = appendShingles(sh[:0], text)
 		if len(sh) == 0 {
 			continue
 		}
-		votes := map[int]int{}
-		in := 0
+		votes = votes[:0]
 		for _, h := range sh {
-			if i, ok := owner[h]; ok {
-				votes[i]++
-				in++
+			if i, ok := owner.get(h); ok {
+				votes = append(votes, i)
 			}
 		}
+		in := len(votes)
 		switch {
 		case float64(in) >= gapCovered*float64(len(sh)):
+			// The block of root holding most of b's shingles (the first
+			// of equals).
+			slices.Sort(votes)
 			best, bestN := -1, 0
-			for i, n := range votes {
-				if n > bestN || n == bestN && i < best {
-					best, bestN = i, n
+			for j := 0; j < len(votes); {
+				k := j
+				for k < len(votes) && votes[k] == votes[j] {
+					k++
 				}
+				if k-j > bestN {
+					best, bestN = int(votes[j]), k-j
+				}
+				j = k
 			}
 			t := tBlocks[best]
 			at := t
@@ -308,12 +315,13 @@ func markSet(marks ...string) map[string]bool {
 }
 
 // dropMarked removes the top-level blocks of root that readability does
-// not share (rSet) and whose page elements are marked as furniture.
-func dropMarked(root *html.Node, rSet shingleSet, ix *sourceIndex) {
+// not share (rSet) and whose page elements are marked as furniture. bt
+// caches the blocks' texts (nil: none).
+func dropMarked(root *html.Node, rSet *shingleSet, ix *sourceIndex, bt blockTexts) {
 	for c := root.FirstChild; c != nil; {
 		next := c.NextSibling
 		if c.Type == html.ElementNode {
-			if cov, _ := rSet.coverage(nodeText(c)); cov < gapCovered && sourceMarked(c, ix, boilerMarks, false) {
+			if cov, _ := rSet.coverageOf(bt.shingles(c)); cov < gapCovered && sourceMarked(c, ix, boilerMarks, false) {
 				root.RemoveChild(c)
 			}
 		}

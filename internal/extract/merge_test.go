@@ -40,7 +40,7 @@ func TestFillGaps(t *testing.T) {
 	// readability's output: the whole body; the density output: A and C only.
 	rNode := cloneFiltered(body, -1)
 	_, tRoot := bodyOf(t, `<body><p>`+gapA+`</p><p>`+gapC+`</p></body>`)
-	fillGaps(tRoot, rNode, newSourceIndex(doc))
+	fillGaps(tRoot, rNode, nil, newSourceIndex(doc), nil)
 	// The lede D goes before A, the heading and B between A and C; the
 	// breadcrumb list, the caption, the heading over a short line and the
 	// trailing paragraph do not.
@@ -56,7 +56,7 @@ func TestFillGapsNeedsAgreement(t *testing.T) {
 	doc, body := bodyOf(t, `<body><p>`+gapA+`</p><p>`+gapB+`</p><p>`+gapC+`</p><p>`+gapD+`</p></body>`)
 	_, tRoot := bodyOf(t, `<body><p>`+other+`</p><p>`+gapD+`</p><p>`+other+other+other+`</p></body>`)
 	before := nodeText(tRoot)
-	fillGaps(tRoot, cloneFiltered(body, -1), newSourceIndex(doc))
+	fillGaps(tRoot, cloneFiltered(body, -1), nil, newSourceIndex(doc), nil)
 	if got := nodeText(tRoot); got != before {
 		t.Errorf("fillGaps changed an output the extractors disagree on:\n%s", got)
 	}
@@ -98,7 +98,7 @@ func TestDropMarked(t *testing.T) {
 <div id="sharing-with-a-single-developer"><p>`+gapC+`</p></div></body>`)
 	root := cloneFiltered(body, -1)
 	// readability has the article, without the furniture and without C.
-	dropMarked(root, newShingleSet(gapA+"\n"+gapB), newSourceIndex(doc))
+	dropMarked(root, newShingleSet(gapA+"\n"+gapB), newSourceIndex(doc), nil)
 	want := strings.Join([]string{gapA, gapB, gapC}, "\n")
 	if got := nodeText(root); got != want {
 		t.Errorf("after dropMarked:\n%s\nwant\n%s", got, want)

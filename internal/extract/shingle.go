@@ -12,6 +12,14 @@ import (
 
 var shingleSeed = maphash.MakeSeed()
 
+// isWordRune reports a letter, digit or underscore: what \w matches.
+func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	return unicode.IsLetter(r) || unicode.IsNumber(r)
+}
+
 // words splits s into word tokens: maximal runs of letters, digits and
 // underscores (what a Unicode \w+ matches).
 func words(s string) []string {
@@ -19,10 +27,7 @@ func words(s string) []string {
 
 	start := -1
 	for i, r := range s {
-		w := r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r)
-		if r < utf8.RuneSelf {
-			w = r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
-		}
+		w := isWordRune(r)
 		switch {
 		case w && start < 0:
 			start = i
@@ -35,6 +40,44 @@ func words(s string) []string {
 		out = append(out, s[start:])
 	}
 	return out
+}
+
+// countWords is len(words(s)) without the slice.
+func countWords(s string) int {
+	n := 0
+	in := false
+	for _, r := range s {
+		w := isWordRune(r)
+		if w && !in {
+			n++
+		}
+		in = w
+	}
+	return n
+}
+
+// wordHash is the hash of one word, as shingles hash them.
+func wordHash(w string) uint64 { return maphash.String(shingleSeed, w) }
+
+// wordSet is the set of the hashes of s's words (wordHash): a set of
+// words without a string per word.
+func wordSet(s string) *shingleSet {
+	set := newSetCap(64)
+	start := -1
+	for i, r := range s {
+		w := isWordRune(r)
+		switch {
+		case w && start < 0:
+			start = i
+		case !w && start >= 0:
+			set.add(wordHash(s[start:i]), 0)
+			start = -1
+		}
+	}
+	if start >= 0 {
+		set.add(wordHash(s[start:]), 0)
+	}
+	return set
 }
 
 // shingles returns the hashes of the word 4-grams of toks, in order; a text
@@ -61,6 +104,52 @@ func shingles(toks []string) []uint64 {
 	return out
 }
 
+// textShingles is shingles(words(s)), computed in one pass over s with a
+// window of the last four word hashes instead of the word and hash slices.
+func textShingles(s string) []uint64 {
+	// About a word per five bytes in English prose.
+	return appendShingles(make([]uint64, 0, len(s)/5+1), s)
+}
+
+// appendShingles appends the shingles of s (shingles(words(s))) to out.
+func appendShingles(out []uint64, s string) []uint64 {
+	var win [4]uint64 // the last four word hashes, by word number mod 4
+	n := 0            // words seen
+	start := -1
+	word := func(w string) {
+		win[n&3] = maphash.String(shingleSeed, w)
+		n++
+		if n >= 4 {
+			h := uint64(4)
+			for k := n - 4; k < n; k++ {
+				h = mix64(h ^ win[k&3])
+			}
+			out = append(out, h)
+		}
+	}
+	for i, r := range s {
+		w := isWordRune(r)
+		switch {
+		case w && start < 0:
+			start = i
+		case !w && start >= 0:
+			word(s[start:i])
+			start = -1
+		}
+	}
+	if start >= 0 {
+		word(s[start:])
+	}
+	if n > 0 && n < 4 {
+		h := uint64(n)
+		for k := range n {
+			h = mix64(h ^ win[k])
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
 // mix64 is SplitMix64's finaliser: every input bit moves every output bit,
 // so chaining it makes a 4-gram's hash depend on its words' order.
 func mix64(x uint64) uint64 {
@@ -72,30 +161,172 @@ func mix64(x uint64) uint64 {
 	return x
 }
 
-// shingleSet is a set of shingle hashes.
-type shingleSet map[uint64]struct{}
+// shingleSet is a set of shingle hashes, each with a value (a block
+// number, for the merge): an open-addressing table indexed by the hash's
+// low bits, which are as uniform as the rest (the hashes are mixed), at
+// most half full. A Go map spends most of its time on what these keys do
+// not need.
+type shingleSet struct {
+	keys []uint64 // 0 marks an empty slot; the key 0 is kept aside
+	vals []int32  // nil while every value is 0 (a plain set)
+	n    int
+	// The key 0, which a slot cannot hold.
+	zero    bool
+	zeroVal int32
+}
 
-func newShingleSet(text string) shingleSet {
-	sh := shingles(words(text))
-	s := make(shingleSet, len(sh))
+// newSetCap returns an empty set with room for about n keys.
+func newSetCap(n int) *shingleSet {
+	size := 16
+	for size < 2*n {
+		size <<= 1
+	}
+	return &shingleSet{keys: make([]uint64, size)}
+}
+
+// newShingleSet is the set of text's shingles.
+func newShingleSet(text string) *shingleSet {
+	return setOf(textShingles(text))
+}
+
+// setOf is the set of the shingles sh.
+func setOf(sh []uint64) *shingleSet {
+	s := newSetCap(len(sh))
 	for _, h := range sh {
-		s[h] = struct{}{}
+		s.add(h, 0)
 	}
 	return s
 }
 
+// len is the number of distinct shingles in s.
+func (s *shingleSet) len() int {
+	if s.zero {
+		return s.n + 1
+	}
+	return s.n
+}
+
+// get is h's value, and whether s holds h.
+func (s *shingleSet) get(h uint64) (int32, bool) {
+	if h == 0 {
+		return s.zeroVal, s.zero
+	}
+	mask := uint64(len(s.keys) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch s.keys[i] {
+		case h:
+			if s.vals == nil {
+				return 0, true
+			}
+			return s.vals[i], true
+		case 0:
+			return 0, false
+		}
+	}
+}
+
+func (s *shingleSet) has(h uint64) bool {
+	_, ok := s.get(h)
+	return ok
+}
+
+// add puts h in s with the value v, unless s holds h already (its value
+// stays the first one given).
+func (s *shingleSet) add(h uint64, v int32) {
+	if h == 0 {
+		if !s.zero {
+			s.zero, s.zeroVal = true, v
+		}
+		return
+	}
+	if 2*(s.n+1) > len(s.keys) {
+		s.grow()
+	}
+	if v != 0 && s.vals == nil {
+		s.vals = make([]int32, len(s.keys))
+	}
+	mask := uint64(len(s.keys) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch s.keys[i] {
+		case h:
+			return
+		case 0:
+			s.keys[i] = h
+			if s.vals != nil {
+				s.vals[i] = v
+			}
+			s.n++
+			return
+		}
+	}
+}
+
+func (s *shingleSet) grow() {
+	old, oldVals := s.keys, s.vals
+	s.keys = make([]uint64, 2*len(old))
+	if oldVals != nil {
+		s.vals = make([]int32, 2*len(old))
+	}
+	mask := uint64(len(s.keys) - 1)
+	for j, h := range old {
+		if h == 0 {
+			continue
+		}
+		i := h & mask
+		for s.keys[i] != 0 {
+			i = (i + 1) & mask
+		}
+		s.keys[i] = h
+		if oldVals != nil {
+			s.vals[i] = oldVals[j]
+		}
+	}
+}
+
+// sharedWith is the number of s's shingles that are in t.
+func (s *shingleSet) sharedWith(t *shingleSet) int {
+	n := 0
+	if s.zero && t.zero {
+		n++
+	}
+	for _, h := range s.keys {
+		if h != 0 && t.has(h) {
+			n++
+		}
+	}
+	return n
+}
+
 // coverage is the fraction of text's shingles that are in s, and the
 // number of shingles text has.
-func (s shingleSet) coverage(text string) (float64, int) {
-	sh := shingles(words(text))
+func (s *shingleSet) coverage(text string) (float64, int) {
+	return s.coverageOf(textShingles(text))
+}
+
+// coverageOf is the fraction of the shingles sh that are in s, and
+// len(sh).
+func (s *shingleSet) coverageOf(sh []uint64) (float64, int) {
 	if len(sh) == 0 {
 		return 0, 0
 	}
 	in := 0
 	for _, h := range sh {
-		if _, ok := s[h]; ok {
+		if s.has(h) {
 			in++
 		}
 	}
 	return float64(in) / float64(len(sh)), len(sh)
+}
+
+// shingled is a text with its shingles and their set, computed once and
+// shared by the steps of the merge that compare against it.
+type shingled struct {
+	text string
+	sh   []uint64
+	set  *shingleSet
+}
+
+func newShingled(text string) *shingled {
+	sh := textShingles(text)
+	return &shingled{text: text, sh: sh, set: setOf(sh)}
 }

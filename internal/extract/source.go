@@ -1,7 +1,6 @@
 package extract
 
 import (
-	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
@@ -43,8 +42,11 @@ func powBase(n int) uint64 {
 func stringKey(s string) textKey {
 	var k textKey
 	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if !unicode.IsSpace(r) && r != 0xa0 {
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
+		if !isSpace(r) {
 			for j := 0; j < size; j++ {
 				k.h = k.h*keyBase + uint64(s[i+j])
 			}

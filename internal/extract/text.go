@@ -79,15 +79,19 @@ func (w *textWriter) atLineStart() bool {
 // text writes s with runs of white space collapsed.
 func (w *textWriter) text(s string) {
 	for len(s) > 0 {
-		r, n := utf8.DecodeRuneInString(s)
-		if isSpace(r) {
+		if n := spaceAt(s, 0); n > 0 {
 			w.pending = true
 			s = s[n:]
 			continue
 		}
-		i := strings.IndexFunc(s, isSpace)
-		if i < 0 {
-			i = len(s)
+		i := 0 // the end of the word
+		for i < len(s) && spaceAt(s, i) == 0 {
+			if s[i] < utf8.RuneSelf {
+				i++
+			} else {
+				_, n := utf8.DecodeRuneInString(s[i:])
+				i += n
+			}
 		}
 		if w.pending && !w.atLineStart() {
 			w.b.WriteByte(' ')
@@ -106,6 +110,22 @@ func (w *textWriter) raw(s string) {
 	}
 	w.pending = false
 	w.b.WriteString(s)
+}
+
+// spaceAt is the length of the white-space character at s[i], 0 when
+// s[i] starts another.
+func spaceAt(s string, i int) int {
+	if c := s[i]; c < utf8.RuneSelf {
+		if asciiSpace[c] {
+			return 1
+		}
+		return 0
+	}
+	r, n := utf8.DecodeRuneInString(s[i:])
+	if r == 0xa0 || unicode.IsSpace(r) {
+		return n
+	}
+	return 0
 }
 
 func isSpace(r rune) bool {
