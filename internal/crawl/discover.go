@@ -1,0 +1,713 @@
+package crawl
+
+import (
+	"bytes"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/internal/crawl/robotstag"
+)
+
+// Discovery reads what an ExtractNone crawl keeps of an HTML page (its
+// links, <title>, <meta> tags, language, canonical URL and robots
+// directives) in one pass of the HTML tokenizer, without building the
+// document tree that the full extractor needs: on a crawl for discovery
+// the tree and its walks were most of the work per page.
+//
+// The links, the meta map, the <title> (Meta["html:title"]), the
+// language, the canonical URL and the robots directives are those the
+// extractor finds in the tree (a differential test holds the two to it
+// over the extractor's test pages). What needs the tree or the text is
+// left out: Kind, Headings, Author and Published are empty, JSON-LD is not
+// read, and Title is the page's declared title (dc:title, og:title,
+// twitter:title and the like, else <title>), its site's name cut off, not
+// the headline the extractor picks out of the markup.
+//
+// Discover answers ok=false, leaving the page to the full extractor, for
+// what it cannot read the same way: a body that is not HTML or not labelled
+// so, over the extractor's size cap, not UTF-8 (or ASCII under an
+// ASCII-compatible label), nested deeper than the extractor flattens, or
+// with so little text that it may be a bot wall, and any response with a
+// bot-wall header.
+func Discover(resp *airlock.HTTPResponse) (Extracted, bool) {
+	h := http.Header(resp.Header)
+	mt, body, ok := discoverable(h, resp.Body)
+	if !ok {
+		return Extracted{}, false
+	}
+	var base *url.URL
+	if u, err := url.Parse(resp.URL); err == nil && u.IsAbs() {
+		base = u
+	}
+	d := discoverer{base: base}
+	if !d.scan(body) {
+		return Extracted{}, false
+	}
+	p := &airlock.Page{
+		URL:         resp.URL,
+		Status:      resp.Status,
+		ContentType: mt,
+		FetchedAt:   time.Now().UTC(),
+		Meta:        d.meta,
+		Headings:    []airlock.Heading{},
+		Links:       d.links,
+		Tables:      [][][]string{},
+		Truncated:   []string{},
+	}
+	if d.truncated {
+		p.Truncated = append(p.Truncated, "links")
+	}
+	d.fill(p)
+	ex := Extracted{Page: p, Links: make([]string, len(p.Links))}
+	for i, l := range p.Links {
+		ex.Links[i] = l.URL
+	}
+	for _, name := range []string{"robots", robotstag.Agent} {
+		ni, nf := robotstag.Directives(p.Meta[name])
+		ex.NoIndex, ex.NoFollow = ex.NoIndex || ni, ex.NoFollow || nf
+	}
+	return ex, true
+}
+
+// The extractor's bounds that Discover keeps to (internal/extract).
+const (
+	discoverMaxInput  = 10 << 20 // extract.DefaultMaxInputBytes
+	discoverMaxMeta   = 256      // meta entries
+	discoverMaxValue  = 4096     // bytes of a meta value
+	discoverMaxText   = 300      // bytes of a link's text
+	discoverMaxLinkEl = 20 * airlock.MaxPageLinks
+	discoverMaxDepth  = 256 // the extractor flattens documents nested deeper
+	// discoverMinText is the least visible text (ASCII bytes other than
+	// spaces) of a page Discover reads: a bot wall has at most 1,500 (the
+	// extractor's wallMaxText), and shorter pages go to the extractor,
+	// which tells walls from content.
+	discoverMinText = 1500
+)
+
+// discoverable returns the media type and the body to tokenize, or
+// ok=false when the page must go to the extractor.
+func discoverable(h http.Header, body []byte) (mt string, out []byte, ok bool) {
+	if len(body) > discoverMaxInput || h.Get("Cf-Mitigated") != "" || h.Get("X-Amzn-Waf-Action") != "" {
+		return "", nil, false
+	}
+	mt, params, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err != nil || mt != "text/html" && mt != "application/xhtml+xml" {
+		return "", nil, false
+	}
+	body = bytes.TrimPrefix(body, []byte("\xef\xbb\xbf"))
+	if bytes.HasPrefix(body, []byte("\xfe\xff")) || bytes.HasPrefix(body, []byte("\xff\xfe")) {
+		return "", nil, false
+	}
+	// Valid UTF-8 that uses it is UTF-8 to the extractor whatever the
+	// labels say; ASCII reads the same in every ASCII-compatible charset
+	// (ESC opens ISO-2022 escapes, which are not).
+	if high := hasHighBit(body); high && !utf8.Valid(body) || !high && bytes.IndexByte(body, 0x1b) >= 0 {
+		return "", nil, false
+	}
+	switch cs := strings.ToLower(strings.TrimSpace(params["charset"])); {
+	case cs == "", cs == "utf-8", cs == "utf8", cs == "us-ascii", cs == "ascii",
+		cs == "iso-8859-1", cs == "latin1", cs == "windows-1252", cs == "cp1252":
+	default:
+		if !hasHighBit(body) { // an unusual label on an ASCII body: the extractor decides
+			return "", nil, false
+		}
+	}
+	return mt, body, true
+}
+
+func hasHighBit(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
+}
+
+// discoverer is the state of one Discover pass.
+type discoverer struct {
+	base      *url.URL // the response URL, then the document's <base href>
+	baseDone  bool     // past the head: a later <base> does not count
+	meta      map[string]string
+	title     string // the first non-empty <title> outside SVG and MathML
+	lang      [2]string
+	canonical string
+	links     []airlock.Link
+	index     map[string]int
+	examined  int
+	truncated bool
+	full      bool
+	host      string // the base's, once known (hostSet)
+	hostSet   bool
+	text      int // visible ASCII bytes other than spaces
+	depth     int // open elements, as a tokenizer counts them
+	foreign   int // open <svg> and <math> elements
+	integ     int // open HTML integration points in them (foreignObject...)
+	template  int // open <template> elements
+	// the <a> being read: its depth, its index in links, its text so
+	// far, and the fallbacks for an empty text
+	a        bool
+	aDepth   int
+	aIdx     int
+	aText    strings.Builder
+	aTextMax bool
+	aAlt     string
+	aTitle   string
+	aSkip    int // depth inside script/style/template/noscript in the <a>
+	altSkip  int // the depth of the element whose children the alt walk skips
+}
+
+// scan reads body; false sends the page to the extractor.
+func (d *discoverer) scan(body []byte) bool {
+	d.meta = map[string]string{}
+	d.links = []airlock.Link{}
+	d.index = map[string]int{}
+	z := html.NewTokenizer(bytes.NewReader(body))
+	var raw atom.Atom // the raw-text element whose text comes next
+	for {
+		tt := z.Next()
+		if tt != html.TextToken {
+			raw = 0 // an empty raw-text element has no text token
+		}
+		switch tt {
+		case html.ErrorToken:
+			d.endA()
+			d.finishCanonical()
+			return d.text > discoverMinText
+		case html.TextToken:
+			if raw != 0 {
+				if raw == atom.Title && d.foreign == 0 && d.title == "" {
+					d.title = collapse(string(z.Text()))
+				}
+				raw = 0
+				continue
+			}
+			t := z.Text()
+			if d.template == 0 {
+				d.countText(t)
+			}
+			if !d.baseDone && len(bytes.TrimSpace(t)) > 0 {
+				d.bodyBegun() // text begins the body
+			}
+			if d.a && d.aSkip == 0 {
+				d.addAText(t)
+			}
+		case html.StartTagToken, html.SelfClosingTagToken:
+			name, hasAttr := z.TagName()
+			a := atom.Lookup(name)
+			var attrs []html.Attribute
+			for hasAttr {
+				var k, v []byte
+				k, v, hasAttr = z.TagAttr()
+				attrs = append(attrs, html.Attribute{Key: string(k), Val: string(v)})
+			}
+			void := tt == html.SelfClosingTagToken || voidElement(a)
+			switch a {
+			case atom.Script, atom.Style, atom.Title, atom.Textarea, atom.Noscript, atom.Iframe,
+				atom.Noembed, atom.Noframes, atom.Xmp, atom.Plaintext:
+				if d.foreign > 0 && d.integ == 0 {
+					// In SVG and MathML these are ordinary elements, as
+					// the parser reads them.
+					z.NextIsNotRawText()
+				} else {
+					raw = a
+				}
+			}
+			if !d.start(a, attrs, void) {
+				return false
+			}
+			z.AllowCDATA(d.foreign > 0)
+		case html.EndTagToken:
+			name, _ := z.TagName()
+			d.end(atom.Lookup(name))
+			z.AllowCDATA(d.foreign > 0)
+		}
+	}
+}
+
+// voidElement reports elements that never have an end tag.
+func voidElement(a atom.Atom) bool {
+	switch a {
+	case atom.Area, atom.Base, atom.Br, atom.Col, atom.Embed, atom.Hr, atom.Img, atom.Input,
+		atom.Link, atom.Meta, atom.Source, atom.Track, atom.Wbr, atom.Param, atom.Keygen:
+		return true
+	}
+	return false
+}
+
+// countText counts the visible text the extractor's bot-wall check would
+// count (the raw-text elements never reach here).
+func (d *discoverer) countText(t []byte) {
+	if d.text > discoverMinText {
+		return
+	}
+	for _, c := range t {
+		if c < utf8.RuneSelf && c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v' {
+			d.text++
+		}
+	}
+}
+
+func attrVal(attrs []html.Attribute, key string) (string, bool) {
+	for _, a := range attrs {
+		if a.Key == key {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
+// start handles a start tag; false sends the page to the extractor.
+func (d *discoverer) start(a atom.Atom, attrs []html.Attribute, void bool) bool {
+	if !void {
+		if d.depth++; d.depth > discoverMaxDepth {
+			return false
+		}
+	}
+	switch a {
+	case atom.Html:
+		for i, k := range []string{"lang", "xml:lang"} {
+			if v, ok := attrVal(attrs, k); ok && d.lang[i] == "" {
+				d.lang[i] = strings.TrimSpace(v)
+			}
+		}
+	case atom.Head, atom.Title, atom.Meta, atom.Link, atom.Script, atom.Style, atom.Noscript:
+	case atom.Base:
+		// The first <base> with an href in the head is the base, if it
+		// resolves to an absolute URL.
+		if v, _ := attrVal(attrs, "href"); !d.baseDone && v != "" {
+			d.baseDone = true
+			d.setBase(v)
+		}
+	default:
+		if a != atom.Template {
+			d.bodyBegun()
+		}
+	}
+	if a == atom.Meta {
+		d.addMeta(attrs)
+	}
+	if a == atom.Link && d.canonical == "" {
+		if rel, ok := attrVal(attrs, "rel"); ok && hasToken(rel, "canonical") {
+			if href, ok := attrVal(attrs, "href"); ok {
+				d.canonical = "\x00" + href // resolved once the base is known
+			}
+		}
+	}
+	if d.a {
+		switch {
+		case a == atom.A || d.depth <= d.aDepth && !void:
+			d.endA()
+		case d.aSkip > 0:
+			if !void {
+				d.aSkip++
+			}
+		case a == atom.Script || a == atom.Style || a == atom.Template || a == atom.Noscript:
+			if !void {
+				d.aSkip = 1
+			}
+		case a == atom.Br:
+			d.addAText([]byte(" "))
+		case textBlock(a):
+			d.addAText([]byte(" "))
+		}
+		// The extractor's fallback text is the alt of the last <img> its
+		// walk visits, which skips the children of each element visited
+		// once an alt is found.
+		if d.a && d.altSkip == 0 {
+			if a == atom.Img {
+				d.aAlt, _ = attrVal(attrs, "alt")
+			}
+			if d.aAlt != "" && !void {
+				d.altSkip = d.depth
+			}
+		}
+	}
+	switch {
+	case d.foreign > 0 && d.integ == 0 && breakout(a, attrs):
+		d.foreign = 0 // the parser leaves SVG and MathML for HTML here
+	case d.foreign > 0 && !void && integration(a):
+		d.integ++
+	}
+	switch a {
+	case atom.Svg, atom.Math:
+		if !void {
+			d.foreign++
+		}
+	case atom.Template:
+		if !void {
+			d.template++
+		}
+	case atom.A, atom.Area:
+		if d.a || d.template > 0 {
+			break // inside a link: not visited; in a template: skipped
+		}
+		d.startA(attrs, void || a == atom.Area)
+	}
+	return true
+}
+
+func (d *discoverer) end(a atom.Atom) {
+	if d.integ > 0 && integration(a) {
+		d.integ--
+	}
+	if d.a {
+		switch {
+		case a == atom.A:
+			d.endA()
+		case d.aSkip > 0:
+			d.aSkip--
+		case a == atom.Br || textBlock(a):
+			d.addAText([]byte(" "))
+		}
+	}
+	if d.depth > 0 {
+		d.depth--
+	}
+	if d.altSkip > 0 && d.depth < d.altSkip {
+		d.altSkip = 0
+	}
+	if d.a && d.depth < d.aDepth {
+		d.endA()
+	}
+	switch a {
+	case atom.Svg, atom.Math:
+		d.foreign = max(0, d.foreign-1)
+		if d.foreign == 0 {
+			d.integ = 0
+		}
+	case atom.Template:
+		d.template = max(0, d.template-1)
+	case atom.Head:
+		d.bodyBegun()
+	}
+}
+
+// bodyBegun notes that the head is over: a later <base> does not count.
+func (d *discoverer) bodyBegun() { d.baseDone = true }
+
+// breakout reports the HTML start tags that end SVG or MathML content.
+func breakout(a atom.Atom, attrs []html.Attribute) bool {
+	switch a {
+	case atom.B, atom.Big, atom.Blockquote, atom.Body, atom.Br, atom.Center, atom.Code, atom.Dd, atom.Div,
+		atom.Dl, atom.Dt, atom.Em, atom.Embed, atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6,
+		atom.Head, atom.Hr, atom.I, atom.Img, atom.Li, atom.Listing, atom.Menu, atom.Meta, atom.Nobr,
+		atom.Ol, atom.P, atom.Pre, atom.Ruby, atom.S, atom.Small, atom.Span, atom.Strong, atom.Strike,
+		atom.Sub, atom.Sup, atom.Table, atom.Tt, atom.U, atom.Ul, atom.Var:
+		return true
+	case atom.Font:
+		for _, at := range attrs {
+			if at.Key == "color" || at.Key == "face" || at.Key == "size" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// integration reports the SVG and MathML elements whose content is HTML.
+func integration(a atom.Atom) bool {
+	switch a {
+	case atom.Foreignobject, atom.Desc, atom.Title, atom.Mi, atom.Mo, atom.Mn, atom.Ms, atom.Mtext, atom.AnnotationXml:
+		return true
+	}
+	return false
+}
+
+// textBlock reports the elements whose text the extractor sets apart
+// with spaces (its blockTags).
+func textBlock(a atom.Atom) bool {
+	switch a {
+	case atom.Address, atom.Article, atom.Aside, atom.Blockquote, atom.Body, atom.Center, atom.Dd,
+		atom.Details, atom.Dialog, atom.Dir, atom.Div, atom.Dl, atom.Dt, atom.Fieldset, atom.Figcaption,
+		atom.Figure, atom.Footer, atom.Form, atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6,
+		atom.Header, atom.Hgroup, atom.Hr, atom.Html, atom.Legend, atom.Li, atom.Main, atom.Menu,
+		atom.Nav, atom.Ol, atom.P, atom.Pre, atom.Section, atom.Summary, atom.Table, atom.Tbody,
+		atom.Thead, atom.Tfoot, atom.Tr, atom.Ul, atom.Caption, atom.Frameset, atom.Noframes:
+		return true
+	}
+	return false
+}
+
+func hasToken(list, tok string) bool {
+	for _, f := range strings.Fields(list) {
+		if strings.EqualFold(f, tok) {
+			return true
+		}
+	}
+	return false
+}
+
+// addMeta adds a <meta> tag to the meta map as the extractor does:
+// content (or value), collapsed and clipped, under each lower-cased key of
+// its property, name, itemprop and http-equiv; the first of a key wins,
+// except that authors are joined.
+func (d *discoverer) addMeta(attrs []html.Attribute) {
+	if len(d.meta) >= discoverMaxMeta {
+		return
+	}
+	content, ok := attrVal(attrs, "content")
+	if !ok {
+		content, ok = attrVal(attrs, "value")
+	}
+	if !ok {
+		return
+	}
+	content = clip(collapse(content), discoverMaxValue)
+	if content == "" {
+		return
+	}
+	for _, attr := range []string{"property", "name", "itemprop", "http-equiv"} {
+		keys, _ := attrVal(attrs, attr)
+		for _, k := range strings.Fields(strings.ToLower(keys)) {
+			if old, seen := d.meta[k]; !seen {
+				d.meta[k] = content
+			} else if authorKey(k) && len(old)+len(content) < discoverMaxValue && !strings.Contains("; "+old+"; ", "; "+content+"; ") {
+				d.meta[k] = old + "; " + content
+			}
+		}
+	}
+}
+
+func authorKey(k string) bool {
+	switch k {
+	case "author", "dc.creator", "dc:creator", "dcterms.creator", "citation_author":
+		return true
+	}
+	return false
+}
+
+// setBase makes <base href> the base of the document's links.
+func (d *discoverer) setBase(href string) {
+	href = strings.TrimSpace(href)
+	if href == "" {
+		return
+	}
+	u, err := url.Parse(href)
+	if err != nil {
+		return
+	}
+	if d.base != nil {
+		u = d.base.ResolveReference(u)
+	}
+	if u.IsAbs() {
+		d.base = u
+	}
+}
+
+// startA begins a link element: as the extractor does, an <a> or <area>
+// whose href is no http(s) link is no link (the extractor looks inside
+// it for links), and a link seen already only lends its text.
+func (d *discoverer) startA(attrs []html.Attribute, void bool) {
+	if d.full {
+		return
+	}
+	if d.examined++; d.examined > discoverMaxLinkEl {
+		d.truncated, d.full = true, true
+		return
+	}
+	href, ok := attrVal(attrs, "href")
+	if !ok {
+		return
+	}
+	if !d.hostSet { // the base is final once the body has begun
+		d.hostSet = true
+		if d.base != nil {
+			d.host = strings.ToLower(d.base.Hostname())
+		}
+	}
+	u := resolveLink(d.base, href)
+	if u == nil {
+		return
+	}
+	s := u.String()
+	i, seen := d.index[s]
+	if !seen {
+		if len(d.links) == airlock.MaxPageLinks {
+			d.truncated, d.full = true, true
+			return
+		}
+		i = len(d.links)
+		d.index[s] = i
+		rel, _ := attrVal(attrs, "rel")
+		d.links = append(d.links, airlock.Link{
+			URL:      s,
+			Rel:      strings.Join(strings.Fields(strings.ToLower(rel)), " "),
+			Internal: d.host != "" && strings.EqualFold(u.Hostname(), d.host),
+		})
+	}
+	title, _ := attrVal(attrs, "title")
+	aria, _ := attrVal(attrs, "aria-label")
+	d.aIdx = i
+	d.aTitle = firstNonEmpty(title, aria)
+	d.aText.Reset()
+	d.aTextMax, d.aAlt, d.aSkip, d.altSkip = false, "", 0, 0
+	if void {
+		d.finishA()
+		return
+	}
+	d.a, d.aDepth = true, d.depth
+}
+
+func (d *discoverer) addAText(t []byte) {
+	if d.aTextMax {
+		return
+	}
+	d.aText.Write(t)
+	if d.aText.Len() > 1<<16 {
+		d.aTextMax = true
+	}
+}
+
+func (d *discoverer) endA() {
+	if !d.a {
+		return
+	}
+	d.a = false
+	d.finishA()
+}
+
+// finishA sets the text of the link being read, unless it has one.
+func (d *discoverer) finishA() {
+	if d.links[d.aIdx].Text != "" {
+		return
+	}
+	text := clip(collapse(d.aText.String()), discoverMaxText)
+	if text == "" {
+		text = clip(firstNonEmpty(d.aTitle, d.aAlt), discoverMaxText)
+	}
+	d.links[d.aIdx].Text = text
+}
+
+// finishCanonical resolves the canonical URL against the final base.
+func (d *discoverer) finishCanonical() {
+	if strings.HasPrefix(d.canonical, "\x00") {
+		d.canonical = absURL(d.base, d.canonical[1:])
+	}
+}
+
+// resolveLink resolves href against base and keeps http and https links
+// only, without their fragment or user information.
+func resolveLink(base *url.URL, href string) *url.URL {
+	href = strings.TrimSpace(href)
+	if href == "" || strings.HasPrefix(href, "#") {
+		return nil
+	}
+	u, err := url.Parse(href)
+	if err != nil {
+		return nil
+	}
+	if base != nil {
+		u = base.ResolveReference(u)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil
+	}
+	u.Fragment, u.RawFragment = "", ""
+	u.User = nil
+	u.Host = strings.ToLower(u.Host)
+	return u
+}
+
+func absURL(base *url.URL, ref string) string {
+	u, err := url.Parse(strings.TrimSpace(ref))
+	if err != nil {
+		return ""
+	}
+	if base != nil {
+		u = base.ResolveReference(u)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return ""
+	}
+	return u.String()
+}
+
+// fill sets the page's metadata fields from what the pass collected, with
+// the extractor's precedence where it reads the same sources.
+func (d *discoverer) fill(p *airlock.Page) {
+	m := func(keys ...string) string {
+		for _, k := range keys {
+			if v := collapse(d.meta[k]); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	if d.title != "" && len(d.meta) < discoverMaxMeta {
+		d.meta["html:title"] = clip(d.title, discoverMaxValue)
+	}
+	p.Description = m("dc:description", "dcterm:description", "dc.description",
+		"dcterms.description", "og:description", "description", "twitter:description")
+	p.Lang = firstNonEmpty(d.lang[0], d.lang[1],
+		m("content-language", "dc.language", "dc:language", "language"),
+		strings.ReplaceAll(m("og:locale"), "_", "-"))
+	p.Canonical = d.canonical
+	if p.Canonical == "" && d.meta["og:url"] != "" {
+		p.Canonical = absURL(d.base, d.meta["og:url"])
+	}
+	p.SiteName = firstNonEmpty(m("og:site_name", "application-name"), strings.TrimPrefix(m("twitter:site"), "@"))
+	p.Title = trimSiteName(firstNonEmpty(m("dc:title", "dc.title", "dcterm:title", "dcterms:title", "dcterms.title", "og:title",
+		"weibo:article:title", "weibo:webpage:title", "title", "twitter:title", "parsely-title"), d.title), p.SiteName)
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v = collapse(v); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// collapse trims s and collapses its runs of white space (Unicode's).
+func collapse(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// clip cuts s to at most n bytes, at a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// titleSeps separate a page's title from its site's name.
+var titleSeps = [...]string{" | ", " - ", " – ", " — ", " \\ ", " / ", " > ", " » ", " · ", " :: "}
+
+// trimSiteName cuts the site's name off the end (or the start) of a
+// title, with the separator between them, as the extractor does.
+func trimSiteName(title, site string) string {
+	if site == "" || len(site) >= len(title) {
+		return title
+	}
+	lt, ls := strings.ToLower(title), strings.ToLower(site)
+	for _, sep := range titleSeps {
+		if strings.HasSuffix(lt, sep+ls) {
+			if t := strings.TrimSpace(title[:len(title)-len(sep)-len(site)]); len(strings.Fields(t)) >= 2 {
+				return t
+			}
+		}
+		if strings.HasPrefix(lt, ls+sep) {
+			if t := strings.TrimSpace(title[len(site)+len(sep):]); len(strings.Fields(t)) >= 2 {
+				return t
+			}
+		}
+	}
+	return title
+}
