@@ -148,21 +148,21 @@ type discoverer struct {
 	host      string // the base's, once known (hostSet)
 	hostSet   bool
 	text      int // visible ASCII bytes other than spaces
-	depth     int // open elements, as a tokenizer counts them
+	open      []openEl // the open elements, as far as a tokenizer can tell
 	foreign   int // open <svg> and <math> elements
 	integ     int // open HTML integration points in them (foreignObject...)
 	template  int // open <template> elements
 	// the <a> being read: its depth, its index in links, its text so
 	// far, and the fallbacks for an empty text
 	a        bool
-	aDepth   int
+	aDepth   int // len(open) with the <a> open
 	aIdx     int
 	aText    strings.Builder
 	aTextMax bool
 	aAlt     string
 	aTitle   string
-	aSkip    int // depth inside script/style/template/noscript in the <a>
-	altSkip  int // the depth of the element whose children the alt walk skips
+	aSkip    int // len(open) with the script, style, template or noscript in the <a> open
+	altSkip  int // len(open) with the element whose children the alt walk skips open
 }
 
 // scan reads body; false sends the page to the extractor.
@@ -221,13 +221,13 @@ func (d *discoverer) scan(body []byte) bool {
 					raw = a
 				}
 			}
-			if !d.start(a, attrs, void) {
+			if !d.start(a, name, attrs, void) {
 				return false
 			}
 			z.AllowCDATA(d.foreign > 0)
 		case html.EndTagToken:
 			name, _ := z.TagName()
-			d.end(atom.Lookup(name))
+			d.end(atom.Lookup(name), name)
 			z.AllowCDATA(d.foreign > 0)
 		}
 	}
@@ -265,11 +265,122 @@ func attrVal(attrs []html.Attribute, key string) (string, bool) {
 	return "", false
 }
 
+// openEl is an element the tokenizer has seen open, with what its start
+// changed.
+type openEl struct {
+	a       atom.Atom
+	name    string // for an unknown tag (a == 0)
+	foreign bool   // an <svg> or <math>
+	integ   bool   // an HTML integration point in one
+}
+
+// push opens an element; false when the document is nested deeper than
+// the extractor reads it whole.
+func (d *discoverer) push(a atom.Atom, name []byte) bool {
+	el := openEl{a: a}
+	if a == 0 {
+		el.name = string(name)
+	}
+	switch {
+	case a == atom.Svg || a == atom.Math:
+		el.foreign = true
+		d.foreign++
+	case d.foreign > 0 && d.integ == 0 && integration(a):
+		el.integ = true
+		d.integ++
+	}
+	if a == atom.Template {
+		d.template++
+	}
+	d.open = append(d.open, el)
+	return len(d.open) <= discoverMaxDepth
+}
+
+// popTo closes the elements from index i up, as the parser does when an
+// end tag (or a start tag that implies one) closes them.
+func (d *discoverer) popTo(i int) {
+	for len(d.open) > i {
+		el := d.open[len(d.open)-1]
+		d.open = d.open[:len(d.open)-1]
+		n := len(d.open)
+		if el.foreign {
+			d.foreign--
+		}
+		if el.integ {
+			d.integ--
+		}
+		if el.a == atom.Template {
+			d.template--
+		}
+		if d.altSkip > n {
+			d.altSkip = 0
+		}
+		if d.aSkip > n {
+			d.aSkip = 0
+		}
+		if d.a {
+			if n < d.aDepth {
+				d.endA()
+			} else if d.aSkip == 0 && textBlock(el.a) {
+				d.addAText([]byte(" "))
+			}
+		}
+	}
+}
+
+// lastOpen is the index of the innermost open element a (named name when
+// a is 0) below any of stops, or -1.
+func (d *discoverer) lastOpen(a atom.Atom, name []byte, stops ...atom.Atom) int {
+	for i := len(d.open) - 1; i >= 0; i-- {
+		el := d.open[i]
+		if el.a == a && (a != 0 || el.name == string(name)) {
+			return i
+		}
+		for _, s := range stops {
+			if el.a == s {
+				return -1
+			}
+		}
+	}
+	return -1
+}
+
+// scopeStops end the search for an open <p>, <li>, <dd> or <dt> that a
+// start tag closes.
+var scopeStops = []atom.Atom{atom.Button, atom.Table, atom.Td, atom.Th, atom.Caption, atom.Html, atom.Template, atom.Object, atom.Marquee, atom.Applet}
+
 // start handles a start tag; false sends the page to the extractor.
-func (d *discoverer) start(a atom.Atom, attrs []html.Attribute, void bool) bool {
-	if !void {
-		if d.depth++; d.depth > discoverMaxDepth {
-			return false
+func (d *discoverer) start(a atom.Atom, name []byte, attrs []html.Attribute, void bool) bool {
+	// What the parser closes before it opens this element.
+	switch {
+	case d.foreign > 0 && d.integ == 0 && breakout(a, attrs):
+		for i, el := range d.open {
+			if el.foreign {
+				d.popTo(i) // the parser leaves SVG and MathML for HTML here
+				break
+			}
+		}
+	case d.foreign > 0:
+	case a == atom.A:
+		if i := d.lastOpen(atom.A, nil); i >= 0 {
+			d.popTo(i)
+		}
+	case a == atom.Li:
+		if i := d.lastOpen(atom.Li, nil, append(scopeStops, atom.Ul, atom.Ol)...); i >= 0 {
+			d.popTo(i)
+		}
+	case a == atom.Dd || a == atom.Dt:
+		i := d.lastOpen(atom.Dd, nil, append(scopeStops, atom.Dl)...)
+		if j := d.lastOpen(atom.Dt, nil, append(scopeStops, atom.Dl)...); j > i {
+			i = j
+		}
+		if i >= 0 {
+			d.popTo(i)
+		}
+	}
+	if d.foreign == 0 && closesP(a) {
+		if i := d.lastOpen(atom.P, nil, scopeStops...); i >= 0 {
+			d.popTo(i)
 		}
 	}
 	switch a {
@@ -303,96 +414,66 @@ func (d *discoverer) start(a atom.Atom, attrs []html.Attribute, void bool) bool 
 		}
 	}
 	if d.a {
-		switch {
-		case a == atom.A || d.depth <= d.aDepth && !void:
-			d.endA()
-		case d.aSkip > 0:
-			if !void {
-				d.aSkip++
+		if d.aSkip == 0 {
+			switch {
+			case a == atom.Br || textBlock(a):
+				d.addAText([]byte(" "))
 			}
-		case a == atom.Script || a == atom.Style || a == atom.Template || a == atom.Noscript:
-			if !void {
-				d.aSkip = 1
-			}
-		case a == atom.Br:
-			d.addAText([]byte(" "))
-		case textBlock(a):
-			d.addAText([]byte(" "))
 		}
 		// The extractor's fallback text is the alt of the last <img> its
 		// walk visits, which skips the children of each element visited
 		// once an alt is found.
-		if d.a && d.altSkip == 0 {
-			if a == atom.Img {
-				d.aAlt, _ = attrVal(attrs, "alt")
+		if d.altSkip == 0 && a == atom.Img {
+			d.aAlt, _ = attrVal(attrs, "alt")
+		}
+	}
+	if !void {
+		if !d.push(a, name) {
+			return false
+		}
+		if d.a {
+			if d.aSkip == 0 && (a == atom.Script || a == atom.Style || a == atom.Template || a == atom.Noscript) {
+				d.aSkip = len(d.open)
 			}
-			if d.aAlt != "" && !void {
-				d.altSkip = d.depth
+			if d.altSkip == 0 && d.aAlt != "" {
+				d.altSkip = len(d.open)
 			}
 		}
 	}
-	switch {
-	case d.foreign > 0 && d.integ == 0 && breakout(a, attrs):
-		d.foreign = 0 // the parser leaves SVG and MathML for HTML here
-	case d.foreign > 0 && !void && integration(a):
-		d.integ++
-	}
-	switch a {
-	case atom.Svg, atom.Math:
-		if !void {
-			d.foreign++
-		}
-	case atom.Template:
-		if !void {
-			d.template++
-		}
-	case atom.A, atom.Area:
-		if d.a || d.template > 0 {
-			break // inside a link: not visited; in a template: skipped
-		}
+	if (a == atom.A || a == atom.Area) && !d.a && d.template == 0 {
+		// Inside a link a link is not visited; in a template, skipped.
 		d.startA(attrs, void || a == atom.Area)
 	}
 	return true
 }
 
-func (d *discoverer) end(a atom.Atom) {
-	if d.integ > 0 && integration(a) {
-		d.integ--
+func (d *discoverer) end(a atom.Atom, name []byte) {
+	if a == atom.Br && d.a && d.aSkip == 0 {
+		d.addAText([]byte(" ")) // </br> is a <br>
 	}
-	if d.a {
-		switch {
-		case a == atom.A:
-			d.endA()
-		case d.aSkip > 0:
-			d.aSkip--
-		case a == atom.Br || textBlock(a):
-			d.addAText([]byte(" "))
-		}
+	if i := d.lastOpen(a, name); i >= 0 {
+		d.popTo(i)
 	}
-	if d.depth > 0 {
-		d.depth--
-	}
-	if d.altSkip > 0 && d.depth < d.altSkip {
-		d.altSkip = 0
-	}
-	if d.a && d.depth < d.aDepth {
-		d.endA()
-	}
-	switch a {
-	case atom.Svg, atom.Math:
-		d.foreign = max(0, d.foreign-1)
-		if d.foreign == 0 {
-			d.integ = 0
-		}
-	case atom.Template:
-		d.template = max(0, d.template-1)
-	case atom.Head:
+	if a == atom.Head {
 		d.bodyBegun()
 	}
 }
 
 // bodyBegun notes that the head is over: a later <base> does not count.
 func (d *discoverer) bodyBegun() { d.baseDone = true }
+
+// closesP reports the start tags that close an open <p>.
+func closesP(a atom.Atom) bool {
+	switch a {
+	case atom.Address, atom.Article, atom.Aside, atom.Blockquote, atom.Center, atom.Details, atom.Dialog,
+		atom.Dir, atom.Div, atom.Dl, atom.Fieldset, atom.Figcaption, atom.Figure, atom.Footer, atom.Header,
+		atom.Hgroup, atom.Main, atom.Menu, atom.Nav, atom.Ol, atom.P, atom.Section, atom.Summary, atom.Ul,
+		atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6, atom.Pre, atom.Listing, atom.Form, atom.Li,
+		atom.Dd, atom.Dt, atom.Plaintext, atom.Table, atom.Hr, atom.Xmp:
+		return true
+	}
+	return false
+}
 
 // breakout reports the HTML start tags that end SVG or MathML content.
 func breakout(a atom.Atom, attrs []html.Attribute) bool {
@@ -437,9 +518,11 @@ func textBlock(a atom.Atom) bool {
 	return false
 }
 
+// hasToken reports tok in a space-separated list, matched as the
+// extractor's selector matches it (rel~="canonical": case-sensitive).
 func hasToken(list, tok string) bool {
 	for _, f := range strings.Fields(list) {
-		if strings.EqualFold(f, tok) {
+		if f == tok {
 			return true
 		}
 	}
@@ -554,7 +637,7 @@ func (d *discoverer) startA(attrs []html.Attribute, void bool) {
 		d.finishA()
 		return
 	}
-	d.a, d.aDepth = true, d.depth
+	d.a, d.aDepth = true, len(d.open)
 }
 
 func (d *discoverer) addAText(t []byte) {

@@ -226,7 +226,7 @@ func FuzzDiscover(f *testing.F) {
 		site.ServeHTTP(rec, httptest.NewRequest("GET", fmt.Sprintf("/p/%d", i), nil))
 		f.Add(rec.Body.String())
 	}
-	pad := strings.Repeat("<p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p>\n", 30)
+	pad := strings.Repeat("<p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p>\n", 45)
 	for _, s := range []string{
 		`<head><base href="/sub/"><meta name="robots" content="noindex, nofollow"></head><body><a href="x">x</a><a href="../y#f">y</a>`,
 		`<a href="/a">one<a href="/b">two</a></a><area href="/c" alt="c"><map><area href="/d" title="d"></map>`,
