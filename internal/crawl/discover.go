@@ -147,11 +147,11 @@ type discoverer struct {
 	full      bool
 	host      string // the base's, once known (hostSet)
 	hostSet   bool
-	text      int // visible ASCII bytes other than spaces
+	text      int      // visible ASCII bytes other than spaces
 	open      []openEl // the open elements, as far as a tokenizer can tell
-	foreign   int // open <svg> and <math> elements
-	integ     int // open HTML integration points in them (foreignObject...)
-	template  int // open <template> elements
+	foreign   int      // open <svg> and <math> elements
+	integ     int      // open HTML integration points in them (foreignObject...)
+	template  int      // open <template> elements
 	// the <a> being read: its depth, its index in links, its text so
 	// far, and the fallbacks for an empty text
 	a        bool
