@@ -109,7 +109,7 @@ func discoverable(h http.Header, body []byte) (mt string, out []byte, ok bool) {
 	// Valid UTF-8 that uses it is UTF-8 to the extractor whatever the
 	// labels say; ASCII reads the same in every ASCII-compatible charset
 	// (ESC opens ISO-2022 escapes, which are not).
-	if high := hasHighBit(body); high && !utf8.Valid(body) || !high && bytes.IndexByte(body, 0x1b) >= 0 {
+	if !utf8.Valid(body) || bytes.IndexByte(body, 0x1b) >= 0 && !hasHighBit(body) {
 		return "", nil, false
 	}
 	switch cs := strings.ToLower(strings.TrimSpace(params["charset"])); {
@@ -172,6 +172,8 @@ func (d *discoverer) scan(body []byte) bool {
 	d.index = map[string]int{}
 	z := html.NewTokenizer(bytes.NewReader(body))
 	var raw atom.Atom // the raw-text element whose text comes next
+	var attrs []html.Attribute
+	var nameBuf [32]byte
 	for {
 		tt := z.Next()
 		if tt != html.TextToken {
@@ -201,13 +203,17 @@ func (d *discoverer) scan(body []byte) bool {
 				d.addAText(t)
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
-			name, hasAttr := z.TagName()
+			name := tagName(z, &nameBuf)
 			a := atom.Lookup(name)
-			var attrs []html.Attribute
-			for hasAttr {
-				var k, v []byte
-				k, v, hasAttr = z.TagAttr()
-				attrs = append(attrs, html.Attribute{Key: string(k), Val: string(v)})
+			attrs = attrs[:0]
+			if d.readsAttrs(a) {
+				for more := true; more; {
+					var k, v []byte
+					k, v, more = z.TagAttr()
+					if k != nil && attrWanted(k) {
+						attrs = append(attrs, html.Attribute{Key: string(k), Val: string(v)})
+					}
+				}
 			}
 			void := tt == html.SelfClosingTagToken || voidElement(a)
 			switch a {
@@ -226,11 +232,66 @@ func (d *discoverer) scan(body []byte) bool {
 			}
 			z.AllowCDATA(d.foreign > 0)
 		case html.EndTagToken:
-			name, _ := z.TagName()
+			name := tagName(z, &nameBuf)
 			d.end(atom.Lookup(name), name)
 			z.AllowCDATA(d.foreign > 0)
 		}
 	}
+}
+
+// tagName is the lower-cased name of the current tag token, read from
+// its raw bytes as the tokenizer reads it: Tokenizer.TagName copies the
+// name for every tag. Names that are long or hold a NUL take that path.
+func tagName(z *html.Tokenizer, buf *[32]byte) []byte {
+	raw := z.Raw()
+	i := 1
+	if len(raw) > 1 && raw[1] == '/' {
+		i = 2
+	}
+	n := 0
+	for ; i < len(raw); i++ {
+		c := raw[i]
+		switch c {
+		case ' ', '\n', '\r', '\t', '\f', '/', '>':
+			return buf[:n]
+		case 0:
+			name, _ := z.TagName()
+			return name
+		}
+		if n == len(buf) {
+			name, _ := z.TagName()
+			return name
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[n] = c
+		n++
+	}
+	return buf[:n]
+}
+
+// attrWanted reports the attributes Discover reads.
+func attrWanted(k []byte) bool {
+	switch string(k) {
+	case "href", "rel", "title", "aria-label", "alt", "content", "value", "property", "name", "itemprop",
+		"http-equiv", "lang", "xml:lang", "color", "face", "size":
+		return true
+	}
+	return false
+}
+
+// readsAttrs reports the elements whose attributes Discover reads.
+func (d *discoverer) readsAttrs(a atom.Atom) bool {
+	switch a {
+	case atom.Html, atom.Base, atom.Meta, atom.Link, atom.A, atom.Area:
+		return true
+	case atom.Img:
+		return d.a
+	case atom.Font:
+		return d.foreign > 0
+	}
+	return false
 }
 
 // voidElement reports elements that never have an end tag.
