@@ -16,27 +16,31 @@ import (
 	"github.com/airlockhq/airlock/internal/crawl/robotstag"
 )
 
-// Discovery reads what an ExtractNone crawl keeps of an HTML page (its
-// links, <title>, <meta> tags, language, canonical URL and robots
-// directives) in one pass of the HTML tokenizer, without building the
-// document tree that the full extractor needs: on a crawl for discovery
-// the tree and its walks were most of the work per page.
+// Discover reads what an ExtractNone crawl keeps of an HTML page (its
+// links, headings, <title>, <meta> tags, language, canonical URL and
+// robots directives) in one pass of the HTML tokenizer, without building
+// the document tree that the full extractor needs: on a crawl for
+// discovery the tree and its walks were most of the work per page. It
+// follows the open elements as the parser closes them (implied ends of
+// p, li, dd/dt, headings and links; end tags in scope; SVG and MathML),
+// short of the parser's rarer repairs (the adoption agency's reopened
+// formatting elements, foster parenting in tables).
 //
-// The links, the meta map, the <title> (Meta["html:title"]), the
-// language, the canonical URL and the robots directives are those the
-// extractor finds in the tree (a differential test holds the two to it
-// over the extractor's test pages). What needs the tree or the text is
-// left out: Kind, Headings, Author and Published are empty, JSON-LD is not
-// read, and Title is the page's declared title (dc:title, og:title,
-// twitter:title and the like, else <title>), its site's name cut off, not
-// the headline the extractor picks out of the markup.
+// Links, headings, the meta map (with Meta["html:title"]), language,
+// canonical URL and robots directives are those the extractor finds in
+// the tree; a differential test holds the two to it over the extractor's
+// test pages. What needs the tree or the text is left out: Kind, Author
+// and Published are empty, JSON-LD is not read, and Title is the page's
+// declared title (dc:title, og:title, twitter:title and the like, else
+// <title>), its site's name cut off, not the headline the extractor
+// picks out of the markup.
 //
 // Discover answers ok=false, leaving the page to the full extractor, for
-// what it cannot read the same way: a body that is not HTML or not labelled
-// so, over the extractor's size cap, not UTF-8 (or ASCII under an
-// ASCII-compatible label), nested deeper than the extractor flattens, or
-// with so little text that it may be a bot wall, and any response with a
-// bot-wall header.
+// what it cannot read the same way: a body that is not labelled HTML,
+// over the extractor's size cap, not UTF-8 (or ASCII under an
+// ASCII-compatible label), nested deeper than the extractor reads it
+// whole, or with so little text that it may be a bot wall, and any
+// response with a bot-wall header.
 func Discover(resp *airlock.HTTPResponse) (Extracted, bool) {
 	h := http.Header(resp.Header)
 	mt, body, ok := discoverable(h, resp.Body)
@@ -57,10 +61,13 @@ func Discover(resp *airlock.HTTPResponse) (Extracted, bool) {
 		ContentType: mt,
 		FetchedAt:   time.Now().UTC(),
 		Meta:        d.meta,
-		Headings:    []airlock.Heading{},
+		Headings:    d.headings,
 		Links:       d.links,
 		Tables:      [][][]string{},
 		Truncated:   []string{},
+	}
+	if d.hTruncated {
+		p.Truncated = append(p.Truncated, "headings")
 	}
 	if d.truncated {
 		p.Truncated = append(p.Truncated, "links")
@@ -79,12 +86,13 @@ func Discover(resp *airlock.HTTPResponse) (Extracted, bool) {
 
 // The extractor's bounds that Discover keeps to (internal/extract).
 const (
-	discoverMaxInput  = 10 << 20 // extract.DefaultMaxInputBytes
-	discoverMaxMeta   = 256      // meta entries
-	discoverMaxValue  = 4096     // bytes of a meta value
-	discoverMaxText   = 300      // bytes of a link's text
-	discoverMaxLinkEl = 20 * airlock.MaxPageLinks
-	discoverMaxDepth  = 256 // the extractor flattens documents nested deeper
+	discoverMaxInput   = 10 << 20 // extract.DefaultMaxInputBytes
+	discoverMaxMeta    = 256      // meta entries
+	discoverMaxValue   = 4096     // bytes of a meta value
+	discoverMaxText    = 300      // bytes of a link's text
+	discoverMaxHeading = 500      // bytes of a heading's text
+	discoverMaxLinkEl  = 20 * airlock.MaxPageLinks
+	discoverMaxDepth   = 256 // the extractor flattens documents nested deeper
 	// discoverMinText is the least visible text (ASCII bytes other than
 	// spaces) of a page Discover reads: a bot wall has at most 1,500 (the
 	// extractor's wallMaxText), and shorter pages go to the extractor,
@@ -152,6 +160,15 @@ type discoverer struct {
 	foreign   int      // open <svg> and <math> elements
 	integ     int      // open HTML integration points in them (foreignObject...)
 	template  int      // open <template> elements
+	skipOpen  int      // open skipTag elements
+	// the h1-h3 being read: its depth, level and text; the headings read
+	h          bool
+	hDepth     int
+	hLevel     int
+	hSkip      int
+	hText      strings.Builder
+	headings   []airlock.Heading
+	hTruncated bool
 	// the <a> being read: its depth, its index in links, its text so
 	// far, and the fallbacks for an empty text
 	a        bool
@@ -169,6 +186,7 @@ type discoverer struct {
 func (d *discoverer) scan(body []byte) bool {
 	d.meta = map[string]string{}
 	d.links = []airlock.Link{}
+	d.headings = []airlock.Heading{}
 	d.index = map[string]int{}
 	z := html.NewTokenizer(bytes.NewReader(body))
 	var raw atom.Atom // the raw-text element whose text comes next
@@ -181,6 +199,7 @@ func (d *discoverer) scan(body []byte) bool {
 		}
 		switch tt {
 		case html.ErrorToken:
+			d.popTo(0)
 			d.endA()
 			d.finishCanonical()
 			return d.text > discoverMinText
@@ -201,6 +220,9 @@ func (d *discoverer) scan(body []byte) bool {
 			}
 			if d.a && d.aSkip == 0 {
 				d.addAText(t)
+			}
+			if d.h && d.hSkip == 0 {
+				d.addHText(t)
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
 			name := tagName(z, &nameBuf)
@@ -332,6 +354,7 @@ type openEl struct {
 	a       atom.Atom
 	name    string // for an unknown tag (a == 0)
 	foreign bool   // an <svg> or <math>
+	skip    bool   // one of skipTag's
 	integ   bool   // an HTML integration point in one
 }
 
@@ -353,6 +376,10 @@ func (d *discoverer) push(a atom.Atom, name []byte) bool {
 	if a == atom.Template {
 		d.template++
 	}
+	if skipTag(a) {
+		el.skip = true
+		d.skipOpen++
+	}
 	d.open = append(d.open, el)
 	return len(d.open) <= discoverMaxDepth
 }
@@ -372,6 +399,19 @@ func (d *discoverer) popTo(i int) {
 		}
 		if el.a == atom.Template {
 			d.template--
+		}
+		if el.skip {
+			d.skipOpen--
+		}
+		if d.hSkip > n {
+			d.hSkip = 0
+		}
+		if d.h {
+			if n < d.hDepth {
+				d.endH()
+			} else if d.hSkip == 0 && textBlock(el.a) {
+				d.addHText([]byte(" "))
+			}
 		}
 		if d.altSkip > n {
 			d.altSkip = 0
@@ -404,6 +444,50 @@ func (d *discoverer) lastOpen(a atom.Atom, name []byte, stops ...atom.Atom) int 
 		}
 	}
 	return -1
+}
+
+// closedBy is the index of the open element an end tag closes, or -1
+// when the parser ignores the tag: the end tag of a special element
+// closes it in scope (not across a table cell, say); another end tag
+// closes the innermost element of its name unless a special element is
+// open above it.
+func (d *discoverer) closedBy(a atom.Atom, name []byte) int {
+	switch {
+	case a == atom.Table || a == atom.Html || a == atom.Body || a == atom.Template:
+		return d.lastOpen(a, name, atom.Html, atom.Template)
+	case a == atom.Td || a == atom.Th || a == atom.Tr || a == atom.Tbody || a == atom.Thead || a == atom.Tfoot || a == atom.Caption:
+		return d.lastOpen(a, name, atom.Table, atom.Html, atom.Template)
+	case special(a):
+		return d.lastOpen(a, name, scopeStops...)
+	}
+	for i := len(d.open) - 1; i >= 0; i-- {
+		el := d.open[i]
+		if el.a == a && (a != 0 || el.name == string(name)) {
+			return i
+		}
+		if special(el.a) || el.integ {
+			return -1
+		}
+	}
+	return -1
+}
+
+// special reports the HTML elements of the parser's special category.
+func special(a atom.Atom) bool {
+	switch a {
+	case atom.Address, atom.Applet, atom.Area, atom.Article, atom.Aside, atom.Base, atom.Basefont, atom.Bgsound,
+		atom.Blockquote, atom.Body, atom.Br, atom.Button, atom.Caption, atom.Center, atom.Col, atom.Colgroup,
+		atom.Dd, atom.Details, atom.Dir, atom.Div, atom.Dl, atom.Dt, atom.Embed, atom.Fieldset, atom.Figcaption,
+		atom.Figure, atom.Footer, atom.Form, atom.Frame, atom.Frameset, atom.H1, atom.H2, atom.H3, atom.H4,
+		atom.H5, atom.H6, atom.Head, atom.Header, atom.Hgroup, atom.Hr, atom.Html, atom.Iframe, atom.Img,
+		atom.Input, atom.Keygen, atom.Li, atom.Link, atom.Listing, atom.Main, atom.Marquee, atom.Menu, atom.Meta,
+		atom.Nav, atom.Noembed, atom.Noframes, atom.Noscript, atom.Object, atom.Ol, atom.P, atom.Param,
+		atom.Plaintext, atom.Pre, atom.Script, atom.Section, atom.Select, atom.Source, atom.Style, atom.Summary,
+		atom.Table, atom.Tbody, atom.Td, atom.Template, atom.Textarea, atom.Tfoot, atom.Th, atom.Thead,
+		atom.Title, atom.Tr, atom.Track, atom.Ul, atom.Wbr, atom.Xmp:
+		return true
+	}
+	return false
 }
 
 // scopeStops end the search for an open <p>, <li>, <dd> or <dt> that a
@@ -444,6 +528,9 @@ func (d *discoverer) start(a atom.Atom, name []byte, attrs []html.Attribute, voi
 			d.popTo(i)
 		}
 	}
+	if d.foreign == 0 && headingLevel(a) > 0 && len(d.open) > 0 && headingLevel(d.open[len(d.open)-1].a) > 0 {
+		d.popTo(len(d.open) - 1) // a heading does not nest in a heading
+	}
 	switch a {
 	case atom.Html:
 		for i, k := range []string{"lang", "xml:lang"} {
@@ -474,6 +561,9 @@ func (d *discoverer) start(a atom.Atom, name []byte, attrs []html.Attribute, voi
 			}
 		}
 	}
+	if d.h && d.hSkip == 0 && (a == atom.Br || textBlock(a)) {
+		d.addHText([]byte(" "))
+	}
 	if d.a {
 		if d.aSkip == 0 {
 			switch {
@@ -488,9 +578,19 @@ func (d *discoverer) start(a atom.Atom, name []byte, attrs []html.Attribute, voi
 			d.aAlt, _ = attrVal(attrs, "alt")
 		}
 	}
+	// The extractor's headings are the h1-h3 outside the elements whose
+	// text is never content.
+	heading := !void && !d.h && d.skipOpen == 0 && headingLevel(a) > 0 && headingLevel(a) <= 3
 	if !void {
 		if !d.push(a, name) {
 			return false
+		}
+		if d.h && d.hSkip == 0 && (a == atom.Script || a == atom.Style || a == atom.Template || a == atom.Noscript) {
+			d.hSkip = len(d.open)
+		}
+		if heading {
+			d.h, d.hDepth, d.hLevel, d.hSkip = true, len(d.open), headingLevel(a), 0
+			d.hText.Reset()
 		}
 		if d.a {
 			if d.aSkip == 0 && (a == atom.Script || a == atom.Style || a == atom.Template || a == atom.Noscript) {
@@ -512,7 +612,20 @@ func (d *discoverer) end(a atom.Atom, name []byte) {
 	if a == atom.Br && d.a && d.aSkip == 0 {
 		d.addAText([]byte(" ")) // </br> is a <br>
 	}
-	if i := d.lastOpen(a, name); i >= 0 {
+	if a == atom.Br && d.h && d.hSkip == 0 {
+		d.addHText([]byte(" "))
+	}
+	if headingLevel(a) > 0 && d.foreign == 0 {
+		// Any heading's end tag closes the open heading.
+		for i := len(d.open) - 1; i >= 0; i-- {
+			if headingLevel(d.open[i].a) > 0 {
+				d.popTo(i)
+				return
+			}
+		}
+		return
+	}
+	if i := d.closedBy(a, name); i >= 0 {
 		d.popTo(i)
 	}
 	if a == atom.Head {
@@ -520,8 +633,66 @@ func (d *discoverer) end(a atom.Atom, name []byte) {
 	}
 }
 
-// bodyBegun notes that the head is over: a later <base> does not count.
-func (d *discoverer) bodyBegun() { d.baseDone = true }
+// bodyBegun notes that the head is over: a later <base> does not count,
+// and the parser closes an open <head>.
+func (d *discoverer) bodyBegun() {
+	d.baseDone = true
+	if i := d.lastOpen(atom.Head, nil); i >= 0 {
+		d.popTo(i)
+	}
+}
+
+// headingLevel is 1 to 6 for h1 to h6, else 0.
+func headingLevel(a atom.Atom) int {
+	switch a {
+	case atom.H1:
+		return 1
+	case atom.H2:
+		return 2
+	case atom.H3:
+		return 3
+	case atom.H4:
+		return 4
+	case atom.H5:
+		return 5
+	case atom.H6:
+		return 6
+	}
+	return 0
+}
+
+// skipTag reports the elements whose text is never content to the
+// extractor (its skipTags): it looks for no headings in them.
+func skipTag(a atom.Atom) bool {
+	switch a {
+	case atom.Script, atom.Style, atom.Noscript, atom.Template, atom.Head, atom.Svg, atom.Math, atom.Iframe,
+		atom.Object, atom.Embed, atom.Select, atom.Option, atom.Button, atom.Input, atom.Textarea, atom.Canvas,
+		atom.Audio, atom.Video, atom.Picture, atom.Source, atom.Img, atom.Title, atom.Meta, atom.Link:
+		return true
+	}
+	return false
+}
+
+func (d *discoverer) addHText(t []byte) {
+	if d.hText.Len() <= 1<<16 {
+		d.hText.Write(t)
+	}
+}
+
+// endH ends the heading being read: kept when it has text, at most
+// airlock.MaxHeadings.
+func (d *discoverer) endH() {
+	d.h = false
+	t := clip(collapse(d.hText.String()), discoverMaxHeading)
+	if t == "" {
+		return
+	}
+	if len(d.headings) == airlock.MaxHeadings {
+		d.hTruncated = true
+		return
+	}
+	d.headings = append(d.headings, airlock.Heading{Level: d.hLevel, Text: t})
+}
 
 // closesP reports the start tags that close an open <p>.
 func closesP(a atom.Atom) bool {

@@ -36,7 +36,8 @@ func domPage(t testing.TB, resp *airlock.HTTPResponse) (*airlock.Page, bool, boo
 
 // sameAsDOM reports how Discover's reading of resp differs from the
 // extractor's: links, <title>, meta tags, canonical URL, language and
-// robots directives; "" when they agree or Discover declines the page.
+// robots directives, headings; "" when they agree or Discover declines
+// the page.
 // Language, description and site name are compared only when the page has
 // no JSON-LD (the extractor reads them there too; Discover does not).
 func sameAsDOM(t testing.TB, resp *airlock.HTTPResponse) (diff string, discovered bool) {
@@ -54,8 +55,13 @@ func sameAsDOM(t testing.TB, resp *airlock.HTTPResponse) (diff string, discovere
 	if diff := cmp.Diff(p.Links, d.Links); diff != "" {
 		fmt.Fprintf(&b, "links (-dom +discover):\n%s", diff)
 	}
-	if got, want := slicesHas(d.Truncated, "links"), slicesHas(p.Truncated, "links"); got != want {
-		fmt.Fprintf(&b, "links truncated: got %v, want %v\n", got, want)
+	if diff := cmp.Diff(p.Headings, d.Headings); diff != "" {
+		fmt.Fprintf(&b, "headings (-dom +discover):\n%s", diff)
+	}
+	for _, f := range []string{"headings", "links"} {
+		if got, want := slicesHas(d.Truncated, f), slicesHas(p.Truncated, f); got != want {
+			fmt.Fprintf(&b, "%s truncated: got %v, want %v\n", f, got, want)
+		}
 	}
 	for k, v := range d.Meta {
 		if p.Meta[k] != v {
@@ -112,8 +118,8 @@ func htmlResponse(u string, body []byte) *airlock.HTTPResponse {
 // TestDiscoverSameAsDOM holds Discover to the extractor over the
 // extractor's Readability test pages and pages of the generated crawl
 // site: wherever Discover reads a page, its links (URL, text, rel,
-// internal), meta tags, <title>, canonical URL, language and robots
-// directives are the extractor's.
+// internal), headings, meta tags, <title>, canonical URL, language and
+// robots directives are the extractor's.
 func TestDiscoverSameAsDOM(t *testing.T) {
 	sources, err := filepath.Glob("../extract/testdata/readability/*/source.html")
 	if err != nil || len(sources) == 0 {
