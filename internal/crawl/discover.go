@@ -161,6 +161,8 @@ type discoverer struct {
 	integ     int      // open HTML integration points in them (foreignObject...)
 	template  int      // open <template> elements
 	skipOpen  int      // open skipTag elements
+	hideLinks int      // open script and style elements (SVG's hold elements)
+	hideText  int      // those and open title and noscript elements
 	// the h1-h3 being read: its depth, level and text; the headings read
 	h          bool
 	hDepth     int
@@ -174,7 +176,7 @@ type discoverer struct {
 	a        bool
 	aDepth   int // len(open) with the <a> open
 	aIdx     int
-	aText    strings.Builder
+	aText    []byte
 	aTextMax bool
 	aAlt     string
 	aTitle   string
@@ -212,8 +214,11 @@ func (d *discoverer) scan(body []byte) bool {
 				continue
 			}
 			t := z.Text()
-			if d.template == 0 {
-				d.countText(t)
+			if bytes.IndexByte(t, 0) >= 0 {
+				t = bytes.ReplaceAll(t, []byte{0}, nil) // the parser drops NULs in body text
+			}
+			if d.template == 0 && d.hideText == 0 {
+				d.countText(t) // the text the extractor's bot-wall check counts
 			}
 			if !d.baseDone && len(bytes.TrimSpace(t)) > 0 {
 				d.bodyBegun() // text begins the body
@@ -355,13 +360,14 @@ type openEl struct {
 	name    string // for an unknown tag (a == 0)
 	foreign bool   // an <svg> or <math>
 	skip    bool   // one of skipTag's
+	mark    int    // len(aText) when it opened in the link being read
 	integ   bool   // an HTML integration point in one
 }
 
 // push opens an element; false when the document is nested deeper than
 // the extractor reads it whole.
 func (d *discoverer) push(a atom.Atom, name []byte) bool {
-	el := openEl{a: a}
+	el := openEl{a: a, mark: len(d.aText)}
 	if a == 0 {
 		el.name = string(name)
 	}
@@ -373,8 +379,14 @@ func (d *discoverer) push(a atom.Atom, name []byte) bool {
 		el.integ = true
 		d.integ++
 	}
-	if a == atom.Template {
+	switch a {
+	case atom.Template:
 		d.template++
+	case atom.Script, atom.Style:
+		d.hideLinks++
+		d.hideText++
+	case atom.Title, atom.Noscript:
+		d.hideText++
 	}
 	if skipTag(a) {
 		el.skip = true
@@ -397,8 +409,14 @@ func (d *discoverer) popTo(i int) {
 		if el.integ {
 			d.integ--
 		}
-		if el.a == atom.Template {
+		switch el.a {
+		case atom.Template:
 			d.template--
+		case atom.Script, atom.Style:
+			d.hideLinks--
+			d.hideText--
+		case atom.Title, atom.Noscript:
+			d.hideText--
 		}
 		if el.skip {
 			d.skipOpen--
@@ -453,6 +471,8 @@ func (d *discoverer) lastOpen(a atom.Atom, name []byte, stops ...atom.Atom) int 
 // open above it.
 func (d *discoverer) closedBy(a atom.Atom, name []byte) int {
 	switch {
+	case formatting(a):
+		return d.lastOpen(a, name) // the adoption agency's
 	case a == atom.Table || a == atom.Html || a == atom.Body || a == atom.Template:
 		return d.lastOpen(a, name, atom.Html, atom.Template)
 	case a == atom.Td || a == atom.Th || a == atom.Tr || a == atom.Tbody || a == atom.Thead || a == atom.Tfoot || a == atom.Caption:
@@ -470,6 +490,33 @@ func (d *discoverer) closedBy(a atom.Atom, name []byte) int {
 		}
 	}
 	return -1
+}
+
+// adopt does to the text of the link being read what the parser's
+// adoption agency does when the link's element (open at index i) ends
+// with a special element (a block) open in it: the block, and what
+// followed, move out of the link.
+func (d *discoverer) adopt(i int) {
+	if !d.a || i != d.aDepth-1 {
+		return
+	}
+	for _, el := range d.open[i+1:] {
+		if special(el.a) {
+			d.aText = d.aText[:min(el.mark, len(d.aText))]
+			return
+		}
+	}
+}
+
+// formatting reports the parser's formatting elements, whose end tags
+// the adoption agency handles.
+func formatting(a atom.Atom) bool {
+	switch a {
+	case atom.A, atom.B, atom.Big, atom.Code, atom.Em, atom.Font, atom.I, atom.Nobr, atom.S, atom.Small,
+		atom.Strike, atom.Strong, atom.Tt, atom.U:
+		return true
+	}
+	return false
 }
 
 // special reports the HTML elements of the parser's special category.
@@ -508,6 +555,7 @@ func (d *discoverer) start(a atom.Atom, name []byte, attrs []html.Attribute, voi
 	case d.foreign > 0:
 	case a == atom.A:
 		if i := d.lastOpen(atom.A, nil); i >= 0 {
+			d.adopt(i)
 			d.popTo(i)
 		}
 	case a == atom.Li:
@@ -601,8 +649,9 @@ func (d *discoverer) start(a atom.Atom, name []byte, attrs []html.Attribute, voi
 			}
 		}
 	}
-	if (a == atom.A || a == atom.Area) && !d.a && d.template == 0 {
-		// Inside a link a link is not visited; in a template, skipped.
+	if (a == atom.A || a == atom.Area) && !d.a && d.template == 0 && d.hideLinks == 0 {
+		// Inside a link a link is not visited; in a template, a script or
+		// a style (SVG's are elements), skipped.
 		d.startA(attrs, void || a == atom.Area)
 	}
 	return true
@@ -626,6 +675,9 @@ func (d *discoverer) end(a atom.Atom, name []byte) {
 		return
 	}
 	if i := d.closedBy(a, name); i >= 0 {
+		if a == atom.A {
+			d.adopt(i)
+		}
 		d.popTo(i)
 	}
 	if a == atom.Head {
@@ -863,7 +915,7 @@ func (d *discoverer) startA(attrs []html.Attribute, void bool) {
 	aria, _ := attrVal(attrs, "aria-label")
 	d.aIdx = i
 	d.aTitle = firstNonEmpty(title, aria)
-	d.aText.Reset()
+	d.aText = d.aText[:0]
 	d.aTextMax, d.aAlt, d.aSkip, d.altSkip = false, "", 0, 0
 	if void {
 		d.finishA()
@@ -876,8 +928,8 @@ func (d *discoverer) addAText(t []byte) {
 	if d.aTextMax {
 		return
 	}
-	d.aText.Write(t)
-	if d.aText.Len() > 1<<16 {
+	d.aText = append(d.aText, t...)
+	if len(d.aText) > 1<<16 {
 		d.aTextMax = true
 	}
 }
@@ -895,7 +947,7 @@ func (d *discoverer) finishA() {
 	if d.links[d.aIdx].Text != "" {
 		return
 	}
-	text := clip(collapse(d.aText.String()), discoverMaxText)
+	text := clip(collapse(string(d.aText)), discoverMaxText)
 	if text == "" {
 		text = clip(firstNonEmpty(d.aTitle, d.aAlt), discoverMaxText)
 	}
