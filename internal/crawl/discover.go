@@ -242,7 +242,9 @@ func (d *discoverer) scan(body []byte) bool {
 					}
 				}
 			}
-			void := tt == html.SelfClosingTagToken || voidElement(a)
+			// HTML elements ignore a self-closing slash (<a/> opens a
+			// link); SVG and MathML elements honour it.
+			void := voidElement(a) || tt == html.SelfClosingTagToken && (a == atom.Svg || a == atom.Math || d.foreign > 0 && d.integ == 0)
 			switch a {
 			case atom.Script, atom.Style, atom.Title, atom.Textarea, atom.Noscript, atom.Iframe,
 				atom.Noembed, atom.Noframes, atom.Xmp, atom.Plaintext:
