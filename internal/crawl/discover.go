@@ -179,6 +179,7 @@ type discoverer struct {
 	aText    []byte
 	aTextMax bool
 	aAlt     string
+	aClone   string // the text the adoption agency moved to a copy of the link
 	aTitle   string
 	aSkip    int // len(open) with the script, style, template or noscript in the <a> open
 	altSkip  int // len(open) with the element whose children the alt walk skips open
@@ -504,7 +505,11 @@ func (d *discoverer) adopt(i int) {
 	}
 	for _, el := range d.open[i+1:] {
 		if special(el.a) {
-			d.aText = d.aText[:min(el.mark, len(d.aText))]
+			// The block's content goes to a copy of the link inside the
+			// block: the same URL, whose text counts if the link has none.
+			m := min(el.mark, len(d.aText))
+			d.aClone = string(d.aText[m:])
+			d.aText = d.aText[:m]
 			return
 		}
 	}
@@ -918,7 +923,7 @@ func (d *discoverer) startA(attrs []html.Attribute, void bool) {
 	d.aIdx = i
 	d.aTitle = firstNonEmpty(title, aria)
 	d.aText = d.aText[:0]
-	d.aTextMax, d.aAlt, d.aSkip, d.altSkip = false, "", 0, 0
+	d.aTextMax, d.aAlt, d.aClone, d.aSkip, d.altSkip = false, "", "", 0, 0
 	if void {
 		d.finishA()
 		return
@@ -951,7 +956,7 @@ func (d *discoverer) finishA() {
 	}
 	text := clip(collapse(string(d.aText)), discoverMaxText)
 	if text == "" {
-		text = clip(firstNonEmpty(d.aTitle, d.aAlt), discoverMaxText)
+		text = clip(firstNonEmpty(d.aTitle, d.aAlt, d.aClone), discoverMaxText)
 	}
 	d.links[d.aIdx].Text = text
 }
