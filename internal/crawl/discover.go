@@ -364,13 +364,14 @@ type openEl struct {
 	foreign bool   // an <svg> or <math>
 	skip    bool   // one of skipTag's
 	mark    int    // len(aText) when it opened in the link being read
+	ns      bool   // an SVG or MathML element
 	integ   bool   // an HTML integration point in one
 }
 
 // push opens an element; false when the document is nested deeper than
 // the extractor reads it whole.
 func (d *discoverer) push(a atom.Atom, name []byte) bool {
-	el := openEl{a: a, mark: len(d.aText)}
+	el := openEl{a: a, mark: len(d.aText), ns: a == atom.Svg || a == atom.Math || d.foreign > 0 && d.integ == 0}
 	if a == 0 {
 		el.name = string(name)
 	}
@@ -488,7 +489,7 @@ func (d *discoverer) closedBy(a atom.Atom, name []byte) int {
 		if el.a == a && (a != 0 || el.name == string(name)) {
 			return i
 		}
-		if special(el.a) || el.integ {
+		if special(el.a) && !el.ns || el.integ {
 			return -1
 		}
 	}
