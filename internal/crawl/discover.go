@@ -208,8 +208,23 @@ func (d *discoverer) scan(body []byte) bool {
 			return d.text > discoverMinText
 		case html.TextToken:
 			if raw != 0 {
+				t := z.Text()
 				if raw == atom.Title && d.foreign == 0 && d.title == "" {
-					d.title = collapse(string(z.Text()))
+					d.title = collapse(string(t))
+				}
+				// The extractor's texts hold the raw text of the elements
+				// other than scripts, styles and noscripts (and, for the
+				// bot-wall count, titles).
+				if raw != atom.Script && raw != atom.Style && raw != atom.Noscript {
+					if raw != atom.Title && d.template == 0 && d.hideText == 0 {
+						d.countText(t)
+					}
+					if d.a && d.aSkip == 0 {
+						d.addAText(t)
+					}
+					if d.h && d.hSkip == 0 {
+						d.addHText(t)
+					}
 				}
 				raw = 0
 				continue
