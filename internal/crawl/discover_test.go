@@ -224,7 +224,12 @@ func TestDiscoverDeclines(t *testing.T) {
 // links to follow are the page's; where it reads a page, it agrees with
 // the extractor (see sameAsDOM). Seeds: the generated site's pages and
 // hand-written cases (base, nested and unclosed links, SVG, templates,
-// meta robots); CI runs the seeds only.
+// meta robots) and the inputs fuzzing found (testdata/fuzz); CI runs the
+// seeds only. Fuzzing still finds pages where the two disagree, from
+// parser repairs Discover does not follow: an implicitly closed link
+// reopened in the next block (its text counts when the link has none),
+// foster parenting in tables, tags in <select>; on 11,000 mutated pages
+// about 0.7% differ, 0.05% in the links to follow.
 func FuzzDiscover(f *testing.F) {
 	site := &crawlbench.Site{N: 100}
 	for _, i := range []int{0, 7, 99} {
