@@ -26,11 +26,12 @@ type Page struct {
 	FetchedAt    time.Time `json:"fetched_at"`
 	Provider     string    `json:"provider"`
 	ElapsedMS    int64     `json:"elapsed_ms"`
-	Title        string    `json:"title"` // the article's headline when the page marks one, else <title> without the site name
+	Title        string    `json:"title"` // the article's headline when the page marks one, else <title> without the site name (ExtractNone crawls: the declared title)
 	// Kind says what the page is: "article" (one main text), "listing"
 	// (repeated items: a home page, a category, search results) or
 	// "other" (a form, an app shell, a short page); "" when it was not
-	// extracted from HTML.
+	// extracted from HTML, including pages a crawl with ExtractNone read
+	// for discovery only (docs/metadata.md).
 	Kind        string            `json:"kind"`
 	Description string            `json:"description"`
 	Lang        string            `json:"lang"`

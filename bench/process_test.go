@@ -45,7 +45,10 @@ var (
 
 // binaries builds airlock, collycrawl and a hello-world program once and
 // returns their directory. BENCH_AIRLOCK, when set, is the airlock binary
-// to measure instead of the one built from ../ (another branch's, say).
+// to measure instead of the one built from ../ (another branch's, say);
+// BENCH_AIRLOCK_BASE, when set, is a second airlock binary that
+// BenchmarkProcessCrawl runs alongside, reported as "base" (before and
+// after in one run).
 func binaries(b *testing.B) (dir, airlock string) {
 	b.Helper()
 	buildOnce.Do(func() {
@@ -154,27 +157,42 @@ type side struct {
 	args []string
 }
 
-// compare runs a and c alternately, runs times each, and reports both
-// medians of wall time and their ratio, the ratio of the medians of CPU
-// time (steadier than wall time on a loaded machine), and the peak RSS of
-// one more run of each.
-func compare(b *testing.B, dir string, runs int, a, c side) {
+// compare runs a and c (and the extra sides) alternately, runs times
+// each, and reports both medians of wall time and their ratio, the ratio
+// of the medians of CPU time (steadier than wall time on a loaded
+// machine), and the peak RSS of one more run of each. Each extra side
+// (another build of airlock, say) gets its median and both ratios to c
+// too, under its own name.
+func compare(b *testing.B, dir string, runs int, a, c side, extra ...side) {
 	b.Helper()
-	var aw, cw, ac, cc []time.Duration
+	sides := append([]side{a, c}, extra...)
+	wall := make([][]time.Duration, len(sides))
+	cpu := make([][]time.Duration, len(sides))
 	for b.Loop() {
 		for range runs {
-			ra, rc := a.run(), c.run()
-			aw, cw = append(aw, ra.wall), append(cw, rc.wall)
-			ac, cc = append(ac, ra.cpu), append(cc, rc.cpu)
+			for i, s := range sides {
+				r := s.run()
+				wall[i], cpu[i] = append(wall[i], r.wall), append(cpu[i], r.cpu)
+			}
 		}
 	}
-	am, cm := median(aw), median(cw)
-	b.ReportMetric(ms(am), a.name+"-ms")
+	cm, cc := median(wall[1]), median(cpu[1])
 	b.ReportMetric(ms(cm), c.name+"-ms")
-	b.ReportMetric(float64(am)/float64(cm), "ratio")
-	b.ReportMetric(float64(median(ac))/float64(median(cc)), "cpu-ratio")
-	b.ReportMetric(peakRSS(b, dir, a.args...), a.name+"-MB")
-	b.ReportMetric(peakRSS(b, dir, c.args...), c.name+"-MB")
+	for i, s := range sides {
+		if i == 1 {
+			continue
+		}
+		prefix := ""
+		if i > 1 {
+			prefix = s.name + "-"
+		}
+		b.ReportMetric(ms(median(wall[i])), s.name+"-ms")
+		b.ReportMetric(float64(median(wall[i]))/float64(cm), prefix+"ratio")
+		b.ReportMetric(float64(median(cpu[i]))/float64(cc), prefix+"cpu-ratio")
+	}
+	for _, s := range sides {
+		b.ReportMetric(peakRSS(b, dir, s.args...), s.name+"-MB")
+	}
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -258,19 +276,27 @@ func BenchmarkProcessCrawl(b *testing.B) {
 				b.Fatal(err)
 			}
 			per := strconv.Itoa(crawlbench.Concurrency)
-			compare(b, dir, 1,
-				command(b, dir, "airlock", func(out string) {
+			crawler := func(name, bin string) side {
+				return command(b, dir, name, func(out string) {
 					if got := strings.Count(out, "\n"); got != n {
-						b.Fatalf("airlock crawled %d pages, want %d", got, n)
+						b.Fatalf("%s crawled %d pages, want %d", name, got, n)
 					}
-				}, airlock, "crawl", "--config", conf, "--except", "127.0.0.1",
+				}, bin, "crawl", "--config", conf, "--except", "127.0.0.1",
 					"--extract", "none", "--format", "jsonl", "--max-pages", strconv.Itoa(n), "--depth", "100",
-					"--concurrency", per, "--per-host-concurrency", per, s.Seed()),
+					"--concurrency", per, "--per-host-concurrency", per, s.Seed())
+			}
+			var extra []side
+			if base := os.Getenv("BENCH_AIRLOCK_BASE"); base != "" {
+				extra = append(extra, crawler("base", base))
+			}
+			compare(b, dir, 1,
+				crawler("airlock", airlock),
 				command(b, dir, "colly", func(out string) {
 					if got := strings.TrimSpace(out); got != strconv.Itoa(n) {
 						b.Fatalf("colly crawled %s pages, want %d", got, n)
 					}
-				}, filepath.Join(bin, "collycrawl"), "-per-host", per, s.Seed()))
+				}, filepath.Join(bin, "collycrawl"), "-per-host", per, s.Seed()),
+				extra...)
 		})
 	}
 }

@@ -114,6 +114,13 @@ func (p *Provider) Crawl(ctx context.Context, d airlock.Doer, req airlock.CrawlR
 var PageFunc crawl.PageFunc = pageFunc
 
 func pageFunc(ctx context.Context, resp *airlock.HTTPResponse, mode string) (crawl.Extracted, error) {
+	if mode == airlock.ExtractNone {
+		// Discovery reads links and meta tags in one tokenizer pass; what
+		// it cannot read the same way goes to the extractor.
+		if ex, ok := crawl.Discover(resp); ok {
+			return ex, nil
+		}
+	}
 	page, err := ExtractResponse(ctx, resp, mode)
 	if err != nil {
 		return crawl.Extracted{}, err
