@@ -88,6 +88,7 @@ func (s *server) routes() []route {
 		{"POST", "/v2/map", s.mapSite},
 		{"POST", "/v2/search", s.search},
 		{"POST", "/v2/crawl", s.startCrawl},
+		{"GET", "/v2/crawl/active", s.activeCrawls},
 		{"GET", "/v2/crawl/{id}", s.crawlStatus},
 		{"DELETE", "/v2/crawl/{id}", s.cancelCrawl},
 		{"GET", "/v2/crawl/{id}/errors", s.crawlErrors},

@@ -272,13 +272,32 @@ func runSDK(t *testing.T) {
 		t.Errorf("batch scrape through the SDK = %+v, want 2 documents", batch)
 	}
 
+	type activeCrawls struct {
+		Success bool
+		Crawls  []struct {
+			ID, TeamID, URL string
+			Options         map[string]any
+		}
+	}
 	var cancelled struct {
+		ID        string
+		During    activeCrawls
 		Cancelled bool
 		Status    string
+		After     activeCrawls
 	}
 	ok("cancel", &cancelled)
 	if !cancelled.Cancelled || cancelled.Status != "cancelled" {
 		t.Errorf("cancel through the SDK = %+v", cancelled)
+	}
+	// The earlier crawls have finished: the running one is the only
+	// active crawl, and once cancelled there is none.
+	if d := cancelled.During; !d.Success || len(d.Crawls) != 1 || d.Crawls[0].ID != cancelled.ID || d.Crawls[0].URL != f.site.URL+"/slow" ||
+		d.Crawls[0].TeamID != "acme" || d.Crawls[0].Options["limit"] != float64(3) || d.Crawls[0].Options["sitemap"] != "skip" {
+		t.Errorf("active crawls through the SDK while %s runs = %+v, want it alone, with its URL and options", cancelled.ID, d)
+	}
+	if a := cancelled.After; !a.Success || a.Crawls == nil || len(a.Crawls) != 0 {
+		t.Errorf("active crawls through the SDK after the cancel = %+v, want none", a)
 	}
 
 	failed("refused", http.StatusForbidden, "denied")

@@ -81,10 +81,12 @@ out.batch = await attempt(() =>
   app.batchScrape([`${site}/docs/a`, `${site}/blog/x`], { options: { formats: ["markdown"] }, pollInterval: 1, timeout: 60 }),
 );
 out.cancel = await attempt(async () => {
-  const started = await app.startCrawl(`${site}/slow`, { sitemap: "skip" });
+  const started = await app.startCrawl(`${site}/slow`, { sitemap: "skip", limit: 3 });
+  const during = await app.getActiveCrawls();
   const cancelled = await app.cancelCrawl(started.id);
   const status = await app.getCrawlStatus(started.id);
-  return { cancelled, status: status.status };
+  const after = await app.getActiveCrawls();
+  return { id: started.id, during, cancelled, status: status.status, after };
 });
 const locked = new Firecrawl({ apiKey: process.env.FC_LOCKED_TOKEN, apiUrl: api });
 out.refused = await attempt(() => locked.scrape(`${site}/docs/a`));
