@@ -51,7 +51,10 @@ const auditInsertRows = 64
 //
 // Commits use synchronous=NORMAL: a committed write survives the process
 // being killed (kill -9), but the last transactions before a power loss or
-// OS crash may be lost.
+// OS crash may be lost. Closing does not checkpoint the WAL (see
+// noCheckpointOnClose): airlock.db-wal beside the file holds the latest
+// commits until a later commit checkpoints it, so copy the three files
+// together, or open the database with SQLite, which reads the WAL.
 //
 // All methods are safe for concurrent use. After Close they return an error
 // wrapping ErrClosed.
@@ -62,6 +65,9 @@ type SQLite struct {
 	// file), which lives only while a connection is open.
 	keep *sql.DB
 	hold *sql.Conn
+	// wal is the path of the WAL file ("" in memory), checkpointed on
+	// Close once it reaches walCloseCheckpoint bytes.
+	wal string
 
 	insAudit *sql.Stmt // auditInsertRows-row INSERT, prepared on w
 
@@ -110,6 +116,7 @@ func Open(path string) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	s.wal = abs + "-wal"
 	return s, nil
 }
 
@@ -147,7 +154,8 @@ func open(dsn, extra string, setup func(context.Context, *sql.DB) error) (_ *SQL
 		}
 	}()
 
-	s.w, err = sql.Open("sqlite", params(busy, "_pragma=synchronous(NORMAL)", "_txlock=immediate"))
+	s.w, err = openConnector(params(busy, "_pragma=synchronous(NORMAL)", "_txlock=immediate",
+		"_pragma=journal_size_limit("+strconv.Itoa(walSizeLimit)+")"))
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +167,7 @@ func open(dsn, extra string, setup func(context.Context, *sql.DB) error) (_ *SQL
 	if extra != "" {
 		// An in-memory database lives while a connection is open: pin one
 		// outside the pools, whose connections may come and go.
-		if s.keep, err = sql.Open("sqlite", params(busy)); err != nil {
+		if s.keep, err = openConnector(params(busy)); err != nil {
 			return nil, err
 		}
 		if s.hold, err = s.keep.Conn(ctx); err != nil {
@@ -179,7 +187,7 @@ func open(dsn, extra string, setup func(context.Context, *sql.DB) error) (_ *SQL
 	}
 
 	readers := max(4, runtime.GOMAXPROCS(0))
-	s.r, err = sql.Open("sqlite", params(busy, "_pragma=query_only(1)"))
+	s.r, err = openConnector(params(busy, "_pragma=query_only(1)"))
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +226,7 @@ func (s *SQLite) closeAll() error {
 	if s.insAudit != nil {
 		errs = append(errs, s.insAudit.Close())
 	}
+	s.checkpointLargeWAL()
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}
@@ -358,7 +367,15 @@ CREATE TABLE job_pages (
 
 // migrate applies the pending migrations in one write transaction, so that
 // processes opening the same file at once apply each migration once.
+//
+// A schema already at this program's version, the common case, is read
+// without a write transaction: opening the store then waits for no other
+// process's writes.
 func migrate(ctx context.Context, db *sql.DB) error {
+	var cur int
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&cur); err == nil && cur == len(migrations) {
+		return nil
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -370,7 +387,6 @@ func migrate(ctx context.Context, db *sql.DB) error {
 ) STRICT`); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	var cur int
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&cur); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
