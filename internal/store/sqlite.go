@@ -618,7 +618,15 @@ func (s *SQLite) PruneAudit(ctx context.Context, olderThan time.Time, maxRows in
 	defer s.mu.RUnlock()
 
 	var deleted int64
+	some := false
 	if !olderThan.IsZero() {
+		// Look before taking the write lock (every engine start prunes).
+		var err error
+		if some, err = s.anyRow(ctx, `SELECT 1 FROM audit WHERE time < ? LIMIT 1`, nanos(olderThan)); err != nil {
+			return 0, fmt.Errorf("audit prune by age: %w", err)
+		}
+	}
+	if some {
 		n, err := s.deleteChunked(ctx, `DELETE FROM audit WHERE seq IN
 (SELECT seq FROM audit WHERE time < ? LIMIT ?)`, nanos(olderThan))
 		deleted += n
@@ -655,6 +663,18 @@ func (s *SQLite) PruneAudit(ctx context.Context, olderThan time.Time, maxRows in
 		}
 	}
 	return deleted, nil
+}
+
+// anyRow reports whether query (a SELECT of at most one row) returns a
+// row, reading through the reader pool: a write transaction that would
+// change nothing is skipped without waiting for the write lock.
+func (s *SQLite) anyRow(ctx context.Context, query string, args ...any) (bool, error) {
+	var one int
+	err := s.r.QueryRowContext(ctx, query, args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // deleteChunked runs query (whose last parameter is a row limit) with arg
