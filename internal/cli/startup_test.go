@@ -2,12 +2,18 @@ package cli
 
 import (
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/airlockhq/airlock/internal/store"
 )
 
 // TestRegisteredCommandNames: the name each constructor is registered
@@ -74,5 +80,69 @@ func TestVersionOpensNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("version touched the data directory: %v", err)
+	}
+}
+
+// TestFetchBinaryAuditDurableAtExit runs the real binary: each `airlock
+// fetch` process has its call's audit record in the data directory's
+// store when it exits (the store no longer checkpoints on close, so the
+// record is in the WAL the next process reads), and `airlock version`
+// creates nothing there.
+func TestFetchBinaryAuditDurableAtExit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the airlock binary")
+	}
+	t.Parallel()
+	bin := buildAirlock(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, "<!doctype html><title>T</title><article><h1>T</h1><p>"+strings.Repeat("Durable words here. ", 40)+"</p></article>")
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
+		out, err := cmd.Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("airlock %s: %v\n%s", strings.Join(args, " "), err, stderr)
+		}
+		return string(out)
+	}
+	run("version")
+	if _, err := os.Stat(filepath.Join(dir, "airlock-data")); !os.IsNotExist(err) {
+		t.Fatalf("airlock version created the data directory (%v)", err)
+	}
+	const n = 3
+	for i := range n {
+		if out := run("fetch", "--except", "127.0.0.1", srv.URL+"/"+string(rune('a'+i))); !strings.Contains(out, "Durable words") {
+			t.Fatalf("fetch printed %q", out)
+		}
+	}
+	st, err := store.Open(filepath.Join(dir, "airlock-data", "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	recs, err := st.QueryAudit(t.Context(), store.AuditQuery{Broker: "fetch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		if r.Outcome == "allow" {
+			seen[r.Target] = true
+		}
+	}
+	for i := range n {
+		if u := srv.URL + "/" + string(rune('a'+i)); !seen[u] {
+			t.Errorf("no allowed fetch of %s in the audit log after its process exited; have %v", u, seen)
+		}
 	}
 }
