@@ -69,7 +69,10 @@ type SQLite struct {
 	// Close once it reaches walCloseCheckpoint bytes.
 	wal string
 
-	insAudit *sql.Stmt // auditInsertRows-row INSERT, prepared on w
+	// insAudit is the auditInsertRows-row INSERT, prepared on w by the
+	// first append that needs it (a CLI verb appends one record).
+	insMu    sync.Mutex
+	insAudit *sql.Stmt
 
 	mu     sync.RWMutex // read-held by every call; Close takes it to drain them
 	closed bool
@@ -199,9 +202,6 @@ func open(dsn, extra string, setup func(context.Context, *sql.DB) error) (_ *SQL
 		return nil, err
 	}
 
-	if s.insAudit, err = s.w.PrepareContext(ctx, auditInsertSQL(auditInsertRows)); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
-	}
 	return s, nil
 }
 
@@ -483,15 +483,26 @@ func (s *SQLite) AppendAudit(ctx context.Context, records []AuditRecord) error {
 }
 
 func (s *SQLite) appendAudit(ctx context.Context, records []AuditRecord) error {
+	var ins *sql.Stmt
+	if len(records) >= auditInsertRows {
+		// Before BeginTx: w's one connection is the transaction's.
+		var err error
+		if ins, err = s.fullAuditInsert(ctx); err != nil {
+			return err
+		}
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 
-	args := make([]any, 0, auditInsertRows*auditParams)
-	full := tx.StmtContext(ctx, s.insAudit)
-	defer full.Close()
+	args := make([]any, 0, min(len(records), auditInsertRows)*auditParams)
+	var full *sql.Stmt
+	if ins != nil {
+		full = tx.StmtContext(ctx, ins)
+		defer full.Close()
+	}
 	for len(records) >= auditInsertRows {
 		args = args[:0]
 		for i := range auditInsertRows {
@@ -663,6 +674,20 @@ func (s *SQLite) PruneAudit(ctx context.Context, olderThan time.Time, maxRows in
 		}
 	}
 	return deleted, nil
+}
+
+// fullAuditInsert returns insAudit, preparing it on first use.
+func (s *SQLite) fullAuditInsert(ctx context.Context) (*sql.Stmt, error) {
+	s.insMu.Lock()
+	defer s.insMu.Unlock()
+	if s.insAudit == nil {
+		st, err := s.w.PrepareContext(ctx, auditInsertSQL(auditInsertRows))
+		if err != nil {
+			return nil, fmt.Errorf("prepare: %w", err)
+		}
+		s.insAudit = st
+	}
+	return s.insAudit, nil
 }
 
 // anyRow reports whether query (a SELECT of at most one row) returns a
