@@ -4,21 +4,18 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/debug"
-	"syscall"
 
 	"github.com/airlockhq/airlock/internal/cli"
 )
 
 func main() {
 	deferFirstGC(os.Getenv)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx := &signalContext{} // SIGINT and SIGTERM cancel it
 	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	ctx.Stop()
 	os.Exit(code)
 }
 

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -145,4 +147,75 @@ func TestFetchBinaryAuditDurableAtExit(t *testing.T) {
 			t.Errorf("no allowed fetch of %s in the audit log after its process exited; have %v", u, seen)
 		}
 	}
+}
+
+// TestFetchBinaryInterrupted: SIGINT during a fetch cancels the call
+// (signal handling is installed once the command waits on its context),
+// the process exits on its own with the call's error rather than being
+// killed by the signal, and the call's audit record is on disk.
+func TestFetchBinaryInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the airlock binary")
+	}
+	t.Parallel()
+	bin := buildAirlock(t)
+	arrived := make(chan struct{}, 1)
+	release := make(chan struct{})
+	defer close(release)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "fetch", "--except", "127.0.0.1", srv.URL+"/slow")
+	cmd.Dir = dir
+	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	select {
+	case <-arrived:
+	case <-time.After(time.Minute): // hang guard
+		t.Fatal("the fetch never reached the server")
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(time.Minute): // hang guard
+		t.Fatal("airlock fetch did not exit after SIGINT")
+	}
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		t.Fatalf("airlock fetch was killed by %v: the signal was not handled (stderr %q)", ws.Signal(), stderr.String())
+	}
+	if ws.ExitStatus() == 0 {
+		t.Fatalf("airlock fetch exited 0 after SIGINT mid-call (stderr %q)", stderr.String())
+	}
+	st, err := store.Open(filepath.Join(dir, "airlock-data", "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	recs, err := st.QueryAudit(t.Context(), store.AuditQuery{Broker: "fetch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Target != srv.URL+"/slow" || recs[0].Outcome == "allow" {
+		t.Fatalf("audit after the interrupted fetch = %+v, want its one record, not allowed", recs)
+	}
+	t.Logf("exit %d, audit %s/%s/%s, stderr %q", ws.ExitStatus(), recs[0].Outcome, recs[0].Code, recs[0].Reason, stderr.String())
 }
