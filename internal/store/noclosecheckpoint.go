@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strconv"
+	"time"
 
 	"modernc.org/libc"
 	"modernc.org/sqlite"
@@ -23,6 +25,10 @@ import (
 // this across processes: the next process's index does not know what the
 // last one checkpointed, so the WAL would never restart.)
 const walCloseCheckpoint = 512 << 10
+
+// closeCheckpointWait bounds how long Close's checkpoint waits for other
+// connections to the file.
+const closeCheckpointWait = 200 * time.Millisecond
 
 // walSizeLimit is the size (bytes) to which a checkpoint truncates a WAL
 // that a large transaction grew (journal_size_limit).
@@ -103,6 +109,12 @@ func (s *SQLite) checkpointLargeWAL() {
 	if err != nil || fi.Size() < walCloseCheckpoint {
 		return
 	}
+	// The writer is closing: it waits for other processes' readers and
+	// writers briefly, not for the busy timeout.
+	ctx := context.Background()
+	if _, err := s.w.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(closeCheckpointWait.Milliseconds(), 10)); err != nil {
+		return
+	}
 	var busy, log, done int
-	_ = s.w.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &log, &done)
+	_ = s.w.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &log, &done)
 }
