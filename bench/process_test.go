@@ -67,6 +67,7 @@ func binaries(b *testing.B) (dir, airlock string) {
 		} {
 			cmd := exec.Command("go", args[1:]...)
 			cmd.Dir = args[0]
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as released (README)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				buildErr = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)

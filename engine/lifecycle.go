@@ -277,8 +277,28 @@ func (e *Engine) registerMetrics() {
 		}
 	}
 	g := e.gate
-	e.registry.MustRegister(bi, e.budgets, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	e.registry.MustRegister(bi, e.budgets,
+		&lazyCollector{new: func() prometheus.Collector { return collectors.NewGoCollector() }},
+		&lazyCollector{new: func() prometheus.Collector { return collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}) }},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "airlock_broker_calls_in_flight", Help: "Broker calls in progress."}, func() float64 { return float64(g.Active()) }))
+}
+
+// lazyCollector builds its collector on the first Collect, so that an
+// engine whose metrics are never read (every CLI verb's) does not build
+// the Go and process collectors at start. It describes nothing, which
+// makes it an unchecked collector: the registry checks its metrics when
+// they are gathered instead of when it is registered.
+type lazyCollector struct {
+	once sync.Once
+	new  func() prometheus.Collector
+	c    prometheus.Collector
+}
+
+func (l *lazyCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (l *lazyCollector) Collect(ch chan<- prometheus.Metric) {
+	l.once.Do(func() { l.c = l.new() })
+	l.c.Collect(ch)
 }
 
 // Close stops taking calls, stops the crawl jobs, waits for calls in

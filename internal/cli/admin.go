@@ -17,7 +17,12 @@ import (
 	"github.com/airlockhq/airlock/engine"
 )
 
-func init() { commands = append(commands, newAdminCmd, newTokenCmd, newAuditCmd, newConfigCmd) }
+func init() {
+	registerCommand("admin", newAdminCmd)
+	registerCommand("token", newTokenCmd)
+	registerCommand("audit", newAuditCmd)
+	registerCommand("config", newConfigCmd)
+}
 
 func newAdminCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{

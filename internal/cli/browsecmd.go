@@ -17,7 +17,11 @@ import (
 	"github.com/airlockhq/airlock/internal/render"
 )
 
-func init() { commands = append(commands, newFetchCmd, newCrawlCmd, newSearchCmd) }
+func init() {
+	registerCommand("fetch", newFetchCmd)
+	registerCommand("crawl", newCrawlCmd)
+	registerCommand("search", newSearchCmd)
+}
 
 // outFormat is the --format of a browse verb, with its default.
 func (e *env) outFormat(def string) string {

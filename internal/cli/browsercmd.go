@@ -20,7 +20,7 @@ import (
 	"github.com/airlockhq/airlock/internal/browser"
 )
 
-func init() { commands = append(commands, newBrowserCmd) }
+func init() { registerCommand("browser", newBrowserCmd) }
 
 func newBrowserCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{

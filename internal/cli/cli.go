@@ -5,10 +5,10 @@
 //
 // # Adding a subcommand
 //
-// Each subcommand lives in its own file and registers a constructor from
-// init, without editing this file:
+// Each subcommand lives in its own file and registers its name and
+// constructor from init, without editing this file:
 //
-//	func init() { commands = append(commands, newPolicyCmd) }
+//	func init() { registerCommand("policy", newPolicyCmd) }
 //
 //	func newPolicyCmd(e *env) *cobra.Command {
 //		return &cobra.Command{
@@ -25,6 +25,9 @@
 // Main builds a fresh command tree on every call (no package state besides
 // the constructor list), so tests run it in parallel with their own
 // streams. The context is not in env: RunE takes it from cmd.Context().
+// When the command line names a registered command, only that command is
+// built (every process pays for the tree it builds: flag sets, defaults);
+// help, completion and unknown names get the whole tree.
 //
 // A RunE returns errors; Main prints them and picks the exit code, so a
 // subcommand never writes an error or calls os.Exit itself:
@@ -47,7 +50,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -56,9 +61,56 @@ import (
 	"github.com/airlockhq/airlock/egress"
 )
 
-// commands holds the constructors of the subcommands, appended from init in
-// the files that define them.
+// commands holds the constructors of the subcommands, registered from init
+// in the files that define them.
 var commands []func(*env) *cobra.Command
+
+// commandNames maps each constructor in commands (by its code pointer) to
+// the name of the command it builds.
+var commandNames = map[uintptr]string{}
+
+// registerCommand adds the constructor of the subcommand name.
+func registerCommand(name string, f func(*env) *cobra.Command) {
+	commands = append(commands, f)
+	commandNames[reflect.ValueOf(f).Pointer()] = name
+}
+
+// rootValueFlags are the root's persistent flags that take a value, which
+// may come before the command's name.
+var rootValueFlags = []string{"--format", "--config", "--data-dir"}
+
+// selectCommands returns the constructors run needs for args: only the
+// registered one whose command args name, when args name one after
+// nothing but the root's own flags; otherwise all of them (help,
+// completion, an unknown command and its suggestions need the tree).
+func selectCommands(args []string, subcommands []func(*env) *cobra.Command) []func(*env) *cobra.Command {
+	name := ""
+	for i := 0; i < len(args) && name == ""; i++ {
+		a := args[i]
+		switch {
+		case !strings.HasPrefix(a, "-"):
+			name = a
+		case slices.Contains(rootValueFlags, a):
+			i++ // its value
+		case slices.ContainsFunc(rootValueFlags, func(f string) bool { return strings.HasPrefix(a, f+"=") }):
+		default: // --help, --, a flag of some command: cobra decides
+			return subcommands
+		}
+	}
+	if name == "" {
+		return subcommands
+	}
+	var found []func(*env) *cobra.Command
+	for _, f := range subcommands {
+		if commandNames[reflect.ValueOf(f).Pointer()] == name {
+			found = append(found, f)
+		}
+	}
+	if len(found) != 1 {
+		return subcommands
+	}
+	return found
+}
 
 // env is what one invocation of Main gives its subcommands.
 type env struct {
@@ -108,7 +160,7 @@ func run(ctx context.Context, e *env, args []string, subcommands []func(*env) *c
 	}()
 
 	root := newRoot(e)
-	for _, newCmd := range subcommands {
+	for _, newCmd := range selectCommands(args, subcommands) {
 		root.AddCommand(newCmd(e))
 	}
 	var ran bool

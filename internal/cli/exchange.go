@@ -10,7 +10,7 @@ import (
 	"github.com/airlockhq/airlock/engine"
 )
 
-func init() { commands = append(commands, newExchangeCmd) }
+func init() { registerCommand("exchange", newExchangeCmd) }
 
 // maxExchangeRequest bounds what exchange reads from standard input.
 const maxExchangeRequest = 1 << 20

@@ -18,7 +18,7 @@ import (
 	"github.com/airlockhq/airlock/internal/proxy/sandbox"
 )
 
-func init() { commands = append(commands, newExecCmd) }
+func init() { registerCommand("exec", newExecCmd) }
 
 // defaultExecProfile is exec's profile unless --profile names another:
 // the http lane, which the proxy decides on, and nothing more.

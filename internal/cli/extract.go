@@ -12,7 +12,10 @@ import (
 	"github.com/airlockhq/airlock/internal/render"
 )
 
-func init() { commands = append(commands, newExtractCmd, newPDFTextCmd) }
+func init() {
+	registerCommand("extract", newExtractCmd)
+	registerCommand("__pdftext", newPDFTextCmd)
+}
 
 func newExtractCmd(e *env) *cobra.Command {
 	var base, contentType, mode, format string

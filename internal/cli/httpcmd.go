@@ -18,7 +18,11 @@ import (
 // limits.http_body. A longer body is refused, never cut.
 const maxStdinBody = 10 << 20
 
-func init() { commands = append(commands, newHTTPCmd, newSignCmd, newRouteCmd) }
+func init() {
+	registerCommand("http", newHTTPCmd)
+	registerCommand("sign", newSignCmd)
+	registerCommand("route", newRouteCmd)
+}
 
 func parseHeaders(hs []string) (map[string][]string, error) {
 	h := map[string][]string{}

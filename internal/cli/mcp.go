@@ -8,7 +8,7 @@ import (
 	"github.com/airlockhq/airlock/internal/mcp"
 )
 
-func init() { commands = append(commands, newMCPCmd) }
+func init() { registerCommand("mcp", newMCPCmd) }
 
 // envToken is the environment variable holding the API token `airlock mcp`
 // authenticates with: its tenant becomes the principal of the tools.

@@ -14,7 +14,7 @@ import (
 	"github.com/airlockhq/airlock/egress"
 )
 
-func init() { commands = append(commands, newPolicyCmd) }
+func init() { registerCommand("policy", newPolicyCmd) }
 
 func newPolicyCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{

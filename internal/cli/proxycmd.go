@@ -20,7 +20,7 @@ import (
 	"github.com/airlockhq/airlock/engine"
 )
 
-func init() { commands = append(commands, newProxyCmd) }
+func init() { registerCommand("proxy", newProxyCmd) }
 
 // defaultProxyListen is where `airlock proxy` listens without --listen or
 // proxy.listen.

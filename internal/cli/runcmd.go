@@ -20,7 +20,10 @@ import (
 	"github.com/airlockhq/airlock/internal/wasmhost"
 )
 
-func init() { commands = append(commands, newRunCmd, newServeGuestCmd) }
+func init() {
+	registerCommand("run", newRunCmd)
+	registerCommand("serve-guest", newServeGuestCmd)
+}
 
 // Defaults of run and serve-guest: untrusted guests get no network unless
 // the profile is named.

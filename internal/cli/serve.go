@@ -23,7 +23,7 @@ import (
 	"github.com/airlockhq/airlock/internal/mcp"
 )
 
-func init() { commands = append(commands, newServeCmd) }
+func init() { registerCommand("serve", newServeCmd) }
 
 // Timeouts of the HTTP server. Responses set their own write deadlines (a
 // crawl or an event stream runs longer than a fetch), so the server has no

@@ -16,7 +16,7 @@ import (
 // module@version` is used instead, if there is one.
 var version = "dev"
 
-func init() { commands = append(commands, newVersionCmd) }
+func init() { registerCommand("version", newVersionCmd) }
 
 func newVersionCmd(e *env) *cobra.Command {
 	return &cobra.Command{

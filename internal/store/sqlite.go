@@ -51,7 +51,10 @@ const auditInsertRows = 64
 //
 // Commits use synchronous=NORMAL: a committed write survives the process
 // being killed (kill -9), but the last transactions before a power loss or
-// OS crash may be lost.
+// OS crash may be lost. Closing does not checkpoint the WAL (see
+// noCheckpointOnClose): airlock.db-wal beside the file holds the latest
+// commits until a later commit checkpoints it, so copy the three files
+// together, or open the database with SQLite, which reads the WAL.
 //
 // All methods are safe for concurrent use. After Close they return an error
 // wrapping ErrClosed.
@@ -62,8 +65,14 @@ type SQLite struct {
 	// file), which lives only while a connection is open.
 	keep *sql.DB
 	hold *sql.Conn
+	// wal is the path of the WAL file ("" in memory), checkpointed on
+	// Close once it reaches walCloseCheckpoint bytes.
+	wal string
 
-	insAudit *sql.Stmt // auditInsertRows-row INSERT, prepared on w
+	// insAudit is the auditInsertRows-row INSERT, prepared on w by the
+	// first append that needs it (a CLI verb appends one record).
+	insMu    sync.Mutex
+	insAudit *sql.Stmt
 
 	mu     sync.RWMutex // read-held by every call; Close takes it to drain them
 	closed bool
@@ -110,6 +119,7 @@ func Open(path string) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	s.wal = abs + "-wal"
 	return s, nil
 }
 
@@ -147,7 +157,8 @@ func open(dsn, extra string, setup func(context.Context, *sql.DB) error) (_ *SQL
 		}
 	}()
 
-	s.w, err = sql.Open("sqlite", params(busy, "_pragma=synchronous(NORMAL)", "_txlock=immediate"))
+	s.w, err = openConnector(params(busy, "_pragma=synchronous(NORMAL)", "_txlock=immediate",
+		"_pragma=journal_size_limit("+strconv.Itoa(walSizeLimit)+")"))
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +170,7 @@ func open(dsn, extra string, setup func(context.Context, *sql.DB) error) (_ *SQL
 	if extra != "" {
 		// An in-memory database lives while a connection is open: pin one
 		// outside the pools, whose connections may come and go.
-		if s.keep, err = sql.Open("sqlite", params(busy)); err != nil {
+		if s.keep, err = openConnector(params(busy)); err != nil {
 			return nil, err
 		}
 		if s.hold, err = s.keep.Conn(ctx); err != nil {
@@ -179,7 +190,7 @@ func open(dsn, extra string, setup func(context.Context, *sql.DB) error) (_ *SQL
 	}
 
 	readers := max(4, runtime.GOMAXPROCS(0))
-	s.r, err = sql.Open("sqlite", params(busy, "_pragma=query_only(1)"))
+	s.r, err = openConnector(params(busy, "_pragma=query_only(1)"))
 	if err != nil {
 		return nil, err
 	}
@@ -191,9 +202,6 @@ func open(dsn, extra string, setup func(context.Context, *sql.DB) error) (_ *SQL
 		return nil, err
 	}
 
-	if s.insAudit, err = s.w.PrepareContext(ctx, auditInsertSQL(auditInsertRows)); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
-	}
 	return s, nil
 }
 
@@ -218,6 +226,7 @@ func (s *SQLite) closeAll() error {
 	if s.insAudit != nil {
 		errs = append(errs, s.insAudit.Close())
 	}
+	s.checkpointLargeWAL()
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}
@@ -358,7 +367,15 @@ CREATE TABLE job_pages (
 
 // migrate applies the pending migrations in one write transaction, so that
 // processes opening the same file at once apply each migration once.
+//
+// A schema already at this program's version, the common case, is read
+// without a write transaction: opening the store then waits for no other
+// process's writes.
 func migrate(ctx context.Context, db *sql.DB) error {
+	var cur int
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&cur); err == nil && cur == len(migrations) {
+		return nil
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -370,7 +387,6 @@ func migrate(ctx context.Context, db *sql.DB) error {
 ) STRICT`); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	var cur int
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&cur); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -467,15 +483,26 @@ func (s *SQLite) AppendAudit(ctx context.Context, records []AuditRecord) error {
 }
 
 func (s *SQLite) appendAudit(ctx context.Context, records []AuditRecord) error {
+	var ins *sql.Stmt
+	if len(records) >= auditInsertRows {
+		// Before BeginTx: w's one connection is the transaction's.
+		var err error
+		if ins, err = s.fullAuditInsert(ctx); err != nil {
+			return err
+		}
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 
-	args := make([]any, 0, auditInsertRows*auditParams)
-	full := tx.StmtContext(ctx, s.insAudit)
-	defer full.Close()
+	args := make([]any, 0, min(len(records), auditInsertRows)*auditParams)
+	var full *sql.Stmt
+	if ins != nil {
+		full = tx.StmtContext(ctx, ins)
+		defer full.Close()
+	}
 	for len(records) >= auditInsertRows {
 		args = args[:0]
 		for i := range auditInsertRows {
@@ -602,7 +629,15 @@ func (s *SQLite) PruneAudit(ctx context.Context, olderThan time.Time, maxRows in
 	defer s.mu.RUnlock()
 
 	var deleted int64
+	some := false
 	if !olderThan.IsZero() {
+		// Look before taking the write lock (every engine start prunes).
+		var err error
+		if some, err = s.anyRow(ctx, `SELECT 1 FROM audit WHERE time < ? LIMIT 1`, nanos(olderThan)); err != nil {
+			return 0, fmt.Errorf("audit prune by age: %w", err)
+		}
+	}
+	if some {
 		n, err := s.deleteChunked(ctx, `DELETE FROM audit WHERE seq IN
 (SELECT seq FROM audit WHERE time < ? LIMIT ?)`, nanos(olderThan))
 		deleted += n
@@ -639,6 +674,32 @@ func (s *SQLite) PruneAudit(ctx context.Context, olderThan time.Time, maxRows in
 		}
 	}
 	return deleted, nil
+}
+
+// fullAuditInsert returns insAudit, preparing it on first use.
+func (s *SQLite) fullAuditInsert(ctx context.Context) (*sql.Stmt, error) {
+	s.insMu.Lock()
+	defer s.insMu.Unlock()
+	if s.insAudit == nil {
+		st, err := s.w.PrepareContext(ctx, auditInsertSQL(auditInsertRows))
+		if err != nil {
+			return nil, fmt.Errorf("prepare: %w", err)
+		}
+		s.insAudit = st
+	}
+	return s.insAudit, nil
+}
+
+// anyRow reports whether query (a SELECT of at most one row) returns a
+// row, reading through the reader pool: a write transaction that would
+// change nothing is skipped without waiting for the write lock.
+func (s *SQLite) anyRow(ctx context.Context, query string, args ...any) (bool, error) {
+	var one int
+	err := s.r.QueryRowContext(ctx, query, args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // deleteChunked runs query (whose last parameter is a row limit) with arg

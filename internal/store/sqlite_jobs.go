@@ -246,6 +246,13 @@ func (s *SQLite) ExpireJobs(ctx context.Context, leaseBefore time.Time, state st
 		return nil, fmt.Errorf("expire jobs: %w", err)
 	}
 	defer s.mu.RUnlock()
+	// Every engine start expires jobs, CLI calls included: look before
+	// taking the write lock.
+	if some, err := s.anyRow(ctx, `SELECT 1 FROM jobs WHERE finished = 0 AND lease < ? LIMIT 1`, nanos(leaseBefore)); err != nil {
+		return nil, fmt.Errorf("expire jobs: %w", err)
+	} else if !some {
+		return nil, nil
+	}
 	ids, err := func() ([]string, error) {
 		tx, err := s.w.BeginTx(ctx, nil)
 		if err != nil {
@@ -287,6 +294,12 @@ func (s *SQLite) PruneJobs(ctx context.Context, finishedBefore time.Time) (int64
 		return 0, fmt.Errorf("prune jobs: %w", err)
 	}
 	defer s.mu.RUnlock()
+	if some, err := s.anyRow(ctx, `SELECT 1 FROM jobs WHERE finished <> 0 AND finished < ? LIMIT 1`, nanos(finishedBefore)); err != nil || !some {
+		if err != nil {
+			return 0, fmt.Errorf("prune jobs: %w", err)
+		}
+		return 0, nil
+	}
 	var total int64
 	for {
 		n, err := s.pruneJobsChunk(ctx, nanos(finishedBefore))
