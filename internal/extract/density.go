@@ -198,9 +198,10 @@ func densityContent(doc *html.Node) (res densityResult) {
 		if !ok {
 			// A marked element holding most of the page, or most of its
 			// prose, is a wrapper with an unlucky class (an unclosed
-			// share bar around the article), except a comment thread.
-			m = markedFurniture(n) && float64(chars[n]) <= densityWrapperShare*float64(total) &&
-				(float64(prose[n]) <= densityWrapperProse*float64(totalProse) || markedComments(n))
+			// share bar around the article), except a comment thread:
+			// under a short post it is most of the page.
+			m = markedFurniture(n) && (markedComments(n) || float64(chars[n]) <= densityWrapperShare*float64(total) &&
+				float64(prose[n]) <= densityWrapperProse*float64(totalProse))
 			marks[n] = m
 		}
 		return m
