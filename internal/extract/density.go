@@ -128,6 +128,10 @@ func markedFurniture(n *html.Node) bool {
 		}
 		for _, tok := range strings.Fields(at.Val) {
 			ws := markWords(tok)
+			if len(ws) <= 4 && authorBox(ws) {
+				furniture = true
+				continue
+			}
 			if len(ws) > 3 {
 				continue
 			}
@@ -143,6 +147,27 @@ func markedFurniture(n *html.Node) bool {
 		}
 	}
 	return furniture
+}
+
+// authorBoxWords, next to "author", name an author's box (a bio, an
+// about-the-author note), not a byline.
+var authorBoxWords = markSet("bio", "bios", "biography", "info", "box", "description", "about", "profile", "details")
+
+// authorBox reports the words of a class or id token naming an author's
+// box: "author-bio", "author_info", "about-author"; "bio" alone too.
+func authorBox(ws []string) bool {
+	author, box := false, false
+	for _, w := range ws {
+		switch {
+		case w == "bio" || w == "biography" || w == "authorbio" || w == "authorbox":
+			return true
+		case w == "author" || w == "authors":
+			author = true
+		case authorBoxWords[w]:
+			box = true
+		}
+	}
+	return author && box
 }
 
 // densityResult is what the density extractor found.

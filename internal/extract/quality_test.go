@@ -36,3 +36,30 @@ func TestQualityLongCommentThread(t *testing.T) {
 		}
 	}
 }
+
+// TestQualityAuthorBio: an author's box (a bio under the post, in the
+// post's own container) is not the article; a byline is left to the
+// other rules.
+func TestQualityAuthorBio(t *testing.T) {
+	t.Parallel()
+	var article strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&article, "<p>%s</p>", para(i))
+	}
+	for _, box := range []string{
+		`<div class="author-bio"><h4>About Becky</h4><p>Hi, I am Becky. I live in Atlanta, and besides editing this blog you can find me writing design opinions, tips and reviews for several magazines and sites.</p></div>`,
+		`<div id="better-author-bio-div"><div class="better-author-bio-div-info"><p>Hi, I am Becky. I live in Atlanta, and besides editing this blog you can find me writing design opinions, tips and reviews for several magazines and sites.</p></div></div>`,
+		`<div class="author_info"><h4>About the author...</h4><p>Hi, I am Becky. I live in Atlanta, and besides editing this blog you can find me writing design opinions, tips and reviews for several magazines and sites.</p></div>`,
+	} {
+		page := `<html><head><title>Ferries</title></head><body><div id="page"><div class="content">
+<div class="post" id="post-1"><h1>Ferries change their winter timetable</h1><div class="entry">` + article.String() + box + `</div></div>
+</div></div></body></html>`
+		text := extractPage(t, page, "text/html")
+		if !strings.Contains(text, "Paragraph 0 of") || !strings.Contains(text, "Paragraph 4 of") {
+			t.Errorf("article missing:\n%s", text)
+		}
+		if strings.Contains(text, "I live in Atlanta") {
+			t.Errorf("the author's bio is in the text:\n%s", text)
+		}
+	}
+}
