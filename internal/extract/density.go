@@ -54,6 +54,25 @@ func markedComments(n *html.Node) bool {
 	return false
 }
 
+// threadMarks are class and id words of the comments' and trackbacks'
+// headings and anchors.
+var threadMarks = markSet("comment*", "responses", "replies")
+
+// threadHeading reports a heading whose class or id, or whose anchor's
+// id or name, says it heads comments or trackbacks.
+func threadHeading(h *html.Node) bool {
+	found := false
+	walkElements(h, func(e *html.Node) bool {
+		for _, at := range e.Attr {
+			if (at.Key == "class" || at.Key == "id" || at.Key == "name" && tagAtom(e) == atom.A) && len(markWords(at.Val)) <= 3 && hasMark(at.Val, threadMarks) {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
 // furnitureMarks are class and id words of page furniture, whose blocks
 // are never the article.
 var furnitureMarks = markSet("nav", "navbar*", "navigation", "menu", "menubar", "breadcrumb*",
@@ -294,6 +313,17 @@ func densityContent(doc *html.Node) (res densityResult) {
 		for hi > lo && !under(blocks[hi].parent, a) {
 			hi--
 		}
+	}
+	// A heading marked as the comments' or trackbacks' ends the article
+	// (old blog templates put the thread in the post's own container,
+	// unmarked but for its heading).
+	seenProse := false
+	for i := lo; i <= hi; i++ {
+		if seenProse && blocks[i].heading() && threadHeading(blocks[i].nodes[0]) {
+			hi = i - 1
+			break
+		}
+		seenProse = seenProse || isProseBlock(blocks[i])
 	}
 	bestLo, bestHi = lo, hi
 	// The run's blocks, without furniture and link lists inside the

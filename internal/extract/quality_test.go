@@ -63,3 +63,30 @@ func TestQualityAuthorBio(t *testing.T) {
 		}
 	}
 }
+
+// TestQualityCommentHeading: an old blog template puts the comment
+// thread in the post's own container, unmarked but for its heading
+// (an id, a class, or an anchor inside it): the heading ends the post.
+func TestQualityCommentHeading(t *testing.T) {
+	t.Parallel()
+	var article, comments strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&article, "<p>%s</p>", para(i))
+	}
+	for i := range 8 {
+		fmt.Fprintf(&comments, `<p>Comment %d: I have taken the late ferry for years, and the new timetable will make my commute home from the city much longer than it is today, which is a pity.</p>
+<p class="posted">Posted by: <a href="http://reader%d.example">Reader %d</a> | March 20, 2007 10:19 PM</p>`, i, i, i)
+	}
+	for _, h := range []string{`<h2 id="comments">Comments</h2>`, `<h2><a id="comments"></a>Comments</h2>`, `<h3 class="comments-header">Comments</h3>`} {
+		page := `<html><head><title>Ferries</title></head><body><div id="container"><div id="center"><div class="content">
+<h3>Ferries change their winter timetable</h3>` + article.String() + `<p class="posted">Posted by Kathy at March 20, 2007 09:00 AM</p>
+` + h + comments.String() + `</div></div></div></body></html>`
+		text := extractPage(t, page, "text/html")
+		if !strings.Contains(text, "Paragraph 0 of") || !strings.Contains(text, "Paragraph 3 of") {
+			t.Errorf("article missing:\n%s", text)
+		}
+		if strings.Contains(text, "Comment 0:") || strings.Contains(text, "Reader 7") {
+			t.Errorf("%s: the comments are in the text:\n%s", h, text)
+		}
+	}
+}
