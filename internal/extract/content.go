@@ -406,9 +406,10 @@ var countText = strings.Count
 
 // trimToAgreement removes from root (whose shingles are tSet), when
 // readability's text r agrees with it on the article, the trailing
-// top-level blocks that r does not share, the short leading ones it does
-// not share either, and the headings it does not have. bt caches the
-// blocks' texts.
+// top-level blocks that r does not share (up to a short last line whose
+// words r has: too short to compare, it is the article's), the short
+// leading ones it does not share either, and the headings it does not
+// have. bt caches the blocks' texts.
 func trimToAgreement(root *html.Node, r *shingled, tSet *shingleSet, bt blockTexts) {
 	rSet := r.set
 	if rSet.len() < tailMinShingles {
@@ -426,22 +427,6 @@ func trimToAgreement(root *html.Node, r *shingled, tSet *shingleSet, bt blockTex
 		return n >= 4 && cov >= tailCoverage, words(t)
 	}
 
-	var drop []*html.Node
-	for c := root.LastChild; c != nil; c = c.PrevSibling {
-		if c.Type == html.ElementNode {
-			if ok, _ := shares(c); ok {
-				break
-			}
-		}
-		if c.PrevSibling == nil {
-			return // nothing of the article left: keep everything
-		}
-		drop = append(drop, c)
-	}
-	for _, c := range drop {
-		root.RemoveChild(c)
-	}
-
 	var rWords *shingleSet // readability's words (their hashes), when first needed
 	allInR := func(ws []string) bool {
 		if rWords == nil {
@@ -453,6 +438,26 @@ func trimToAgreement(root *html.Node, r *shingled, tSet *shingleSet, bt blockTex
 			}
 		}
 		return true
+	}
+
+	var drop []*html.Node
+	for c := root.LastChild; c != nil; c = c.PrevSibling {
+		if c.Type == html.ElementNode {
+			ok, ws := shares(c)
+			if ok {
+				break
+			}
+			if !isHeading(c) && len(ws) > 0 && len(ws) < 7 && allInR(ws) {
+				break // the article's short last line ("Thanks!"), readability's too
+			}
+		}
+		if c.PrevSibling == nil {
+			return // nothing of the article left: keep everything
+		}
+		drop = append(drop, c)
+	}
+	for _, c := range drop {
+		root.RemoveChild(c)
 	}
 	drop = drop[:0]
 	for c := root.FirstChild; c != nil; c = c.NextSibling {

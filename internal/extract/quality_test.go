@@ -90,3 +90,20 @@ func TestQualityCommentHeading(t *testing.T) {
 		}
 	}
 }
+
+// TestQualityShortLastLine: the article's short closing line, which
+// readability keeps too, is not cut as trailing boilerplate for being
+// too short to compare.
+func TestQualityShortLastLine(t *testing.T) {
+	t.Parallel()
+	var article strings.Builder
+	for i := range 5 {
+		fmt.Fprintf(&article, "<p>%s</p>", para(i))
+	}
+	page := `<html><head><title>Ferries</title></head><body><div id="page"><div class="post">
+<h1>Ferries change their winter timetable</h1>` + article.String() + `<p>Thanks, see you soon!</p></div></div></body></html>`
+	text := extractPage(t, page, "text/html")
+	if !strings.Contains(text, "Paragraph 4 of") || !strings.Contains(text, "Thanks, see you soon!") {
+		t.Errorf("the article's end is missing:\n%s", text)
+	}
+}
