@@ -156,7 +156,9 @@ func mainContent(ctx context.Context, doc *html.Node, base *url.URL, title strin
 		if b := readableBody(doc); b != nil {
 			c.node, c.text, c.source = b, nodeText(b), "body"
 		}
-	} else if n := utf8.RuneCountInString(c.text); n < airlock.MinMainContent {
+	} else if n := utf8.RuneCountInString(c.text); n < airlock.MinMainContent && (fromR || !inCommentThread(doc, r)) {
+		// (When readability took the comment thread under a short post,
+		// the density result is the post: neither fallback is.)
 		if share < shortArticleShare && utf8.RuneCountInString(rText) > n {
 			// readability's longer result, untouched.
 			c.node, c.text, c.source = rNode, rText, "readability"
@@ -180,6 +182,31 @@ func mainContent(ctx context.Context, doc *html.Node, base *url.URL, title strin
 		c.text = nodeText(c.node)
 	}
 	return c, ctx.Err()
+}
+
+// inCommentThread reports whether most of readability's text r comes
+// from the page's elements marked as comments.
+func inCommentThread(doc *html.Node, r *shingled) bool {
+	if len(r.sh) == 0 {
+		return false
+	}
+	var thread strings.Builder
+	walkElements(doc, func(e *html.Node) bool {
+		if hidden(e) || skipTags[tagAtom(e)] {
+			return false
+		}
+		if markedComments(e) {
+			thread.WriteString(nodeText(e))
+			thread.WriteByte('\n')
+			return false
+		}
+		return true
+	})
+	if thread.Len() == 0 {
+		return false
+	}
+	cov, _ := newShingleSet(thread.String()).coverageOf(r.sh)
+	return cov >= chooseContained
 }
 
 // mergeReadable merges readability's result (rNode, its text and

@@ -107,3 +107,32 @@ func TestQualityShortLastLine(t *testing.T) {
 		t.Errorf("the article's end is missing:\n%s", text)
 	}
 }
+
+// TestQualityShortPostReadabilityThread: under a short post readability
+// takes the comment thread; the short result is not then swapped for
+// readability's longer one, nor for the page's whole text.
+func TestQualityShortPostReadabilityThread(t *testing.T) {
+	t.Parallel()
+	var comments strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&comments, `<li class="comment" id="comment-%d"><div class="comment-author vcard"><a href="/r">Reader %d</a></div>
+<p>October 2 | <a href="#c">Permalink</a></p><p>Comment %d: I love these pictures so much, the colours work together beautifully, and the lens is simply amazing, where did you buy it?</p></li>`, i, i, i)
+	}
+	page := `<html><head><title>Sample images</title></head><body>
+<div id="wrapper"><div id="main"><div id="content">
+<div class="hentry post" id="post-1"><div class="entry-content">
+<p>In addition to the first set of sample images from the new lens I published a few days ago, here are a few more pictures.</p></div></div>
+<div id="comments"><h3>20 Comments</h3><div class="comments" id="comments-list"><ol>` + comments.String() + `</ol></div></div>
+</div>
+<div id="extra"><p>Our photo club meets on the first Monday of every month in the library hall, where members show prints, swap lenses and plan the next trip to the coast together.</p></div>
+</div></div></body></html>`
+	text := extractPage(t, page, "text/html")
+	if !strings.Contains(text, "sample images from the new lens") {
+		t.Errorf("the post is missing:\n%s", text)
+	}
+	for _, not := range []string{"Comment 0:", "Comment 19:", "Reader 5"} {
+		if strings.Contains(text, not) {
+			t.Errorf("text has %q:\n%s", not, text)
+		}
+	}
+}
