@@ -80,7 +80,8 @@ var furnitureMarks = markSet("nav", "navbar*", "navigation", "menu", "menubar", 
 	"newsletter*", "subscribe*", "subscription", "promo", "advert*", "ads", "ad",
 	"banner", "cookie*", "comment*", "disqus*", "respond", "sponsor*",
 	"popup", "modal", "pagination", "pager", "tagcloud", "toolbar", "login", "signup", "skip",
-	"outbrain", "taboola", "recommended", "trending", "popular", "masthead", "copyright")
+	"outbrain", "taboola", "recommended", "trending", "popular", "masthead", "copyright",
+	"postmetadata", "postmeta", "utility")
 
 // contentMarks are class and id words of the article's containers.
 var contentMarks = markSet("article", "content", "entry", "main", "post", "story", "text", "body", "blog")

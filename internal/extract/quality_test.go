@@ -136,3 +136,29 @@ func TestQualityShortPostReadabilityThread(t *testing.T) {
 		}
 	}
 }
+
+// TestQualityPostMetadata: a blog template's post footer ("This entry
+// was posted on ... and is filed under ...") is not the article, though
+// it sits in the post's own container.
+func TestQualityPostMetadata(t *testing.T) {
+	t.Parallel()
+	var article strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&article, "<p>%s</p>", para(i))
+	}
+	for _, foot := range []string{
+		`<p class="postmetadata alt"><small>This entry was posted on Thursday, August 9th, 2012 at 12:04 am and is filed under Harbours, Ferries and Local News. You can follow any responses to this entry through the feed.</small></p>`,
+		`<div class="entry-utility"><span class="cat-links">This entry was posted on Thursday, August 9th, 2012 at 12:04 am and is filed under Harbours, Ferries and Local News. You can follow any responses to this entry through the feed.</span></div>`,
+	} {
+		page := `<html><head><title>Ferries</title></head><body><div id="page"><div id="content">
+<div class="post hentry" id="post-1"><h2>Ferries change their winter timetable</h2><div class="entry">` + article.String() + foot + `</div></div>
+</div></div></body></html>`
+		text := extractPage(t, page, "text/html")
+		if !strings.Contains(text, "Paragraph 0 of") || !strings.Contains(text, "Paragraph 3 of") {
+			t.Errorf("article missing:\n%s", text)
+		}
+		if strings.Contains(text, "is filed under") {
+			t.Errorf("the post's footer is in the text:\n%s", text)
+		}
+	}
+}
