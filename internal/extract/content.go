@@ -156,7 +156,9 @@ func mainContent(ctx context.Context, doc *html.Node, base *url.URL, title strin
 		if b := readableBody(doc); b != nil {
 			c.node, c.text, c.source = b, nodeText(b), "body"
 		}
-	} else if n := utf8.RuneCountInString(c.text); n < airlock.MinMainContent {
+	} else if n := utf8.RuneCountInString(c.text); n < airlock.MinMainContent && (fromR || !inCommentThread(doc, r)) {
+		// (When readability took the comment thread under a short post,
+		// the density result is the post: neither fallback is.)
 		if share < shortArticleShare && utf8.RuneCountInString(rText) > n {
 			// readability's longer result, untouched.
 			c.node, c.text, c.source = rNode, rText, "readability"
@@ -180,6 +182,31 @@ func mainContent(ctx context.Context, doc *html.Node, base *url.URL, title strin
 		c.text = nodeText(c.node)
 	}
 	return c, ctx.Err()
+}
+
+// inCommentThread reports whether most of readability's text r comes
+// from the page's elements marked as comments.
+func inCommentThread(doc *html.Node, r *shingled) bool {
+	if len(r.sh) == 0 {
+		return false
+	}
+	var thread strings.Builder
+	walkElements(doc, func(e *html.Node) bool {
+		if hidden(e) || skipTags[tagAtom(e)] {
+			return false
+		}
+		if markedComments(e) {
+			thread.WriteString(nodeText(e))
+			thread.WriteByte('\n')
+			return false
+		}
+		return true
+	})
+	if thread.Len() == 0 {
+		return false
+	}
+	cov, _ := newShingleSet(thread.String()).coverageOf(r.sh)
+	return cov >= chooseContained
 }
 
 // mergeReadable merges readability's result (rNode, its text and
@@ -406,9 +433,10 @@ var countText = strings.Count
 
 // trimToAgreement removes from root (whose shingles are tSet), when
 // readability's text r agrees with it on the article, the trailing
-// top-level blocks that r does not share, the short leading ones it does
-// not share either, and the headings it does not have. bt caches the
-// blocks' texts.
+// top-level blocks that r does not share (up to a short last line whose
+// words r has: too short to compare, it is the article's), the short
+// leading ones it does not share either, and the headings it does not
+// have. bt caches the blocks' texts.
 func trimToAgreement(root *html.Node, r *shingled, tSet *shingleSet, bt blockTexts) {
 	rSet := r.set
 	if rSet.len() < tailMinShingles {
@@ -426,22 +454,6 @@ func trimToAgreement(root *html.Node, r *shingled, tSet *shingleSet, bt blockTex
 		return n >= 4 && cov >= tailCoverage, words(t)
 	}
 
-	var drop []*html.Node
-	for c := root.LastChild; c != nil; c = c.PrevSibling {
-		if c.Type == html.ElementNode {
-			if ok, _ := shares(c); ok {
-				break
-			}
-		}
-		if c.PrevSibling == nil {
-			return // nothing of the article left: keep everything
-		}
-		drop = append(drop, c)
-	}
-	for _, c := range drop {
-		root.RemoveChild(c)
-	}
-
 	var rWords *shingleSet // readability's words (their hashes), when first needed
 	allInR := func(ws []string) bool {
 		if rWords == nil {
@@ -453,6 +465,26 @@ func trimToAgreement(root *html.Node, r *shingled, tSet *shingleSet, bt blockTex
 			}
 		}
 		return true
+	}
+
+	var drop []*html.Node
+	for c := root.LastChild; c != nil; c = c.PrevSibling {
+		if c.Type == html.ElementNode {
+			ok, ws := shares(c)
+			if ok {
+				break
+			}
+			if !isHeading(c) && len(ws) > 0 && len(ws) < 7 && allInR(ws) {
+				break // the article's short last line ("Thanks!"), readability's too
+			}
+		}
+		if c.PrevSibling == nil {
+			return // nothing of the article left: keep everything
+		}
+		drop = append(drop, c)
+	}
+	for _, c := range drop {
+		root.RemoveChild(c)
 	}
 	drop = drop[:0]
 	for c := root.FirstChild; c != nil; c = c.NextSibling {

@@ -54,6 +54,25 @@ func markedComments(n *html.Node) bool {
 	return false
 }
 
+// threadMarks are class and id words of the comments' and trackbacks'
+// headings and anchors.
+var threadMarks = markSet("comment*", "responses", "replies")
+
+// threadHeading reports a heading whose class or id, or whose anchor's
+// id or name, says it heads comments or trackbacks.
+func threadHeading(h *html.Node) bool {
+	found := false
+	walkElements(h, func(e *html.Node) bool {
+		for _, at := range e.Attr {
+			if (at.Key == "class" || at.Key == "id" || at.Key == "name" && tagAtom(e) == atom.A) && len(markWords(at.Val)) <= 3 && hasMark(at.Val, threadMarks) {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
 // furnitureMarks are class and id words of page furniture, whose blocks
 // are never the article.
 var furnitureMarks = markSet("nav", "navbar*", "navigation", "menu", "menubar", "breadcrumb*",
@@ -61,7 +80,8 @@ var furnitureMarks = markSet("nav", "navbar*", "navigation", "menu", "menubar", 
 	"newsletter*", "subscribe*", "subscription", "promo", "advert*", "ads", "ad",
 	"banner", "cookie*", "comment*", "disqus*", "respond", "sponsor*",
 	"popup", "modal", "pagination", "pager", "tagcloud", "toolbar", "login", "signup", "skip",
-	"outbrain", "taboola", "recommended", "trending", "popular", "masthead", "copyright")
+	"outbrain", "taboola", "recommended", "trending", "popular", "masthead", "copyright",
+	"postmetadata", "postmeta", "utility")
 
 // contentMarks are class and id words of the article's containers.
 var contentMarks = markSet("article", "content", "entry", "main", "post", "story", "text", "body", "blog")
@@ -128,6 +148,10 @@ func markedFurniture(n *html.Node) bool {
 		}
 		for _, tok := range strings.Fields(at.Val) {
 			ws := markWords(tok)
+			if len(ws) <= 4 && authorBox(ws) {
+				furniture = true
+				continue
+			}
 			if len(ws) > 3 {
 				continue
 			}
@@ -143,6 +167,27 @@ func markedFurniture(n *html.Node) bool {
 		}
 	}
 	return furniture
+}
+
+// authorBoxWords, next to "author", name an author's box (a bio, an
+// about-the-author note), not a byline.
+var authorBoxWords = markSet("bio", "bios", "biography", "info", "box", "description", "about", "profile", "details")
+
+// authorBox reports the words of a class or id token naming an author's
+// box: "author-bio", "author_info", "about-author"; "bio" alone too.
+func authorBox(ws []string) bool {
+	author, box := false, false
+	for _, w := range ws {
+		switch {
+		case w == "bio" || w == "biography" || w == "authorbio" || w == "authorbox":
+			return true
+		case w == "author" || w == "authors":
+			author = true
+		case authorBoxWords[w]:
+			box = true
+		}
+	}
+	return author && box
 }
 
 // densityResult is what the density extractor found.
@@ -198,9 +243,10 @@ func densityContent(doc *html.Node) (res densityResult) {
 		if !ok {
 			// A marked element holding most of the page, or most of its
 			// prose, is a wrapper with an unlucky class (an unclosed
-			// share bar around the article), except a comment thread.
-			m = markedFurniture(n) && float64(chars[n]) <= densityWrapperShare*float64(total) &&
-				(float64(prose[n]) <= densityWrapperProse*float64(totalProse) || markedComments(n))
+			// share bar around the article), except a comment thread:
+			// under a short post it is most of the page.
+			m = markedFurniture(n) && (markedComments(n) || float64(chars[n]) <= densityWrapperShare*float64(total) &&
+				float64(prose[n]) <= densityWrapperProse*float64(totalProse))
 			marks[n] = m
 		}
 		return m
@@ -268,6 +314,17 @@ func densityContent(doc *html.Node) (res densityResult) {
 		for hi > lo && !under(blocks[hi].parent, a) {
 			hi--
 		}
+	}
+	// A heading marked as the comments' or trackbacks' ends the article
+	// (old blog templates put the thread in the post's own container,
+	// unmarked but for its heading).
+	seenProse := false
+	for i := lo; i <= hi; i++ {
+		if seenProse && blocks[i].heading() && threadHeading(blocks[i].nodes[0]) {
+			hi = i - 1
+			break
+		}
+		seenProse = seenProse || isProseBlock(blocks[i])
 	}
 	bestLo, bestHi = lo, hi
 	// The run's blocks, without furniture and link lists inside the
