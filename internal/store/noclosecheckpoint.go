@@ -42,11 +42,14 @@ const walSizeLimit = 4 << 20
 // then, when the next process recreates the WAL, its header and the
 // directory): an airlock CLI verb that writes one audit record would pay
 // them on every run, and they are most of its wall time on a busy disk.
-// Without it a commit is as durable as before (synchronous=NORMAL: in the
-// WAL, which survives the process), the WAL stays beside the database
-// file, and the next process reads it back; Close checkpoints once the
-// WAL reaches walCloseCheckpoint bytes, so the work is amortised instead of
-// skipped.
+// Without it a commit survives the process as before (synchronous=NORMAL:
+// it is in the WAL, which outlives a kill -9), the WAL stays beside the
+// database file, and the next process reads it back; Close checkpoints
+// once the WAL reaches walCloseCheckpoint bytes, so the work is amortised
+// instead of skipped. What changes is a power loss or OS crash: the
+// checkpoint's fsyncs used to make a finished CLI call's records safe
+// from those too; now, as for a long-running server's commits, the last
+// records before one may be lost until a later checkpoint syncs them.
 type noCheckpointOnClose struct{ driver.Connector }
 
 func (c noCheckpointOnClose) Connect(ctx context.Context) (driver.Conn, error) {
