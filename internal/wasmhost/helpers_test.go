@@ -17,6 +17,7 @@ import (
 	"github.com/airlockhq/airlock/engine"
 	"github.com/airlockhq/airlock/internal/leakcheck"
 	"github.com/airlockhq/airlock/internal/wasmhost"
+	"github.com/tetratelabs/wazero"
 )
 
 // shared across the package's tests: built guests and the compilation
@@ -42,41 +43,99 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(buildDir)
 		cacheDir = filepath.Join(buildDir, "cache")
+		// Compiling a guest under the race detector takes many seconds:
+		// start every guest now, two at a time, so that the compilations
+		// overlap the tests that come first; a test wants its guest
+		// waits for that one only.
+		prepared := make(chan struct{})
+		go func() {
+			defer close(prepared)
+			sem := make(chan struct{}, 2)
+			var wg sync.WaitGroup
+			for _, pkg := range allGuests {
+				wg.Go(func() {
+					sem <- struct{}{}
+					defer func() { <-sem }()
+					prepare(pkg)
+				})
+			}
+			wg.Wait()
+		}()
+		// Never remove buildDir under a compilation still writing to it.
+		defer func() { <-prepared }()
 		return leakcheck.Main(m, "wasmhost", leakcheck.Options{IdleHTTP: true})
 	}()
 	os.Exit(code)
 }
 
-func moduleRoot(t testing.TB) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	return filepath.Dir(strings.TrimSpace(string(out)))
+// allGuests are the guest packages the tests use (relative to the module
+// root); TestMain starts building and compiling them all at once.
+var allGuests = []string{
+	"internal/wasmhost/testdata/guests/probe",
+	"internal/wasmhost/testdata/guests/flip",
+	"examples/guests/summarise",
+	"examples/guests/handler",
+	"examples/guests/apiclient",
 }
 
+var moduleRoot = sync.OnceValues(func() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %v", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out))), nil
+})
+
 // guestWasm builds the guest package at pkg (relative to the module root)
-// for wasip1 once per test binary.
+// for wasip1 once per test binary, and compiles it into the shared
+// compilation cache.
 func guestWasm(t testing.TB, pkg string) []byte {
 	t.Helper()
+	b := prepare(pkg)
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.wasm
+}
+
+// prepare builds pkg once and compiles it into cacheDir, as a host's
+// runtime does (wazero's cache key covers the module and whether it is
+// compiled to stop when its context is done), so that the hosts of the
+// tests find it compiled instead of each compiling it again.
+func prepare(pkg string) *build {
 	v, _ := builds.LoadOrStore(pkg, &build{})
 	b := v.(*build)
 	b.once.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			b.err = err
+			return
+		}
 		out := filepath.Join(buildDir, strings.ReplaceAll(pkg, "/", "_")+".wasm")
 		cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
-		cmd.Dir = moduleRoot(t)
+		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
 			return
 		}
-		b.wasm, b.err = os.ReadFile(out)
+		if b.wasm, b.err = os.ReadFile(out); b.err != nil {
+			return
+		}
+		ctx := context.Background()
+		cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
+		if err != nil {
+			b.err = err
+			return
+		}
+		defer cache.Close(ctx)
+		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(true))
+		defer rt.Close(ctx)
+		if _, err := rt.CompileModule(ctx, b.wasm); err != nil {
+			b.err = fmt.Errorf("compile %s: %v", pkg, err)
+		}
 	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.wasm
+	return b
 }
 
 func testGuest(t testing.TB, name string) []byte {
