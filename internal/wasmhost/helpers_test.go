@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +18,6 @@ import (
 	"github.com/airlockhq/airlock/engine"
 	"github.com/airlockhq/airlock/internal/leakcheck"
 	"github.com/airlockhq/airlock/internal/wasmhost"
-	"github.com/tetratelabs/wazero"
 )
 
 // shared across the package's tests: built guests and the compilation
@@ -29,7 +29,6 @@ var (
 )
 
 type build struct {
-	once sync.Once
 	wasm []byte
 	err  error
 }
@@ -43,27 +42,14 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(buildDir)
 		cacheDir = filepath.Join(buildDir, "cache")
-		// Compiling a guest under the race detector takes many seconds:
-		// start every guest now, two at a time, so that the compilations
-		// overlap the tests that come first; a test wants its guest
-		// waits for that one only.
-		prepared := make(chan struct{})
-		go func() {
-			defer close(prepared)
-			sem := make(chan struct{}, 2)
-			var wg sync.WaitGroup
-			for _, pkg := range allGuests {
-				wg.Go(func() {
-					sem <- struct{}{}
-					defer func() { <-sem }()
-					prepare(pkg)
-				})
-			}
-			wg.Wait()
-		}()
+		// Build every guest and compile them into the shared cache now,
+		// in the background, while the first tests run (see prepareAll).
+		go prepareAll()
 		// Never remove buildDir under a compilation still writing to it.
 		defer func() { <-prepared }()
-		return leakcheck.Main(m, "wasmhost", leakcheck.Options{IdleHTTP: true})
+		return leakcheck.Main(m, "wasmhost", leakcheck.Options{IdleHTTP: true,
+			// Waited for below when no test wanted a guest.
+			Benign: []string{"wasmhost_test.prepareAll"}})
 	}()
 	os.Exit(code)
 }
@@ -86,56 +72,93 @@ var moduleRoot = sync.OnceValues(func() (string, error) {
 	return filepath.Dir(strings.TrimSpace(string(out))), nil
 })
 
-// guestWasm builds the guest package at pkg (relative to the module root)
-// for wasip1 once per test binary, and compiles it into the shared
-// compilation cache.
+// guestWasm returns the guest package at pkg (one of allGuests) built for
+// wasip1 once per test binary and compiled into the shared cache.
 func guestWasm(t testing.TB, pkg string) []byte {
 	t.Helper()
-	b := prepare(pkg)
+	<-prepared
+	v, ok := builds.Load(pkg)
+	if !ok {
+		t.Fatalf("guest %s is not in allGuests", pkg)
+	}
+	b := v.(*build)
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
 	return b.wasm
 }
 
-// prepare builds pkg once and compiles it into cacheDir, as a host's
-// runtime does (wazero's cache key covers the module and whether it is
-// compiled to stop when its context is done), so that the hosts of the
-// tests find it compiled instead of each compiling it again.
-func prepare(pkg string) *build {
-	v, _ := builds.LoadOrStore(pkg, &build{})
-	b := v.(*build)
-	b.once.Do(func() {
-		root, err := moduleRoot()
-		if err != nil {
-			b.err = err
-			return
+// prepared is closed when prepareAll has built every guest and compiled
+// them into cacheDir.
+var prepared = make(chan struct{})
+
+// prepareAll builds allGuests for wasip1, two at a time, then compiles
+// them into cacheDir with testdata/precompile, a program built without
+// the race detector: compiling a guest in this race-instrumented binary
+// takes many times longer, and wazero's cache key covers only the module,
+// wazero's version, the CPU and the runtime's settings, so each host of the
+// tests finds the guests compiled. A guest the precompiler could not
+// compile is compiled by the host that loads it.
+func prepareAll() {
+	defer close(prepared)
+	root, rootErr := moduleRoot()
+	var paths []string
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for _, pkg := range allGuests {
+		b := &build{}
+		builds.Store(pkg, b)
+		if rootErr != nil {
+			b.err = rootErr
+			continue
 		}
 		out := filepath.Join(buildDir, strings.ReplaceAll(pkg, "/", "_")+".wasm")
-		cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
-			return
+		paths = append(paths, out)
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+			if msg, err := cmd.CombinedOutput(); err != nil {
+				b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
+				return
+			}
+			b.wasm, b.err = os.ReadFile(out)
+		})
+	}
+	wg.Wait()
+	if rootErr != nil {
+		return
+	}
+	pre := filepath.Join(buildDir, "precompile")
+	// The cache is kept per wazero version, which wazero reads from the
+	// binary's build information: a test binary's has no dependencies,
+	// and wazero says "dev". Give the precompiler the version this binary
+	// reports.
+	cmd := exec.Command("go", "build", "-o", pre, "-ldflags=-X github.com/tetratelabs/wazero/internal/version.version="+wazeroVersion(),
+		"./internal/wasmhost/testdata/precompile")
+	cmd.Dir = root
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "wasmhost tests: building the precompiler: %v\n%s", err, msg)
+		return
+	}
+	if msg, err := exec.Command(pre, append([]string{cacheDir}, paths...)...).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "wasmhost tests: precompiling the guests: %v\n%s", err, msg)
+	}
+}
+
+// wazeroVersion is the version wazero finds in this binary's build
+// information (internal/version.GetWazeroVersion), "dev" when it has none.
+func wazeroVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "github.com/tetratelabs/wazero" && dep.Version != "" && dep.Version != "(devel)" {
+				return dep.Version
+			}
 		}
-		if b.wasm, b.err = os.ReadFile(out); b.err != nil {
-			return
-		}
-		ctx := context.Background()
-		cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
-		if err != nil {
-			b.err = err
-			return
-		}
-		defer cache.Close(ctx)
-		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(true))
-		defer rt.Close(ctx)
-		if _, err := rt.CompileModule(ctx, b.wasm); err != nil {
-			b.err = fmt.Errorf("compile %s: %v", pkg, err)
-		}
-	})
-	return b
+	}
+	return "dev"
 }
 
 func testGuest(t testing.TB, name string) []byte {
