@@ -235,7 +235,6 @@ func TestAuditKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a child process for 1.5 s")
 	}
-	t.Parallel()
 	dir := t.TempDir()
 	child := startChild(t, "TestHelperProcess", helperEnv+"="+dir, os.Stderr)
 	stdout := child.stdout

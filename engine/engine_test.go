@@ -1002,7 +1002,6 @@ func TestRevokeSubjects(t *testing.T) {
 // serve and mcp would; a revocation made by one reaches the other, and its
 // calls in flight, within a second.
 func TestRevocationCrossProcess(t *testing.T) {
-	t.Parallel()
 	ctx := testCtx(t)
 	dir := t.TempDir()
 	slow := newSlowServer(t)
