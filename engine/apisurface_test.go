@@ -127,6 +127,7 @@ func unnameable(pkg *types.Package) []string {
 // BrowserPageInfo for internal/browser's PageInfo), so a Go program
 // embedding the engine can name everything it is handed.
 func TestPublicAPINamesNoInternalType(t *testing.T) {
+	t.Parallel()
 	pkg := typecheckEngine(t)
 	if bad := unnameable(pkg); len(bad) > 0 {
 		t.Errorf("the engine's API reaches %d internal types with no engine alias:\n%s", len(bad), strings.Join(bad, "\n"))

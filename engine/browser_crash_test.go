@@ -14,6 +14,7 @@ import (
 // TestBrowserCrashReportedAndRestarted: a killed Chromium is reported on
 // the event stream and the next op restarts it with the session's profile.
 func TestBrowserCrashReportedAndRestarted(t *testing.T) {
+	t.Parallel()
 	e, err := New(context.Background(), Config{InMemory: true, Tenants: map[string]TenantConfig{"local": {Profile: "posix", Exceptions: []string{"127.0.0.1"}}},
 		Browser: BrowserConfig{Policy: BrowserPolicy{AllowedOrigins: []string{"127.0.0.1"}}}})
 	if err != nil {

@@ -79,7 +79,7 @@ func TestBrowserDiesWithEngine(t *testing.T) {
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Write([]byte(`<!doctype html><title>Busy</title><iframe src="/frame"></iframe>
-<script>setTimeout(() => { for (;;) {} }, 300)</script>`))
+<script>onload = () => setTimeout(() => { for (;;) {} }, 300)</script>`))
 	}))
 	t.Cleanup(page.Close)
 	dir := t.TempDir()

@@ -22,6 +22,7 @@ import (
 // in it or at the proxy, is a browser_policy_denied event and an audited
 // decision, and the server sees nothing.
 func TestBrowserDeniedOriginHoldsUnderAnotherName(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int64
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -137,6 +138,7 @@ func TestBrowserDeniedOriginHoldsUnderAnotherName(t *testing.T) {
 // token: airlock mcp over stdio, airlock browser run), ask is deny at
 // once, and the refusal names what allows the origin.
 func TestBrowserAskWithoutApproverDeniesAtOnce(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	t.Cleanup(srv.Close)
@@ -199,6 +201,7 @@ func TestBrowserApproverTokensConfig(t *testing.T) {
 // session (an MCP client's elicitation) answers asks while the navigate
 // waits, each answer audited; detached, ask is no_approver again.
 func TestBrowserApprovers(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Write([]byte(`<title>Asked</title>`))

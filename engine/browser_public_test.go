@@ -16,6 +16,7 @@ import (
 // the floor (127.0.0.9, no exception) is reported as an internal_address
 // denial without the answer, and so is a navigation to it.
 func TestBrowserHidesAnswers(t *testing.T) {
+	t.Parallel()
 	e, p := browserEngine(t, func(c *engine.Config) {
 		c.Egress.Resolve = map[string][]string{"internal.test": {"127.0.0.9"}}
 		c.Browser.Policy.AllowedOrigins = append(c.Browser.Policy.AllowedOrigins, "internal.test")

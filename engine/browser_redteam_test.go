@@ -19,6 +19,7 @@ import (
 // chain, a meta refresh and window.open. The denied server must see
 // nothing, and every attempt must be reported as a policy denial.
 func TestBrowserRedTeam(t *testing.T) {
+	t.Parallel()
 	e, p := browserEngine(t, nil)
 	ctx := testCtx(t)
 	denied, hits := deniedServer(t)
@@ -118,6 +119,7 @@ window.open("`+denied+`/popup");
 // the page's own requests (layer 1) and for a WebSocket, which CDP cannot
 // pause (layer 2, the proxy asks the session's policy too).
 func TestBrowserOriginPolicyHoldsAtBothLayers(t *testing.T) {
+	t.Parallel()
 	e, p := browserEngine(t, nil)
 	ctx := testCtx(t)
 	var otherHits atomic.Int64

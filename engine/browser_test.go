@@ -55,6 +55,7 @@ func deniedServer(t *testing.T) (string, *atomic.Int64) {
 }
 
 func TestBrowserSessionNavigatesAndDeniesOffPolicyRequests(t *testing.T) {
+	t.Parallel()
 	e, p := browserEngine(t, nil)
 	ctx := testCtx(t)
 	denied, hits := deniedServer(t)
@@ -143,6 +144,7 @@ func TestBrowserSessionNavigatesAndDeniesOffPolicyRequests(t *testing.T) {
 }
 
 func TestBrowserCapabilityAndTenancy(t *testing.T) {
+	t.Parallel()
 	e, p := browserEngine(t, func(c *engine.Config) { c.Browser.MaxSessions = 1 })
 	ctx := testCtx(t)
 
@@ -172,6 +174,7 @@ func TestBrowserCapabilityAndTenancy(t *testing.T) {
 }
 
 func TestBrowserProfilePersistsAndWipes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	e, p := browserEngine(t, func(c *engine.Config) { c.DataDir = dir })
 	ctx := testCtx(t)
@@ -223,6 +226,7 @@ document.getElementById("ls").textContent = "ls=" + (localStorage.getItem("k") |
 }
 
 func TestBrowserIdleSessionsAreReaped(t *testing.T) {
+	t.Parallel()
 	e, p := browserEngine(t, func(c *engine.Config) { c.Browser.IdleTimeout = 300 * time.Millisecond })
 	ctx := testCtx(t)
 	info, err := e.BrowserOpen(ctx, p, engine.BrowserOpenRequest{})
@@ -264,6 +268,7 @@ document.getElementById("app").append(p, a);
 }
 
 func TestChromiumProviderRendersJavaScript(t *testing.T) {
+	t.Parallel()
 	e, p := browserEngine(t, nil)
 	ctx := testCtx(t)
 	srv := jsOnlySite(t)

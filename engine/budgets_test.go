@@ -68,6 +68,7 @@ func budgetTenants(names ...string) map[string]engine.TenantConfig {
 // Retry-After) after the bounded wait, and tenant b's calls all succeed
 // meanwhile, although the process total is only twice a tenant's share.
 func TestBudgetsTenantIsolation(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	e := newEngine(t, engine.Config{DefaultTenant: "a", Tenants: budgetTenants("a", "b"),
 		Budgets: engine.BudgetsConfig{Connections: 8, Wait: time.Second, Tenant: engine.TenantBudgets{Connections: 4}}})
@@ -253,6 +254,7 @@ func TestBudgetsCrawls(t *testing.T) {
 // others wait in line), the budget's peak never passes it, and a page
 // larger than the whole budget is refused too_large.
 func TestBudgetsExtraction(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	const pageBytes = 9_750_000
 	const budget = 15_000_000
@@ -352,6 +354,7 @@ func TestBudgetsBytesInFlight(t *testing.T) {
 // share and of the process's; a caller's session that finds none is
 // refused at once, and closing a session gives its slot back.
 func TestBudgetsBrowserSessions(t *testing.T) {
+	t.Parallel()
 	e, p := browserEngine(t, func(c *engine.Config) {
 		c.Tenants["other"] = engine.TenantConfig{Profile: "posix", Exceptions: []string{"127.0.0.1"}}
 		c.Budgets = engine.BudgetsConfig{BrowserSessions: 1, Tenant: engine.TenantBudgets{BrowserSessions: 1}}
@@ -392,6 +395,7 @@ func TestBudgetsBrowserSessions(t *testing.T) {
 // destination in use keeps its own), instead of waiting for their idle
 // timeout.
 func TestBudgetsIdleConnectionsReclaimed(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	e := newEngine(t, engine.Config{DefaultTenant: "a", Tenants: budgetTenants("a"),
 		Budgets: engine.BudgetsConfig{Wait: 5 * time.Second, Tenant: engine.TenantBudgets{Connections: 2}}})

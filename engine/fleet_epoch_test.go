@@ -19,6 +19,7 @@ import (
 // by Redis and refuses too; a restore from the data directory's copy ends
 // it everywhere.
 func TestFleetLostRedisRestartedReplicaRemembers(t *testing.T) {
+	t.Parallel()
 	srv := fleettest.Start(t)
 	cfg := func(dir string) engine.Config {
 		return engine.Config{DataDir: dir, DefaultTenant: "acme",

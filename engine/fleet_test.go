@@ -162,6 +162,7 @@ func itoa(n int64) string {
 // within the pin window: B refuses it as DNS rebinding and never dials the
 // second answer.
 func TestFleetPinsStopRebinding(t *testing.T) {
+	t.Parallel()
 	// The same port on a second loopback address: what the second answer
 	// would reach.
 	first := okServer(t)
@@ -200,6 +201,7 @@ func TestFleetPinsStopRebinding(t *testing.T) {
 // With Redis gone, replicas refuse (unavailable) rather than serve with
 // stale revocations or no rate limit, and /readyz says why.
 func TestFleetRedisDownFailsClosed(t *testing.T) {
+	t.Parallel()
 	srv := fleettest.Start(t)
 	e := newEngine(t, engine.Config{State: engine.StateConfig{RedisURL: srv.URL(0)}, DefaultTenant: "acme",
 		Tenants: map[string]engine.TenantConfig{"acme": {Profile: "posix", Exceptions: []string{"127.0.0.1"}, Rate: 100, Burst: 100}}})
@@ -230,6 +232,7 @@ func TestFleetRedisDownFailsClosed(t *testing.T) {
 // state.fallback_local: with Redis gone, a replica goes on with limits of
 // its own and its last revocation set, and audits that it does.
 func TestFleetFallbackLocal(t *testing.T) {
+	t.Parallel()
 	srv := fleettest.Start(t)
 	e := newEngine(t, engine.Config{State: engine.StateConfig{RedisURL: srv.URL(0), FallbackLocal: true}, DefaultTenant: "acme",
 		Tenants: map[string]engine.TenantConfig{"acme": {Profile: "posix", Exceptions: []string{"127.0.0.1"}, Rate: 0.001, Burst: 2}}})
@@ -278,6 +281,7 @@ func TestFleetFallbackLocal(t *testing.T) {
 // The audit trail is the fleet's: a decision made on one replica is in
 // the audit query, the stats and the deny ring of every other.
 func TestFleetAuditTrail(t *testing.T) {
+	t.Parallel()
 	es := replicas(t, 3, nil)
 	p := airlock.Principal{Tenant: "acme", Instance: "agent-7"}
 	ctx := testCtx(t)
@@ -332,6 +336,7 @@ func TestFleetMetrics(t *testing.T) {
 // A browser session lives on the replica that runs its Chromium; another
 // replica refuses its calls naming the owner.
 func TestFleetBrowserSessionOwner(t *testing.T) {
+	t.Parallel()
 	es := replicas(t, 2, func(i int, c *engine.Config) {
 		c.State.Replica = []string{"replica-a", "replica-b"}[i]
 	})
@@ -357,6 +362,7 @@ func TestFleetBrowserSessionOwner(t *testing.T) {
 // A crawl job started on one replica is visible, with its pages and its
 // event stream, from every other.
 func TestFleetCrawlJobVisible(t *testing.T) {
+	t.Parallel()
 	es := replicas(t, 2, nil)
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")

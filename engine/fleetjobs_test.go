@@ -114,6 +114,7 @@ func joinedRuns(t *testing.T, e *engine.Engine, id string, min int, others ...*e
 // 2,000-page site is stored exactly once, every page fetched once, and
 // the job's state and pages read the same from any replica.
 func TestFleetCrawlJobShared(t *testing.T) {
+	t.Parallel()
 	const pages = 2000
 	srv := fleettest.Start(t)
 	es := make([]*engine.Engine, 3)
@@ -147,6 +148,7 @@ func TestFleetCrawlJobShared(t *testing.T) {
 
 // A shared job cancelled on a replica that does not run it stops on all.
 func TestFleetCrawlJobCancel(t *testing.T) {
+	t.Parallel()
 	srv := fleettest.Start(t)
 	es := []*engine.Engine{newEngine(t, fleetCrawlConfig(srv.URL(0))), newEngine(t, fleetCrawlConfig(srv.URL(0)))}
 	site := crawltest.NewTreeSite(t, 100000, "", 20*time.Millisecond)
@@ -193,6 +195,7 @@ func TestFleetReplicaProcess(t *testing.T) {
 // stored, and pages stored or fetched twice are bounded by what the dead
 // replica was fetching (its concurrency).
 func TestFleetCrawlJobSurvivesKill(t *testing.T) {
+	t.Parallel()
 	const pages = 2000
 	const childConcurrency = 4
 	srv := fleettest.Start(t)
@@ -243,6 +246,7 @@ func TestFleetCrawlJobSurvivesKill(t *testing.T) {
 // A revocation made on one replica stops a shared job on every replica
 // that works it: the job fails as revoked and the site hears no more.
 func TestFleetCrawlJobRevoked(t *testing.T) {
+	t.Parallel()
 	srv := fleettest.Start(t)
 	es := make([]*engine.Engine, 3)
 	joins := make([]*logWatch, 3)

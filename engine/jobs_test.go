@@ -656,6 +656,7 @@ func TestCrawlJobCrashedProcess(t *testing.T) {
 // and a CLI verb: the second does not interrupt the first's job, and
 // follows it by polling the store.
 func TestCrawlJobSharedDataDir(t *testing.T) {
+	t.Parallel()
 	site := jobSite(t, 3)
 	cfg := jobEngineConfig()
 	cfg.DataDir = t.TempDir()

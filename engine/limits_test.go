@@ -114,6 +114,7 @@ func TestCeilingsConfigMatchesTable(t *testing.T) {
 // any request; at the ceiling (64 at once, 8 per host) no more than 8
 // requests to the one origin are ever in flight.
 func TestCrawlPerHostCeiling(t *testing.T) {
+	t.Parallel()
 	site := crawltest.NewTreeSite(t, 400, "", 20*time.Millisecond)
 	e := newEngine(t, engine.Config{Egress: engine.EgressConfig{Exceptions: []string{"127.0.0.1"}}})
 	ctx := testCtx(t)
@@ -245,6 +246,7 @@ func TestCeilingConfigErrors(t *testing.T) {
 // tenant's ceilings is refused (invalid, limit) as one audited decision,
 // before the session runs it.
 func TestBrowserCeilings(t *testing.T) {
+	t.Parallel()
 	e, p := browserEngine(t, func(cfg *engine.Config) {
 		tc := cfg.Tenants["local"]
 		tc.Limits = engine.CeilingsConfig{BrowserWaitTimeout: time.Second, BrowserSnapshotChars: 1000, BrowserActions: 2}

@@ -1003,3 +1003,11 @@ func TestHealth(t *testing.T) {
 		t.Errorf("HEAD /healthz: %s", r)
 	}
 }
+
+// with returns a copy of f whose helpers report to t (a subtest of f's
+// test) and whose requests end with it.
+func (f *fixture) with(t *testing.T) *fixture {
+	c := *f
+	c.t = t
+	return &c
+}

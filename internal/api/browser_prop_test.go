@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,11 +17,15 @@ import (
 	"github.com/airlockhq/airlock/internal/child"
 )
 
-// Sizes of TestBrowserAPINeverCrashes: fixed, small enough for CI.
+// Sizes of TestBrowserAPINeverCrashes: fixed, small enough for CI. The
+// sequences are dealt to propShards shards that run at once (each with its
+// own session at a time and its own generator, seeded propSeed+shard):
+// the test waits on Chromium far more than it computes.
 const (
 	propSeed      = 15
 	propSequences = 40
 	propSteps     = 6
+	propShards    = 4
 )
 
 // TestBrowserAPINeverCrashes drives random sequences of ops, interact steps
@@ -48,14 +53,59 @@ func TestBrowserAPINeverCrashes(t *testing.T) {
 	}))
 	t.Cleanup(page.Close)
 
-	rng := rand.New(rand.NewPCG(propSeed, propSeed))
+	start := time.Now()
+	var mu sync.Mutex
+	total := propStats{codes: map[airlock.Code]int{}}
+	t.Run("shards", func(t *testing.T) {
+		for shard := range propShards {
+			t.Run(fmt.Sprint(shard), func(t *testing.T) {
+				t.Parallel()
+				st := propShard(t, f.with(t), page.URL, shard)
+				mu.Lock()
+				defer mu.Unlock()
+				total.add(st)
+			})
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	requests, errorsSeen, kills, codes := total.requests, total.errorsSeen, total.kills, total.codes
+	t.Logf("%d sequences × %d steps in %d shards, seeds %d+shard: %d requests, %d Chromium kills, %d error replies %v, in %v",
+		propSequences, propSteps, propShards, propSeed, requests, kills, errorsSeen, codes, time.Since(start).Round(time.Millisecond))
+	if kills == 0 || errorsSeen == 0 || errorsSeen == requests {
+		t.Fatalf("the sequences did not exercise what they should: %d kills, %d of %d replies errors", kills, errorsSeen, requests)
+	}
+}
+
+// propStats counts what the sequences of TestBrowserAPINeverCrashes saw.
+type propStats struct {
+	requests, errorsSeen, kills int
+	codes                       map[airlock.Code]int
+}
+
+func (p *propStats) add(o propStats) {
+	p.requests += o.requests
+	p.errorsSeen += o.errorsSeen
+	p.kills += o.kills
+	for c, n := range o.codes {
+		p.codes[c] += n
+	}
+}
+
+// propShard runs the sequences shard, shard+propShards, ... of
+// TestBrowserAPINeverCrashes against the page server at pageURL, from a
+// generator seeded propSeed+shard.
+func propShard(t *testing.T, f *fixture, pageURL string, shard int) propStats {
+	st := propStats{codes: map[airlock.Code]int{}}
+	rng := rand.New(rand.NewPCG(propSeed+uint64(shard), propSeed))
 	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
 	refs := func() string { return pick("@e1", "@e2", "@e3", "e3", "@e999", "nope", "@", "@e0") }
 	sels := func() string {
 		return pick("h1", "#q", "#go", "#s", "#p", "#missing", "[[[", "div >>> p", "a:has(", "::x")
 	}
 	urls := func() string {
-		return pick(page.URL+"/", page.URL+"/two", "http://127.0.0.1:1/", "javascript:alert(1)", "about:blank", "file:///etc/passwd", "not a url")
+		return pick(pageURL+"/", pageURL+"/two", "http://127.0.0.1:1/", "javascript:alert(1)", "about:blank", "file:///etc/passwd", "not a url")
 	}
 	step := func() map[string]any {
 		switch rng.IntN(8) {
@@ -113,11 +163,8 @@ func TestBrowserAPINeverCrashes(t *testing.T) {
 		return map[string]any{"kind": "upload", "ref": refs(), "path": "../x"}
 	}
 
-	start := time.Now()
-	var requests, errorsSeen, kills int
-	codes := map[airlock.Code]int{}
-	for seq := range propSequences {
-		r := f.do("POST", "/api/browser/sessions", acmeToken, map[string]any{"policy": map[string]any{"allowed_origins": []string{page.URL}}})
+	for seq := shard; seq < propSequences; seq += propShards {
+		r := f.do("POST", "/api/browser/sessions", acmeToken, map[string]any{"policy": map[string]any{"allowed_origins": []string{pageURL}}})
 		if r.StatusCode != http.StatusCreated {
 			t.Fatalf("seq %d: open: %s", seq, r)
 		}
@@ -147,7 +194,7 @@ func TestBrowserAPINeverCrashes(t *testing.T) {
 			desc := fmt.Sprintf("seq %d step %d", seq, i)
 			if what == "kill" {
 				if killChromium(t, info.FilesDir) > 0 {
-					kills++
+					st.kills++
 				}
 				desc += " (after killing Chromium)"
 				method, path, body = "POST", base+"/ops", op()
@@ -155,12 +202,12 @@ func TestBrowserAPINeverCrashes(t *testing.T) {
 			js, _ := json.Marshal(body)
 			desc += fmt.Sprintf(": %s %s %s", method, path, cutStr(string(js), 300))
 			r := f.do(method, path, acmeToken, body)
-			requests++
+			st.requests++
 			if method == "DELETE" && r.StatusCode == http.StatusNoContent {
 				open = false
 			} else if c := checkTyped(t, desc, r); c != "" {
-				errorsSeen++
-				codes[c]++
+				st.errorsSeen++
+				st.codes[c]++
 			}
 			if h := f.do("GET", "/healthz", "", nil); h.StatusCode != http.StatusOK {
 				t.Fatalf("%s: /healthz answers %s", desc, h)
@@ -172,11 +219,7 @@ func TestBrowserAPINeverCrashes(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d sequences × %d steps, seed %d: %d requests, %d Chromium kills, %d error replies %v, in %v",
-		propSequences, propSteps, propSeed, requests, kills, errorsSeen, codes, time.Since(start).Round(time.Millisecond))
-	if kills == 0 || errorsSeen == 0 || errorsSeen == requests {
-		t.Fatalf("the sequences did not exercise what they should: %d kills, %d of %d replies errors", kills, errorsSeen, requests)
-	}
+	return st
 }
 
 // checkTyped fails the test unless r is a typed reply: a JSON object that

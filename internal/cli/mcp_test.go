@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -213,7 +214,17 @@ var airlockBinary = sync.OnceValues(func() (string, error) {
 var binDir string
 
 func TestMain(m *testing.M) {
+	// Start linking the binary now, while the first tests run, rather
+	// than when the first test that runs it asks (it takes many seconds).
+	flag.Parse()
+	building := !testing.Short()
+	if building {
+		go airlockBinary()
+	}
 	code := m.Run()
+	if building {
+		airlockBinary() // waits for the build binDir is set by
+	}
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
