@@ -88,6 +88,7 @@ func Discover(resp *airlock.HTTPResponse) (Extracted, bool) {
 const (
 	discoverMaxInput   = 10 << 20 // extract.DefaultMaxInputBytes
 	discoverMaxMeta    = 256      // meta entries
+	discoverMaxKey     = 128      // bytes of a meta key
 	discoverMaxValue   = 4096     // bytes of a meta value
 	discoverMaxText    = 300      // bytes of a link's text
 	discoverMaxHeading = 500      // bytes of a heading's text
@@ -839,7 +840,8 @@ func hasToken(list, tok string) bool {
 // addMeta adds a <meta> tag to the meta map as the extractor does:
 // content (or value), collapsed and clipped, under each lower-cased key of
 // its property, name, itemprop and http-equiv; the first of a key wins,
-// except that authors are joined.
+// except that authors are joined. The map holds at most discoverMaxMeta
+// keys of at most discoverMaxKey bytes: one tag may name any number.
 func (d *discoverer) addMeta(attrs []html.Attribute) {
 	if len(d.meta) >= discoverMaxMeta {
 		return
@@ -858,7 +860,13 @@ func (d *discoverer) addMeta(attrs []html.Attribute) {
 	for _, attr := range []string{"property", "name", "itemprop", "http-equiv"} {
 		keys, _ := attrVal(attrs, attr)
 		for _, k := range strings.Fields(strings.ToLower(keys)) {
+			if len(k) > discoverMaxKey {
+				continue // no key is this long: a page's filler
+			}
 			if old, seen := d.meta[k]; !seen {
+				if len(d.meta) >= discoverMaxMeta {
+					continue // keys seen still join their authors
+				}
 				d.meta[k] = content
 			} else if authorKey(k) && len(old)+len(content) < discoverMaxValue && !strings.Contains("; "+old+"; ", "; "+content+"; ") {
 				d.meta[k] = old + "; " + content
@@ -1081,20 +1089,26 @@ func clip(s string, n int) string {
 var titleSeps = [...]string{" | ", " - ", " – ", " — ", " \\ ", " / ", " > ", " » ", " · ", " :: "}
 
 // trimSiteName cuts the site's name off the end (or the start) of a
-// title, with the separator between them, as the extractor does.
+// title, with the separator between them, as the extractor does. It
+// compares the title's own bytes, case-folded, with the name: lower-cased
+// copies may differ in length from the strings they come from ("Ⱥ" is two
+// bytes, "ⱥ" three), so their offsets cannot index the title.
 func trimSiteName(title, site string) string {
 	if site == "" || len(site) >= len(title) {
 		return title
 	}
-	lt, ls := strings.ToLower(title), strings.ToLower(site)
 	for _, sep := range titleSeps {
-		if strings.HasSuffix(lt, sep+ls) {
-			if t := strings.TrimSpace(title[:len(title)-len(sep)-len(site)]); len(strings.Fields(t)) >= 2 {
+		n := len(sep) + len(site)
+		if n > len(title) {
+			continue
+		}
+		if tail := title[len(title)-n:]; strings.HasPrefix(tail, sep) && strings.EqualFold(tail[len(sep):], site) {
+			if t := strings.TrimSpace(title[:len(title)-n]); len(strings.Fields(t)) >= 2 {
 				return t
 			}
 		}
-		if strings.HasPrefix(lt, ls+sep) {
-			if t := strings.TrimSpace(title[len(site)+len(sep):]); len(strings.Fields(t)) >= 2 {
+		if head := title[:n]; strings.HasSuffix(head, sep) && strings.EqualFold(head[:len(site)], site) {
+			if t := strings.TrimSpace(title[n:]); len(strings.Fields(t)) >= 2 {
 				return t
 			}
 		}

@@ -244,6 +244,9 @@ func FuzzDiscover(f *testing.F) {
 		`<svg><a href="/svg">s</a><title>t</title><style>a{}</style></svg><title>Doc</title><a href="/t"><img alt="i"></a>`,
 		`<template><a href="/hidden">h</a></template><a href="javascript:x"><area href="/in"></a><a href="/e"><script>x</script>e</a>`,
 		`<html lang="fr"><meta property="og:title twitter:title" content=" A  B "><meta name="author" content="x"><meta name="author" content="y"><link rel="Canonical" href="/c">`,
+		`<meta property="og:site_name" content="ⱥⱥⱥⱥ"><meta property="og:title" content="ȺȺȺȺ | ab">`,
+		`<meta property="og:site_name" content="ⱥⱥⱥⱥ"><meta property="og:title" content="ab | ȺȺȺȺ">`,
+		`<meta property="` + strings.Repeat("k ", 300) + strings.Repeat("y", 200) + ` z" content="x">`,
 	} {
 		f.Add(s + pad)
 	}
