@@ -1,8 +1,14 @@
 package crawl
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock"
 )
 
 // siteNamePage is a page whose og:site_name lower-cases to a different
@@ -28,7 +34,7 @@ func TestDiscoverSiteNameCaseLength(t *testing.T) {
 		{"Ⱥb", "one two | ȺB", "one two"},
 	} {
 		resp := htmlResponse("https://site.example/p", siteNamePage(tc.site, tc.title))
-		ex, ok := Discover(resp)
+		ex, ok := discover(resp)
 		if !ok {
 			t.Fatalf("%q/%q: Discover declined the page", tc.site, tc.title)
 		}
@@ -52,7 +58,7 @@ func TestDiscoverMetaKeysCapped(t *testing.T) {
 	long := strings.Repeat("y", discoverMaxKey+1)
 	body := `<html><head><meta property="` + long + ` short` + keys.String() + `" content="` + strings.Repeat("x", 4000) + `"></head><body>` +
 		strings.Repeat("<p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p>\n", 45)
-	ex, ok := Discover(htmlResponse("https://site.example/p", []byte(body)))
+	ex, ok := discover(htmlResponse("https://site.example/p", []byte(body)))
 	if !ok {
 		t.Fatal("Discover declined the page")
 	}
@@ -78,4 +84,48 @@ func itoa(i int) string {
 		b = append([]byte{byte('0' + i%10)}, b...)
 	}
 	return string(b)
+}
+
+// discover is Discover without a context to end.
+func discover(resp *airlock.HTTPResponse) (Extracted, bool) {
+	ex, ok, err := Discover(context.Background(), resp)
+	if err != nil {
+		panic(fmt.Sprintf("Discover without a deadline: %v", err))
+	}
+	return ex, ok
+}
+
+// TestDiscoverStopsWithContext: Discover looks at its context while it
+// reads, and answers its error on a page that takes long to read (250
+// nested <b>, then 2.4 million <hr>).
+func TestDiscoverStopsWithContext(t *testing.T) {
+	body := []byte(strings.Repeat("<p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p>\n", 45) +
+		strings.Repeat("<b>", 250) + strings.Repeat("<hr>", 2_400_000))
+	resp := htmlResponse("https://site.example/p", body)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, ok, err := Discover(ctx, resp)
+		if ok {
+			err = errors.New("Discover read the page")
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Discover with a cancelled context: %v, want context.Canceled", err)
+		}
+		if c := airlock.CodeOf(err); c != airlock.CodeTimeout {
+			t.Errorf("code %q, want %q", c, airlock.CodeTimeout)
+		}
+	case <-time.After(2 * time.Minute): // a hang guard only
+		t.Fatal("Discover did not stop")
+	}
+	dctx, dcancel := context.WithDeadline(context.Background(), time.Unix(1, 0))
+	defer dcancel()
+	if _, _, err := Discover(dctx, resp); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Discover past its deadline: %v, want context.DeadlineExceeded", err)
+	}
 }

@@ -42,7 +42,7 @@ func domPage(t testing.TB, resp *airlock.HTTPResponse) (*airlock.Page, bool, boo
 // no JSON-LD (the extractor reads them there too; Discover does not).
 func sameAsDOM(t testing.TB, resp *airlock.HTTPResponse) (diff string, discovered bool) {
 	t.Helper()
-	ex, ok := Discover(resp)
+	ex, ok := discover(resp)
 	if !ok {
 		return "", false
 	}
@@ -174,7 +174,7 @@ func TestDiscoverDeclinesBotWalls(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp := htmlResponse("https://shop.example/item", body)
-		if _, ok := Discover(resp); !ok {
+		if _, ok := discover(resp); !ok {
 			continue
 		}
 		var wall *extract.BotWallError
@@ -186,7 +186,7 @@ func TestDiscoverDeclinesBotWalls(t *testing.T) {
 	for _, h := range []string{"Cf-Mitigated", "X-Amzn-Waf-Action"} {
 		resp := htmlResponse("https://shop.example/item", long)
 		resp.Header[h] = []string{"challenge"}
-		if _, ok := Discover(resp); ok {
+		if _, ok := discover(resp); ok {
 			t.Errorf("Discover read a page answered with %s", h)
 		}
 	}
@@ -212,7 +212,7 @@ func TestDiscoverDeclines(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := &airlock.HTTPResponse{Status: 200, URL: "https://site.example/", Body: []byte(tc.body),
 				Header: map[string][]string{"Content-Type": {tc.ctype}}}
-			if _, got := Discover(resp); got != tc.want {
+			if _, got := discover(resp); got != tc.want {
 				t.Errorf("Discover read it: %v, want %v", got, tc.want)
 			}
 		})
@@ -252,7 +252,7 @@ func FuzzDiscover(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		resp := htmlResponse("https://site.example/dir/page", []byte(body))
-		ex, ok := Discover(resp)
+		ex, ok := discover(resp)
 		if !ok {
 			return
 		}
