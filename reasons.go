@@ -487,7 +487,7 @@ var catalogue = []ReasonInfo{
 	{ReasonRouteMethod, []Code{CodeDenied}, "The route does not allow this HTTP method (routes.NAME.methods).", "the route's methods are routes.NAME.methods"},
 	{ReasonRoutePath, []Code{CodeInvalid}, "A path outside the route's path_prefix, or not a path.", ""},
 	{ReasonNotReady, []Code{CodeUnavailable}, "/readyz: a dependency is down.", ""},
-	{ReasonPanic, []Code{CodeInternal}, "A handler panicked; the process recovered.", ""},
+	{ReasonPanic, []Code{CodeInternal}, "A handler or a crawl job panicked, or a crawled page's reader did (skipped); the process recovered.", ""},
 	{ReasonSecret, []Code{CodeNotFound}, "A secret the configuration names cannot be read.", ""},
 	{ReasonRevocation, []Code{CodeNotFound}, "No such revocation.", ""},
 	{ReasonRevocationCopy, []Code{CodeNotFound}, "No revocation copy to restore from.", ""},

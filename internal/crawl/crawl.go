@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -784,12 +785,12 @@ func (r *run) dispatch(h *host, it Item, now time.Time) bool {
 	r.inflight++
 	pol := hostPolicy{origin: h.origin, limit: h.limit(r.opt), delay: h.delay(r.opt), token: hostToken}
 	r.goWork(func() {
-		var res result
-		if it.Kind == KindSitemap {
-			res = r.fetchSitemap(it, pol)
-		} else {
-			res = r.fetchPage(it, pol)
-		}
+		res := r.guard(it, func() result {
+			if it.Kind == KindSitemap {
+				return r.fetchSitemap(it, pol)
+			}
+			return r.fetchPage(it, pol)
+		})
 		res.h, res.item, res.host = h, it, hostToken
 		r.results <- res
 	})
@@ -1339,6 +1340,28 @@ func (r *run) landing(it Item, resp *airlock.HTTPResponse) (base *url.URL, ok bo
 		return nil, false, err
 	}
 	return base, added, nil
+}
+
+// guard runs a worker's fetch of it, and makes a panic in it (from a
+// hostile page in a page function, say) that URL's failure: skipped with
+// reason panic, without the panic's value, which goes with its stack to
+// the log (Config.Logger, else the default logger). The crawl goes on.
+func (r *run) guard(it Item, fetch func() result) (res result) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		lg := r.cfg.Logger
+		if lg == nil {
+			lg = slog.Default()
+		}
+		lg.Error("crawl: panic reading a page", slog.String("url", it.URL), slog.Any("panic", v),
+			slog.String("stack", string(debug.Stack())))
+		r.skip(it.URL, airlock.ReasonPanic, "internal error")
+		res = result{failed: true}
+	}()
+	return fetch()
 }
 
 // failure classifies a failed fetch or extraction.

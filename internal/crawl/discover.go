@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"bytes"
+	"context"
 	"mime"
 	"net/http"
 	"net/url"
@@ -41,19 +42,24 @@ import (
 // ASCII-compatible label), nested deeper than the extractor reads it
 // whole, or with so little text that it may be a bot wall, and any
 // response with a bot-wall header.
-func Discover(resp *airlock.HTTPResponse) (Extracted, bool) {
+//
+// Discover looks at ctx every discoverCtxEvery tokens and returns ctx's
+// error (code timeout for airlock.CodeOf) when it ends first, as the
+// extractor does. It takes no turn of the extractor's pool and no room in
+// its memory budget itself: callers take them (extract.Admit).
+func Discover(ctx context.Context, resp *airlock.HTTPResponse) (Extracted, bool, error) {
 	h := http.Header(resp.Header)
 	mt, body, ok := discoverable(h, resp.Body)
 	if !ok {
-		return Extracted{}, false
+		return Extracted{}, false, nil
 	}
 	var base *url.URL
 	if u, err := url.Parse(resp.URL); err == nil && u.IsAbs() {
 		base = u
 	}
-	d := discoverer{base: base}
-	if !d.scan(body) {
-		return Extracted{}, false
+	d := discoverer{base: base, ctx: ctx}
+	if ok, err := d.scan(body); !ok || err != nil {
+		return Extracted{}, false, err
 	}
 	p := &airlock.Page{
 		URL:         resp.URL,
@@ -81,18 +87,22 @@ func Discover(resp *airlock.HTTPResponse) (Extracted, bool) {
 		ni, nf := robotstag.Directives(p.Meta[name])
 		ex.NoIndex, ex.NoFollow = ex.NoIndex || ni, ex.NoFollow || nf
 	}
-	return ex, true
+	return ex, true, nil
 }
 
 // The extractor's bounds that Discover keeps to (internal/extract).
 const (
 	discoverMaxInput   = 10 << 20 // extract.DefaultMaxInputBytes
 	discoverMaxMeta    = 256      // meta entries
+	discoverMaxKey     = 128      // bytes of a meta key
 	discoverMaxValue   = 4096     // bytes of a meta value
 	discoverMaxText    = 300      // bytes of a link's text
 	discoverMaxHeading = 500      // bytes of a heading's text
 	discoverMaxLinkEl  = 20 * airlock.MaxPageLinks
 	discoverMaxDepth   = 256 // the extractor flattens documents nested deeper
+	// discoverCtxEvery is how many tokens Discover reads between looks at
+	// its context.
+	discoverCtxEvery = 4096
 	// discoverMinText is the least visible text (ASCII bytes other than
 	// spaces) of a page Discover reads: a bot wall has at most 1,500 (the
 	// extractor's wallMaxText), and shorter pages go to the extractor,
@@ -142,8 +152,9 @@ func hasHighBit(b []byte) bool {
 
 // discoverer is the state of one Discover pass.
 type discoverer struct {
-	base      *url.URL // the response URL, then the document's <base href>
-	baseDone  bool     // past the head: a later <base> does not count
+	ctx       context.Context // nil: never looked at
+	base      *url.URL        // the response URL, then the document's <base href>
+	baseDone  bool            // past the head: a later <base> does not count
 	meta      map[string]string
 	title     string // the first non-empty <title> outside SVG and MathML
 	lang      [2]string
@@ -185,8 +196,9 @@ type discoverer struct {
 	altSkip  int // len(open) with the element whose children the alt walk skips open
 }
 
-// scan reads body; false sends the page to the extractor.
-func (d *discoverer) scan(body []byte) bool {
+// scan reads body; false sends the page to the extractor. The error is
+// d.ctx's when it ends before the body does.
+func (d *discoverer) scan(body []byte) (bool, error) {
 	d.meta = map[string]string{}
 	d.links = []airlock.Link{}
 	d.headings = []airlock.Heading{}
@@ -195,7 +207,12 @@ func (d *discoverer) scan(body []byte) bool {
 	var raw atom.Atom // the raw-text element whose text comes next
 	var attrs []html.Attribute
 	var nameBuf [32]byte
-	for {
+	for n := 1; ; n++ {
+		if n%discoverCtxEvery == 0 && d.ctx != nil {
+			if err := d.ctx.Err(); err != nil {
+				return false, err
+			}
+		}
 		tt := z.Next()
 		if tt != html.TextToken {
 			raw = 0 // an empty raw-text element has no text token
@@ -205,7 +222,7 @@ func (d *discoverer) scan(body []byte) bool {
 			d.popTo(0)
 			d.endA()
 			d.finishCanonical()
-			return d.text > discoverMinText
+			return d.text > discoverMinText, nil
 		case html.TextToken:
 			if raw != 0 {
 				t := z.Text()
@@ -273,7 +290,7 @@ func (d *discoverer) scan(body []byte) bool {
 				}
 			}
 			if !d.start(a, name, attrs, void) {
-				return false
+				return false, nil
 			}
 			z.AllowCDATA(d.foreign > 0)
 		case html.EndTagToken:
@@ -839,7 +856,8 @@ func hasToken(list, tok string) bool {
 // addMeta adds a <meta> tag to the meta map as the extractor does:
 // content (or value), collapsed and clipped, under each lower-cased key of
 // its property, name, itemprop and http-equiv; the first of a key wins,
-// except that authors are joined.
+// except that authors are joined. The map holds at most discoverMaxMeta
+// keys of at most discoverMaxKey bytes: one tag may name any number.
 func (d *discoverer) addMeta(attrs []html.Attribute) {
 	if len(d.meta) >= discoverMaxMeta {
 		return
@@ -858,7 +876,13 @@ func (d *discoverer) addMeta(attrs []html.Attribute) {
 	for _, attr := range []string{"property", "name", "itemprop", "http-equiv"} {
 		keys, _ := attrVal(attrs, attr)
 		for _, k := range strings.Fields(strings.ToLower(keys)) {
+			if len(k) > discoverMaxKey {
+				continue // no key is this long: a page's filler
+			}
 			if old, seen := d.meta[k]; !seen {
+				if len(d.meta) >= discoverMaxMeta {
+					continue // keys seen still join their authors
+				}
 				d.meta[k] = content
 			} else if authorKey(k) && len(old)+len(content) < discoverMaxValue && !strings.Contains("; "+old+"; ", "; "+content+"; ") {
 				d.meta[k] = old + "; " + content
@@ -1081,20 +1105,26 @@ func clip(s string, n int) string {
 var titleSeps = [...]string{" | ", " - ", " – ", " — ", " \\ ", " / ", " > ", " » ", " · ", " :: "}
 
 // trimSiteName cuts the site's name off the end (or the start) of a
-// title, with the separator between them, as the extractor does.
+// title, with the separator between them, as the extractor does. It
+// compares the title's own bytes, case-folded, with the name: lower-cased
+// copies may differ in length from the strings they come from ("Ⱥ" is two
+// bytes, "ⱥ" three), so their offsets cannot index the title.
 func trimSiteName(title, site string) string {
 	if site == "" || len(site) >= len(title) {
 		return title
 	}
-	lt, ls := strings.ToLower(title), strings.ToLower(site)
 	for _, sep := range titleSeps {
-		if strings.HasSuffix(lt, sep+ls) {
-			if t := strings.TrimSpace(title[:len(title)-len(sep)-len(site)]); len(strings.Fields(t)) >= 2 {
+		n := len(sep) + len(site)
+		if n > len(title) {
+			continue
+		}
+		if tail := title[len(title)-n:]; strings.HasPrefix(tail, sep) && strings.EqualFold(tail[len(sep):], site) {
+			if t := strings.TrimSpace(title[:len(title)-n]); len(strings.Fields(t)) >= 2 {
 				return t
 			}
 		}
-		if strings.HasPrefix(lt, ls+sep) {
-			if t := strings.TrimSpace(title[len(site)+len(sep):]); len(strings.Fields(t)) >= 2 {
+		if head := title[:n]; strings.HasSuffix(head, sep) && strings.EqualFold(head[:len(site)], site) {
+			if t := strings.TrimSpace(title[n:]); len(strings.Fields(t)) >= 2 {
 				return t
 			}
 		}

@@ -20,7 +20,7 @@ func BenchmarkDiscover(b *testing.B) {
 	b.Run("discover", func(b *testing.B) {
 		b.SetBytes(int64(len(resp.Body)))
 		for b.Loop() {
-			if _, ok := Discover(resp); !ok {
+			if _, ok := discover(resp); !ok {
 				b.Fatal("Discover declined the page")
 			}
 		}

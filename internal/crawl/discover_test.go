@@ -22,8 +22,13 @@ import (
 // domPage is what the full extractor makes of resp in ExtractNone mode:
 // the page and its robots directives (the DOM path that Discover
 // replaces for a crawl).
-func domPage(t testing.TB, resp *airlock.HTTPResponse) (*airlock.Page, bool, bool, error) {
+func domPage(t testing.TB, resp *airlock.HTTPResponse) (_ *airlock.Page, _, _ bool, err error) {
 	t.Helper()
+	defer func() {
+		if v := recover(); v != nil { // the extractor's bug, reported as the page's
+			err = fmt.Errorf("the extractor panicked: %v", v)
+		}
+	}()
 	h := http.Header(resp.Header)
 	in := extract.Input{URL: resp.URL, Body: resp.Body, ContentType: h.Get("Content-Type"), Header: h}
 	p, err := extract.Extract(context.Background(), in, extract.Options{Mode: airlock.ExtractNone})
@@ -42,7 +47,7 @@ func domPage(t testing.TB, resp *airlock.HTTPResponse) (*airlock.Page, bool, boo
 // no JSON-LD (the extractor reads them there too; Discover does not).
 func sameAsDOM(t testing.TB, resp *airlock.HTTPResponse) (diff string, discovered bool) {
 	t.Helper()
-	ex, ok := Discover(resp)
+	ex, ok := discover(resp)
 	if !ok {
 		return "", false
 	}
@@ -174,7 +179,7 @@ func TestDiscoverDeclinesBotWalls(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp := htmlResponse("https://shop.example/item", body)
-		if _, ok := Discover(resp); !ok {
+		if _, ok := discover(resp); !ok {
 			continue
 		}
 		var wall *extract.BotWallError
@@ -186,7 +191,7 @@ func TestDiscoverDeclinesBotWalls(t *testing.T) {
 	for _, h := range []string{"Cf-Mitigated", "X-Amzn-Waf-Action"} {
 		resp := htmlResponse("https://shop.example/item", long)
 		resp.Header[h] = []string{"challenge"}
-		if _, ok := Discover(resp); ok {
+		if _, ok := discover(resp); ok {
 			t.Errorf("Discover read a page answered with %s", h)
 		}
 	}
@@ -212,7 +217,7 @@ func TestDiscoverDeclines(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := &airlock.HTTPResponse{Status: 200, URL: "https://site.example/", Body: []byte(tc.body),
 				Header: map[string][]string{"Content-Type": {tc.ctype}}}
-			if _, got := Discover(resp); got != tc.want {
+			if _, got := discover(resp); got != tc.want {
 				t.Errorf("Discover read it: %v, want %v", got, tc.want)
 			}
 		})
@@ -238,18 +243,25 @@ func FuzzDiscover(f *testing.F) {
 		f.Add(rec.Body.String())
 	}
 	pad := strings.Repeat("<p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p>\n", 45)
+	var manyKeys string // more keys than the meta map holds, in one tag
+	for i := range 300 {
+		manyKeys += fmt.Sprintf("k%d ", i)
+	}
 	for _, s := range []string{
 		`<head><base href="/sub/"><meta name="robots" content="noindex, nofollow"></head><body><a href="x">x</a><a href="../y#f">y</a>`,
 		`<a href="/a">one<a href="/b">two</a></a><area href="/c" alt="c"><map><area href="/d" title="d"></map>`,
 		`<svg><a href="/svg">s</a><title>t</title><style>a{}</style></svg><title>Doc</title><a href="/t"><img alt="i"></a>`,
 		`<template><a href="/hidden">h</a></template><a href="javascript:x"><area href="/in"></a><a href="/e"><script>x</script>e</a>`,
 		`<html lang="fr"><meta property="og:title twitter:title" content=" A  B "><meta name="author" content="x"><meta name="author" content="y"><link rel="Canonical" href="/c">`,
+		`<meta property="og:site_name" content="ⱥⱥⱥⱥ"><meta property="og:title" content="ȺȺȺȺ | ab">`,
+		`<meta property="og:site_name" content="ⱥⱥⱥⱥ"><meta property="og:title" content="ab | ȺȺȺȺ">`,
+		`<meta property="` + manyKeys + strings.Repeat("y", 200) + ` z" content="x">`,
 	} {
 		f.Add(s + pad)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		resp := htmlResponse("https://site.example/dir/page", []byte(body))
-		ex, ok := Discover(resp)
+		ex, ok := discover(resp)
 		if !ok {
 			return
 		}

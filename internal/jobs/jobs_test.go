@@ -30,6 +30,7 @@ type fakeCrawl struct {
 	block   bool
 	started chan struct{} // one send per run that started
 	runs    atomic.Int32
+	panics  bool // the crawl panics after its pages
 }
 
 func newFake(t *testing.T, pages int, block bool) *fakeCrawl {
@@ -61,6 +62,10 @@ func (f *fakeCrawl) crawler() Crawler {
 					return nil, 0, err
 				}
 				progress(airlock.CrawlProgress{Done: i + 1})
+			}
+			if f.panics {
+				var m map[string]int
+				m["hostile page"]++ // a nil map write: a runtime panic
 			}
 			if f.block {
 				<-call.Ctx.Done()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -196,7 +197,9 @@ func (r *Runner) runJob(call *gate.Call, run *jobRun, sj store.Job, req airlock.
 	if run.shared != nil {
 		shared = run.shared
 	}
-	sum, in, err := r.crawler.Run(call, shared, run.join, req, emit, progress)
+	sum, in, err := r.runCrawl(sj.ID, func() (*airlock.CrawlSummary, int64, error) {
+		return r.crawler.Run(call, shared, run.join, req, emit, progress)
+	})
 	mu.Lock() // a provider's stray callback must not race with the end
 	defer mu.Unlock()
 	if sum != nil {
@@ -236,4 +239,20 @@ func (r *Runner) runJob(call *gate.Call, run *jobRun, sj store.Job, req airlock.
 	sj.Summary, _ = json.Marshal(sum)
 	sj.Finished = time.Now()
 	r.writeJob(run, &sj)
+}
+
+// runCrawl runs a job's crawl, and makes a panic in it (from a hostile
+// page the crawler did not survive, say) the job's failure: code internal,
+// reason panic, without the panic's value, which goes with its stack to
+// the log. The process, and the runner's other jobs, go on.
+func (r *Runner) runCrawl(id string, do func() (*airlock.CrawlSummary, int64, error)) (sum *airlock.CrawlSummary, in int64, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.logger.Error("crawl job: panic", slog.String("job", id), slog.Any("panic", v),
+				slog.String("stack", string(debug.Stack())))
+			sum, in = nil, 0
+			err = airlock.Errorf(airlock.CodeInternal, airlock.ReasonPanic, "crawl job %s failed: an internal error stopped its crawl", id)
+		}
+	}()
+	return do()
 }

@@ -116,8 +116,19 @@ var PageFunc crawl.PageFunc = pageFunc
 func pageFunc(ctx context.Context, resp *airlock.HTTPResponse, mode string) (crawl.Extracted, error) {
 	if mode == airlock.ExtractNone {
 		// Discovery reads links and meta tags in one tokenizer pass; what
-		// it cannot read the same way goes to the extractor.
-		if ex, ok := crawl.Discover(resp); ok {
+		// it cannot read the same way goes to the extractor. It takes the
+		// extractor's turn and memory budget, and ends with ctx, as the
+		// extractor does; the extractor takes its own after it.
+		release, err := extract.Admit(ctx, len(resp.Body))
+		if err != nil {
+			return crawl.Extracted{}, err
+		}
+		ex, ok, err := crawl.Discover(ctx, resp)
+		release()
+		if err != nil {
+			return crawl.Extracted{}, err
+		}
+		if ok {
 			return ex, nil
 		}
 	}
