@@ -748,11 +748,10 @@ func otherCredit(s string) int {
 	if len(s) > maxDateInput || !strings.Contains(s, "y") && !strings.Contains(s, "Y") {
 		return -1
 	}
-	ls := strings.ToLower(s)
 	best := -1
 	for _, c := range otherCredits {
-		if i := strings.Index(ls, c); i >= 0 && (best < 0 || i < best) {
-			if j := i + len(c); j < len(ls) && (ls[j] == ' ' || ls[j] == ':') {
+		if i := indexFold(s, c); i >= 0 && (best < 0 || i < best) {
+			if j := i + len(c); j < len(s) && (s[j] == ' ' || s[j] == ':') {
 				best = i
 			}
 		}
@@ -796,9 +795,8 @@ func cleanByline(s string) string {
 		if s == "" {
 			// "Monday, November 12, 2012, by Matthew Kang"; without a
 			// "by" the text after a date is a comment's ("... said:").
-			ls := strings.ToLower(after)
 			for _, by := range [...]string{" by ", " by:"} {
-				if k := strings.Index(ls, by); k >= 0 {
+				if k := indexFold(after, by); k >= 0 {
 					return cleanByline(strings.TrimLeft(after[k+len(by):], " :"))
 				}
 			}
@@ -907,15 +905,23 @@ func trimSiteName(title, site string) string {
 
 // trimSiteSuffix is trimSiteName for one spelling of the site's name.
 func trimSiteSuffix(title, site string) string {
-	lt, ls := strings.ToLower(title), strings.ToLower(site)
+	// The comparison is of the strings themselves, case folded, over
+	// slices of the title as long as the site's name: a lowered copy can
+	// be of another length ("Ⱥ" is 2 bytes, "ⱥ" 3), and its offsets are
+	// not the title's. The separators are ASCII, so the cut is on a rune
+	// boundary.
 	for _, sep := range titleSeps {
-		if strings.HasSuffix(lt, sep+ls) {
-			if t := strings.TrimSpace(title[:len(title)-len(sep)-len(site)]); len(strings.Fields(t)) >= 2 {
+		n := len(sep) + len(site)
+		if n >= len(title) {
+			continue
+		}
+		if k := len(title) - n; strings.HasPrefix(title[k:], sep) && strings.EqualFold(title[k+len(sep):], site) {
+			if t := strings.TrimSpace(title[:k]); len(strings.Fields(t)) >= 2 {
 				return t
 			}
 		}
-		if strings.HasPrefix(lt, ls+sep) {
-			if t := strings.TrimSpace(title[len(site)+len(sep):]); len(strings.Fields(t)) >= 2 {
+		if strings.HasPrefix(title[len(site):], sep) && strings.EqualFold(title[:len(site)], site) {
+			if t := strings.TrimSpace(title[n:]); len(strings.Fields(t)) >= 2 {
 				return t
 			}
 		}
