@@ -20,6 +20,7 @@ import (
 const (
 	maxMetaEntries = 256  // keys in Page.Meta
 	maxMetaValue   = 4096 // bytes of one meta value
+	maxMetaKey     = 128  // bytes of one meta key: longer ones are not kept
 	maxLinkText    = 300  // bytes of one link's text
 	// maxLinkElements is how many <a> and <area> elements links examines;
 	// past it, or past airlock.MaxPageLinks distinct links, it stops.
@@ -339,8 +340,19 @@ func metaMap(d *goquery.Document) map[string]string {
 		for _, attr := range []string{"property", "name", "itemprop", "http-equiv"} {
 			keys, _ := s.Attr(attr)
 			// property="og:title twitter:title" declares two keys.
-			for _, k := range strings.Fields(strings.ToLower(keys)) {
+			// The cap holds inside the loop: one tag can name thousands
+			// of keys, each with the tag's content.
+			for k := range strings.FieldsSeq(keys) {
+				if len(k) > maxMetaKey {
+					continue
+				}
+				if k = strings.ToLower(k); len(k) > maxMetaKey {
+					continue // lower case can be longer
+				}
 				if old, seen := m[k]; !seen {
+					if len(m) >= maxMetaEntries {
+						return false
+					}
 					m[k] = content
 				} else if authorKey(k) && len(old)+len(content) < maxMetaValue && !strings.Contains("; "+old+"; ", "; "+content+"; ") {
 					m[k] = old + "; " + content // one author per tag: all of them
