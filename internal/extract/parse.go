@@ -19,11 +19,14 @@ const flattenDepth = 256
 // The parser's work for a token is about the depth of its stack of open
 // elements (scope checks walk it), and it cannot be interrupted: 250
 // nested <b> then 2.4 million <hr> (9.6 MB) took 15 s. A document whose
-// work parseWork puts over maxParseWork is flattened to flattenShallow
-// first, which keeps the work linear in its size.
+// work parseWork puts over maxParseWork is flattened first, to a depth
+// that brings the work back to maxParseWork (between flattenFloor and
+// flattenShallow levels), which keeps it linear in the size.
 func parseHTML(body []byte) (*html.Node, error) {
-	if len(body) > maxParseWork/parseDepthCap && parseWork(body) > maxParseWork {
-		body = flatten(body, flattenShallow)
+	if len(body) > maxParseWork/parseDepthCap {
+		if work, tokens := parseWork(body); work > maxParseWork {
+			body = flatten(body, min(max(maxParseWork/tokens, flattenFloor), flattenShallow))
+		}
 	}
 	doc, err := html.Parse(bytes.NewReader(body))
 	if err != nil {
@@ -70,29 +73,32 @@ var voidElements = map[atom.Atom]bool{
 }
 
 const (
-	// maxParseWork bounds parseWork before a document is flattened: an
-	// ordinary large page (100,000 tokens, 40 deep) is a tenth of it.
-	maxParseWork = 1 << 26
+	// maxParseWork bounds parseWork before a document is flattened
+	// (about 0.4 s of parsing): the largest of the test corpus's pages
+	// is 0.4 million, an ordinary large page (100,000 tokens, 40 deep)
+	// a quarter of it.
+	maxParseWork = 1 << 24
 	// parseDepthCap is the deepest stack parseWork counts: the parser
 	// refuses a deeper one (and the document is flattened to
 	// flattenDepth then).
 	parseDepthCap = 512
-	// flattenShallow is the nesting kept of a document over maxParseWork.
-	flattenShallow = 32
+	// flattenShallow and flattenFloor bound the nesting kept of a
+	// document over maxParseWork.
+	flattenShallow, flattenFloor = 32, 8
 )
 
 // parseWork estimates the HTML parser's work for body: the sum over its
 // tokens of the open elements' depth (at most parseDepthCap), tracked by
-// tag names as flatten tracks them. It stops counting past maxParseWork.
-// Its own cost is linear in the size of body.
-func parseWork(body []byte) int {
+// tag names as flatten tracks them, saturating past maxParseWork, and
+// the number of tokens (at least 1). Its own cost is linear in the size
+// of body.
+func parseWork(body []byte) (work, tokens int) {
 	z := html.NewTokenizer(bytes.NewReader(body))
 	var st openStack
-	work := 0
-	for work <= maxParseWork {
+	for tokens = 1; ; tokens++ {
 		switch z.Next() {
 		case html.ErrorToken:
-			return work
+			return work, tokens
 		case html.StartTagToken:
 			name, _ := z.TagName()
 			if !voidElements[atom.Lookup(name)] {
@@ -102,9 +108,10 @@ func parseWork(body []byte) int {
 			name, _ := z.TagName()
 			st.close(string(name), nil)
 		}
-		work += min(len(st.s), parseDepthCap)
+		if work <= maxParseWork {
+			work += min(len(st.s), parseDepthCap)
+		}
 	}
-	return work
 }
 
 // openStack is the elements a tokenizer has seen open, by tag name. An
