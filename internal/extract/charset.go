@@ -133,7 +133,7 @@ func metaCharset(body []byte) string {
 
 // charsetParam extracts charset=... from a Content-Type value, leniently.
 func charsetParam(s string) string {
-	i := strings.Index(strings.ToLower(s), "charset")
+	i := indexFold(s, "charset")
 	if i < 0 {
 		return ""
 	}

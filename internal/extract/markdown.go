@@ -487,7 +487,7 @@ func codeLanguage(pre *html.Node) string {
 		for j, c := range classes {
 			lc := strings.ToLower(c)
 			for _, p := range []string{"language-", "lang-", "highlight-source-", "highlight-"} {
-				if strings.HasPrefix(lc, p) {
+				if len(c) >= len(p) && asciiEqualFold(c[:len(p)], p) {
 					if l := cleanLanguage(c[len(p):]); l != "" {
 						return l
 					}

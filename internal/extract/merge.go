@@ -287,19 +287,50 @@ func markWords(v string) []string {
 }
 
 // hasMark reports whether one of the words of a class or id value is one
-// of marks, or (for marks ending in "*") contains it.
+// of marks, or (for marks ending in "*") contains it, except where it
+// begins one of the stem's markFalseFriends.
 func hasMark(v string, marks map[string]bool) bool {
 	for _, w := range markWords(v) {
 		if marks[w] {
 			return true
 		}
 		for m := range marks {
-			if strings.HasSuffix(m, "*") && strings.Contains(w, m[:len(m)-1]) {
+			if strings.HasSuffix(m, "*") && containsMark(w, m[:len(m)-1]) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// markFalseFriends are words that a wildcard mark's stem begins and that
+// name something else: "commentary" and "commentator" are an article's
+// kind and its writer, not the comments under it ("commentlist",
+// "usercomments" and "commentarea" are).
+var markFalseFriends = map[string][]string{
+	"comment": {"commentar", "commentat"},
+}
+
+// containsMark reports stem in w at an offset where no false friend of
+// the stem begins.
+func containsMark(w, stem string) bool {
+	for i := 0; ; {
+		j := strings.Index(w[i:], stem)
+		if j < 0 {
+			return false
+		}
+		j += i
+		friend := false
+		for _, f := range markFalseFriends[stem] {
+			if strings.HasPrefix(w[j:], f) && !strings.HasPrefix(w[j:], stem+"area") {
+				friend = true
+			}
+		}
+		if !friend {
+			return true
+		}
+		i = j + len(stem)
+	}
 }
 
 // boilerMarks are class and id fragments of page furniture.

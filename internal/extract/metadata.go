@@ -20,6 +20,7 @@ import (
 const (
 	maxMetaEntries = 256  // keys in Page.Meta
 	maxMetaValue   = 4096 // bytes of one meta value
+	maxMetaKey     = 128  // bytes of one meta key: longer ones are not kept
 	maxLinkText    = 300  // bytes of one link's text
 	// maxLinkElements is how many <a> and <area> elements links examines;
 	// past it, or past airlock.MaxPageLinks distinct links, it stops.
@@ -339,8 +340,19 @@ func metaMap(d *goquery.Document) map[string]string {
 		for _, attr := range []string{"property", "name", "itemprop", "http-equiv"} {
 			keys, _ := s.Attr(attr)
 			// property="og:title twitter:title" declares two keys.
-			for _, k := range strings.Fields(strings.ToLower(keys)) {
+			// The cap holds inside the loop: one tag can name thousands
+			// of keys, each with the tag's content.
+			for k := range strings.FieldsSeq(keys) {
+				if len(k) > maxMetaKey {
+					continue
+				}
+				if k = strings.ToLower(k); len(k) > maxMetaKey {
+					continue // lower case can be longer
+				}
 				if old, seen := m[k]; !seen {
+					if len(m) >= maxMetaEntries {
+						return false
+					}
 					m[k] = content
 				} else if authorKey(k) && len(old)+len(content) < maxMetaValue && !strings.Contains("; "+old+"; ", "; "+content+"; ") {
 					m[k] = old + "; " + content // one author per tag: all of them
@@ -748,11 +760,10 @@ func otherCredit(s string) int {
 	if len(s) > maxDateInput || !strings.Contains(s, "y") && !strings.Contains(s, "Y") {
 		return -1
 	}
-	ls := strings.ToLower(s)
 	best := -1
 	for _, c := range otherCredits {
-		if i := strings.Index(ls, c); i >= 0 && (best < 0 || i < best) {
-			if j := i + len(c); j < len(ls) && (ls[j] == ' ' || ls[j] == ':') {
+		if i := indexFold(s, c); i >= 0 && (best < 0 || i < best) {
+			if j := i + len(c); j < len(s) && (s[j] == ' ' || s[j] == ':') {
 				best = i
 			}
 		}
@@ -796,9 +807,8 @@ func cleanByline(s string) string {
 		if s == "" {
 			// "Monday, November 12, 2012, by Matthew Kang"; without a
 			// "by" the text after a date is a comment's ("... said:").
-			ls := strings.ToLower(after)
 			for _, by := range [...]string{" by ", " by:"} {
-				if k := strings.Index(ls, by); k >= 0 {
+				if k := indexFold(after, by); k >= 0 {
 					return cleanByline(strings.TrimLeft(after[k+len(by):], " :"))
 				}
 			}
@@ -907,15 +917,23 @@ func trimSiteName(title, site string) string {
 
 // trimSiteSuffix is trimSiteName for one spelling of the site's name.
 func trimSiteSuffix(title, site string) string {
-	lt, ls := strings.ToLower(title), strings.ToLower(site)
+	// The comparison is of the strings themselves, case folded, over
+	// slices of the title as long as the site's name: a lowered copy can
+	// be of another length ("Ⱥ" is 2 bytes, "ⱥ" 3), and its offsets are
+	// not the title's. The separators are ASCII, so the cut is on a rune
+	// boundary.
 	for _, sep := range titleSeps {
-		if strings.HasSuffix(lt, sep+ls) {
-			if t := strings.TrimSpace(title[:len(title)-len(sep)-len(site)]); len(strings.Fields(t)) >= 2 {
+		n := len(sep) + len(site)
+		if n >= len(title) {
+			continue
+		}
+		if k := len(title) - n; strings.HasPrefix(title[k:], sep) && strings.EqualFold(title[k+len(sep):], site) {
+			if t := strings.TrimSpace(title[:k]); len(strings.Fields(t)) >= 2 {
 				return t
 			}
 		}
-		if strings.HasPrefix(lt, ls+sep) {
-			if t := strings.TrimSpace(title[len(site)+len(sep):]); len(strings.Fields(t)) >= 2 {
+		if strings.HasPrefix(title[len(site):], sep) && strings.EqualFold(title[:len(site)], site) {
+			if t := strings.TrimSpace(title[n:]); len(strings.Fields(t)) >= 2 {
 				return t
 			}
 		}

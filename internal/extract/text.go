@@ -264,3 +264,38 @@ func tagAtom(n *html.Node) atom.Atom {
 	}
 	return atom.Lookup([]byte(n.Data))
 }
+
+// indexFold is the byte offset in s of the first match of sub, an ASCII
+// string, ASCII letters matching in either case; -1 when there is none.
+// Unlike an index into strings.ToLower(s), it is an offset into s (a
+// lower-cased copy can be of another byte length: "Ⱥ" is 2 bytes, "ⱥ"
+// 3).
+func indexFold(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if asciiEqualFold(s[i:i+len(sub)], sub) {
+			return i
+		}
+	}
+	return -1
+}
+
+// asciiEqualFold reports a and b equal with ASCII letters in either case;
+// other bytes must be equal.
+func asciiEqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
