@@ -14,7 +14,8 @@ func Admit(ctx context.Context, n int) (release func(), err error) {
 	return admit(ctx, int64(n))
 }
 
-// admit takes the budget and a turn of the pool, as Extract does.
+// admit takes room in ctx's Budget, then a turn of the pool: what Extract
+// and Admit take before they read.
 func admit(ctx context.Context, n int64) (func(), error) {
 	unbudget := func() {}
 	if b, ok := ctx.Value(budgetKey{}).(Budget); ok {

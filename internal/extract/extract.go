@@ -128,22 +128,11 @@ func Extract(ctx context.Context, in Input, o Options) (*airlock.Page, error) {
 	default:
 		return nil, airlock.Errorf(airlock.CodeInvalid, airlock.ReasonExtractMode, "extract: unknown mode %q", o.Mode)
 	}
-	if b, ok := ctx.Value(budgetKey{}).(Budget); ok {
-		release, err := b.Acquire(ctx, int64(len(in.Body)))
-		if err != nil {
-			return nil, err
-		}
-		defer release()
-	}
-	select {
-	case pool <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	defer func() { <-pool }()
-	if err := ctx.Err(); err != nil {
+	release, err := admit(ctx, int64(len(in.Body)))
+	if err != nil {
 		return nil, err
 	}
+	defer release()
 
 	if bytes.HasPrefix(in.Body, []byte("\xfe\xff")) || bytes.HasPrefix(in.Body, []byte("\xff\xfe")) {
 		// UTF-16 cannot be sniffed or parsed as is: decode it first.
