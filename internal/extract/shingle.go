@@ -297,12 +297,6 @@ func (s *shingleSet) sharedWith(t *shingleSet) int {
 	return n
 }
 
-// coverage is the fraction of text's shingles that are in s, and the
-// number of shingles text has.
-func (s *shingleSet) coverage(text string) (float64, int) {
-	return s.coverageOf(textShingles(text))
-}
-
 // coverageOf is the fraction of the shingles sh that are in s, and
 // len(sh).
 func (s *shingleSet) coverageOf(sh []uint64) (float64, int) {

@@ -64,8 +64,7 @@ func (f *fakeCrawl) crawler() Crawler {
 				progress(airlock.CrawlProgress{Done: i + 1})
 			}
 			if f.panics {
-				var m map[string]int
-				m["hostile page"]++ // a nil map write: a runtime panic
+				panic("hostile page")
 			}
 			if f.block {
 				<-call.Ctx.Done()

@@ -59,10 +59,10 @@ func TestRunnerCrawlPanicFailsJob(t *testing.T) {
 		end.Error.Code != airlock.CodeInternal || end.Error.Reason != airlock.ReasonPanic {
 		t.Fatalf("end = %+v, want a failed job, code internal, reason panic", end)
 	}
-	if strings.Contains(end.Error.Message, "nil map") {
+	if strings.Contains(end.Error.Message, "hostile page") {
 		t.Errorf("the job's error tells the caller the panic: %q", end.Error.Message)
 	}
-	if l := log.String(); !strings.Contains(l, "nil map") || !strings.Contains(l, "panic_test.go") && !strings.Contains(l, "jobs_test.go") {
+	if l := log.String(); !strings.Contains(l, "hostile page") || !strings.Contains(l, "panic_test.go") && !strings.Contains(l, "jobs_test.go") {
 		t.Errorf("the log has no panic with its stack:\n%s", l)
 	}
 
