@@ -101,7 +101,11 @@ func parseWork(body []byte) (work, tokens int) {
 			return work, tokens
 		case html.StartTagToken:
 			name, _ := z.TagName()
-			if !voidElements[atom.Lookup(name)] {
+			a := atom.Lookup(name)
+			if a == atom.A {
+				st.close("a", nil) // the parser ends an open a at the next one
+			}
+			if !voidElements[a] {
 				st.push(string(name), true)
 			}
 		case html.EndTagToken:
@@ -165,6 +169,12 @@ func flatten(body []byte, limit int) []byte {
 	out.Grow(len(body))
 	var st openStack
 	kept := 0
+	closed := func(e openElem) {
+		if e.kept {
+			kept--
+			out.WriteString("</" + e.name + ">")
+		}
+	}
 	for {
 		tt := z.Next()
 		switch tt {
@@ -177,6 +187,12 @@ func flatten(body []byte, limit int) []byte {
 				out.Write(z.Raw())
 				continue
 			}
+			if a == atom.A {
+				// The parser ends an open a at the next one: so does the
+				// stack, or a page of unclosed links would be flattened
+				// past its links.
+				st.close("a", closed)
+			}
 			keep := kept < limit
 			st.push(string(name), keep)
 			if keep {
@@ -185,12 +201,7 @@ func flatten(body []byte, limit int) []byte {
 			}
 		case html.EndTagToken:
 			name, _ := z.TagName()
-			st.close(string(name), func(e openElem) {
-				if e.kept {
-					kept--
-					out.WriteString("</" + e.name + ">")
-				}
-			})
+			st.close(string(name), closed)
 		default:
 			out.Write(z.Raw())
 		}

@@ -2,10 +2,12 @@ package extract
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
 	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
 )
 
 // treeDepth is the deepest element nesting under n.
@@ -68,5 +70,35 @@ func TestFlattenUnmatchedEndTags(t *testing.T) {
 	body := []byte("<div><span>x" + strings.Repeat("</b>", 10) + "</span></span></div>y<i>z")
 	if got, want := string(flatten(body, 5)), "<div><span>x</span></div>y<i>z"; got != want {
 		t.Errorf("flatten = %q, want %q", got, want)
+	}
+}
+
+// TestUnclosedLinksNotFlattened: a page of unclosed <a> elements is not
+// deep (the parser ends an open a at the next <a>), so the cost bound
+// must not flatten it and lose its links.
+func TestUnclosedLinksNotFlattened(t *testing.T) {
+	t.Parallel()
+	const n = 60000
+	var b bytes.Buffer
+	b.WriteString("<!doctype html><title>links</title><body>")
+	for i := range n {
+		fmt.Fprintf(&b, "<a href=/l%d>", i)
+	}
+	if w, _ := parseWork(b.Bytes()); w > maxParseWork {
+		t.Errorf("parseWork = %d over %d for %d unclosed links", w, maxParseWork, n)
+	}
+	doc, err := parseHTML(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := 0
+	walkElements(doc, func(e *html.Node) bool {
+		if href, _ := attr(e, "href"); e.DataAtom == atom.A && href != "" {
+			links++
+		}
+		return true
+	})
+	if links != n {
+		t.Errorf("%d links after parsing, want %d", links, n)
 	}
 }
