@@ -29,6 +29,11 @@ type RevocationSet struct {
 	// maxStale, when positive, is how old the last successful refresh may
 	// be before the set is Stale (a shared store that cannot be reached).
 	maxStale atomic.Int64
+	// unloaded is set while the set in memory predates a loss of the
+	// shared set: it stays Stale until a refresh has loaded the list
+	// again, so that the moment the loss clears (a restore) and the
+	// restored list is read lets no revoked principal through.
+	unloaded atomic.Bool
 	mu       sync.Mutex // serialises refreshes
 	stop     chan struct{}
 	done     chan struct{}
@@ -96,6 +101,10 @@ func (r *RevocationSet) SetMaxStale(d time.Duration) { r.maxStale.Store(int64(d)
 // SetMaxStale and LostStore.
 func (r *RevocationSet) Stale() bool {
 	if r.Lost() != nil {
+		r.unloaded.Store(true)
+		return true
+	}
+	if r.unloaded.Load() {
 		return true
 	}
 	d := r.maxStale.Load()
@@ -178,11 +187,17 @@ func (r *RevocationSet) refreshAfterWrite(ctx context.Context, change func(map[s
 func (r *RevocationSet) refresh(ctx context.Context, force bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.Lost() != nil {
+		r.unloaded.Store(true)
+	}
 	v, err := r.st.RevocationVersion(ctx)
 	if err != nil {
+		if r.Lost() != nil {
+			r.unloaded.Store(true)
+		}
 		return err
 	}
-	if !force && v == r.version.Load() {
+	if !force && v == r.version.Load() && !r.unloaded.Load() {
 		r.lastOK.Store(time.Now().UnixNano())
 		return nil
 	}
@@ -196,6 +211,9 @@ func (r *RevocationSet) refresh(ctx context.Context, force bool) error {
 	}
 	r.set.Store(&m)
 	r.version.Store(v)
+	if r.Lost() == nil {
+		r.unloaded.Store(false)
+	}
 	r.lastOK.Store(time.Now().UnixNano())
 	if r.onChange != nil {
 		r.onChange()
