@@ -38,5 +38,11 @@ func deferFirstGC(getenv func(string) string) {
 	prev := debug.SetGCPercent(firstGCPercent)
 	// The finalizer of an object dropped at once runs after the first
 	// collection.
-	runtime.SetFinalizer(new([16]byte), func(*[16]byte) { debug.SetGCPercent(prev) })
+	// It restores prev only over its own setting: a GOGC the process chose
+	// since (airlock crawl raises it) stays.
+	runtime.SetFinalizer(new([16]byte), func(*[16]byte) {
+		if cur := debug.SetGCPercent(prev); cur != firstGCPercent {
+			debug.SetGCPercent(cur)
+		}
+	})
 }

@@ -37,3 +37,22 @@ func TestDeferFirstGC(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestDeferFirstGCKeepsLaterSetting: a GOGC the process chose after start
+// (a crawl raises it) outlives the first collection; only the deferral's
+// own setting is put back.
+func TestDeferFirstGCKeepsLaterSetting(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(prev)
+
+	deferFirstGC(func(string) string { return "" })
+	debug.SetGCPercent(400)                 // as airlock crawl does
+	deadline := time.Now().Add(time.Second) // the finalizer runs after the first collection
+	for time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if got := debug.SetGCPercent(100); got != 400 {
+		t.Fatalf("after the first collection GOGC = %d, want the 400 set after start", got)
+	}
+}
