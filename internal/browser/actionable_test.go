@@ -25,6 +25,7 @@ const overlayPage = `<title>Overlay</title>
 // A click on a covered button fails as not_actionable naming the cover,
 // by ref and by selector, and the overlay never receives the click.
 func TestClickCoveredIsNotActionable(t *testing.T) {
+	t.Parallel() // waits out timeouts: overlaps with the others
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) { html(w, overlayPage) })
 	s, _ := open(t, nil)
 	ctx := testCtx(t)
@@ -108,6 +109,7 @@ func TestClickWaitsUntilActionable(t *testing.T) {
 // wait_for_selector hidden (and wait_for_hidden) decide on the document
 // the goto committed, not the one it replaces.
 func TestWaitHiddenAfterGoto(t *testing.T) {
+	t.Parallel() // waits out timeouts: overlaps with the others
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/b" {
 			time.Sleep(300 * time.Millisecond)

@@ -296,6 +296,7 @@ func TestDownloadRefusals(t *testing.T) {
 // A download whose server never answers ends at the op's deadline as a
 // timeout; the session goes on, with its one tab.
 func TestDownloadTimeoutLeavesSessionUsable(t *testing.T) {
+	t.Parallel() // waits out timeouts: overlaps with the others
 	release := make(chan struct{})
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hang" {

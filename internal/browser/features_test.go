@@ -209,6 +209,7 @@ func TestSnapshotFramesShadowDuplicatesAndPaging(t *testing.T) {
 // Under default_action ask a request waits for Approve (and its origin is
 // admitted for the session), Deny, or the ask timeout.
 func TestAskApproveDenyTimeout(t *testing.T) {
+	t.Parallel() // waits out timeouts: overlaps with the others
 	var hits atomic.Int64
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)

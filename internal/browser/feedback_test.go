@@ -185,6 +185,7 @@ func TestActionsReportRefusals(t *testing.T) {
 // succeeded and its reply says where the tab is; only the snapshot is
 // missing, and says why.
 func TestActionReplyWithBusyRenderer(t *testing.T) {
+	t.Parallel() // waits out timeouts: overlaps with the others
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<title>Busy</title><button onclick="setTimeout(() => { for (;;) {} }, 20)">Hang</button>`)
 	})

@@ -14,6 +14,7 @@ import (
 // never typed into whatever element has the focus instead (here the
 // button that disabled the field, which Enter would click again).
 func TestPressByRefIsActionable(t *testing.T) {
+	t.Parallel() // waits out timeouts: overlaps with the others
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<title>Press</title><input aria-label="Code" id="code">
 <button onclick="document.getElementById('code').disabled = true; this.textContent = 'Clicked ' + (++n)">Lock</button>

@@ -80,6 +80,7 @@ func closeNow(t *testing.T, s *Session) {
 // TestCloseFlushBounded: a page that never lets the flush finish cannot
 // hold Close past storageFlushTimeout (the hang guard is generous).
 func TestCloseFlushBounded(t *testing.T) {
+	t.Parallel() // waits out timeouts: overlaps with the others
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<title>Stuck</title><script>indexedDB.databases = () => new Promise(() => {});</script>`)
 	})

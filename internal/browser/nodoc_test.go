@@ -24,6 +24,7 @@ const nodocChildEnv = "AIRLOCK_BROWSER_NODOC_CHILD"
 // dereference in Target.domEvent) and kill the whole process; the child
 // must exit 0 having seen every step refused with invalid/needs_url.
 func TestNoDocumentStepsDoNotCrash(t *testing.T) {
+	t.Parallel() // waits out timeouts: overlaps with the others
 	requireChromium(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestNoDocumentChild$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), nodocChildEnv+"=1")
