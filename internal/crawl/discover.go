@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/internal/crawl/robotstag"
+	"github.com/airlockhq/airlock/internal/extract"
 )
 
 // Discover reads what an ExtractNone crawl keeps of an HTML page (its
@@ -938,7 +939,7 @@ func (d *discoverer) startA(attrs []html.Attribute, void bool) {
 			d.host = strings.ToLower(d.base.Hostname())
 		}
 	}
-	u := resolveLink(d.base, href)
+	u := extract.ResolveLink(d.base, href)
 	if u == nil {
 		return
 	}
@@ -1004,45 +1005,8 @@ func (d *discoverer) finishA() {
 // finishCanonical resolves the canonical URL against the final base.
 func (d *discoverer) finishCanonical() {
 	if strings.HasPrefix(d.canonical, "\x00") {
-		d.canonical = absURL(d.base, d.canonical[1:])
+		d.canonical = extract.AbsURL(d.base, d.canonical[1:])
 	}
-}
-
-// resolveLink resolves href against base and keeps http and https links
-// only, without their fragment or user information.
-func resolveLink(base *url.URL, href string) *url.URL {
-	href = strings.TrimSpace(href)
-	if href == "" || strings.HasPrefix(href, "#") {
-		return nil
-	}
-	u, err := url.Parse(href)
-	if err != nil {
-		return nil
-	}
-	if base != nil {
-		u = base.ResolveReference(u)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil
-	}
-	u.Fragment, u.RawFragment = "", ""
-	u.User = nil
-	u.Host = strings.ToLower(u.Host)
-	return u
-}
-
-func absURL(base *url.URL, ref string) string {
-	u, err := url.Parse(strings.TrimSpace(ref))
-	if err != nil {
-		return ""
-	}
-	if base != nil {
-		u = base.ResolveReference(u)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return ""
-	}
-	return u.String()
 }
 
 // fill sets the page's metadata fields from what the pass collected, with
@@ -1066,10 +1030,10 @@ func (d *discoverer) fill(p *airlock.Page) {
 		strings.ReplaceAll(m("og:locale"), "_", "-"))
 	p.Canonical = d.canonical
 	if p.Canonical == "" && d.meta["og:url"] != "" {
-		p.Canonical = absURL(d.base, d.meta["og:url"])
+		p.Canonical = extract.AbsURL(d.base, d.meta["og:url"])
 	}
 	p.SiteName = firstNonEmpty(m("og:site_name", "application-name"), strings.TrimPrefix(m("twitter:site"), "@"))
-	p.Title = trimSiteName(firstNonEmpty(m("dc:title", "dc.title", "dcterm:title", "dcterms:title", "dcterms.title", "og:title",
+	p.Title = extract.TrimSiteName(firstNonEmpty(m("dc:title", "dc.title", "dcterm:title", "dcterms:title", "dcterms.title", "og:title",
 		"weibo:article:title", "weibo:webpage:title", "title", "twitter:title", "parsely-title"), d.title), p.SiteName)
 }
 
@@ -1099,35 +1063,4 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// titleSeps separate a page's title from its site's name.
-var titleSeps = [...]string{" | ", " - ", " – ", " — ", " \\ ", " / ", " > ", " » ", " · ", " :: "}
-
-// trimSiteName cuts the site's name off the end (or the start) of a
-// title, with the separator between them, as the extractor does. It
-// compares the title's own bytes, case-folded, with the name: lower-cased
-// copies may differ in length from the strings they come from ("Ⱥ" is two
-// bytes, "ⱥ" three), so their offsets cannot index the title.
-func trimSiteName(title, site string) string {
-	if site == "" || len(site) >= len(title) {
-		return title
-	}
-	for _, sep := range titleSeps {
-		n := len(sep) + len(site)
-		if n > len(title) {
-			continue
-		}
-		if tail := title[len(title)-n:]; strings.HasPrefix(tail, sep) && strings.EqualFold(tail[len(sep):], site) {
-			if t := strings.TrimSpace(title[:len(title)-n]); len(strings.Fields(t)) >= 2 {
-				return t
-			}
-		}
-		if head := title[:n]; strings.HasSuffix(head, sep) && strings.EqualFold(head[:len(site)], site) {
-			if t := strings.TrimSpace(title[n:]); len(strings.Fields(t)) >= 2 {
-				return t
-			}
-		}
-	}
-	return title
 }
