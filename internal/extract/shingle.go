@@ -2,6 +2,7 @@ package extract
 
 import (
 	"hash/maphash"
+	"iter"
 	"unicode"
 	"unicode/utf8"
 )
@@ -25,21 +26,32 @@ func isWordRune(r rune) bool {
 func words(s string) []string {
 	out := make([]string, 0, len(s)/8+1) // a word and its space: 8 bytes on average in English
 
-	start := -1
-	for i, r := range s {
-		w := isWordRune(r)
-		switch {
-		case w && start < 0:
-			start = i
-		case !w && start >= 0:
-			out = append(out, s[start:i])
-			start = -1
-		}
-	}
-	if start >= 0 {
-		out = append(out, s[start:])
+	for w := range wordsOf(s) {
+		out = append(out, w)
 	}
 	return out
+}
+
+// wordsOf yields s's word tokens in order, as words returns them.
+func wordsOf(s string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		start := -1
+		for i, r := range s {
+			w := isWordRune(r)
+			switch {
+			case w && start < 0:
+				start = i
+			case !w && start >= 0:
+				if !yield(s[start:i]) {
+					return
+				}
+				start = -1
+			}
+		}
+		if start >= 0 {
+			yield(s[start:])
+		}
+	}
 }
 
 // countWords is len(words(s)) without the slice.
@@ -63,19 +75,8 @@ func wordHash(w string) uint64 { return maphash.String(shingleSeed, w) }
 // words without a string per word.
 func wordSet(s string) *shingleSet {
 	set := newSetCap(64)
-	start := -1
-	for i, r := range s {
-		w := isWordRune(r)
-		switch {
-		case w && start < 0:
-			start = i
-		case !w && start >= 0:
-			set.add(wordHash(s[start:i]), 0)
-			start = -1
-		}
-	}
-	if start >= 0 {
-		set.add(wordHash(s[start:]), 0)
+	for w := range wordsOf(s) {
+		set.add(wordHash(w), 0)
 	}
 	return set
 }
@@ -115,8 +116,7 @@ func textShingles(s string) []uint64 {
 func appendShingles(out []uint64, s string) []uint64 {
 	var win [4]uint64 // the last four word hashes, by word number mod 4
 	n := 0            // words seen
-	start := -1
-	word := func(w string) {
+	for w := range wordsOf(s) {
 		win[n&3] = maphash.String(shingleSeed, w)
 		n++
 		if n >= 4 {
@@ -126,19 +126,6 @@ func appendShingles(out []uint64, s string) []uint64 {
 			}
 			out = append(out, h)
 		}
-	}
-	for i, r := range s {
-		w := isWordRune(r)
-		switch {
-		case w && start < 0:
-			start = i
-		case !w && start >= 0:
-			word(s[start:i])
-			start = -1
-		}
-	}
-	if start >= 0 {
-		word(s[start:])
 	}
 	if n > 0 && n < 4 {
 		h := uint64(n)
