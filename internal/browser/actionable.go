@@ -27,7 +27,8 @@ import (
 const actionPoll = 80 * time.Millisecond
 
 // DefaultActionTimeout bounds the checks of a by-ref action, whose op has
-// no timeout of its own (the caller's ctx may end them sooner).
+// no timeout of its own, unless Options.ActionTimeout says otherwise (the
+// caller's ctx may end them sooner).
 const DefaultActionTimeout = 5 * time.Second
 
 // actionNeeds is what one action asks of its element beyond attached,
@@ -150,9 +151,13 @@ func (v actionVerdict) why() string {
 }
 
 // actionTimeout is how long a by-ref action waits for its element:
-// DefaultActionTimeout, or less when ctx ends sooner.
-func actionTimeout(ctx context.Context) time.Duration {
-	d := DefaultActionTimeout
+// Options.ActionTimeout (DefaultActionTimeout), or less when ctx ends
+// sooner.
+func (s *Session) actionTimeout(ctx context.Context) time.Duration {
+	d := s.opts.ActionTimeout
+	if d <= 0 {
+		d = DefaultActionTimeout
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		d = min(d, time.Until(dl)-100*time.Millisecond)
 	}
@@ -162,7 +167,7 @@ func actionTimeout(ctx context.Context) time.Duration {
 // actionable waits until the node of what (a ref or a selector) is
 // actionable for op (click, dblclick, hover, check, fill, select), running
 // the checks every actionPoll until timeout passes. It scrolls the node
-// into view. Callers that act by ref pass actionTimeout(ctx).
+// into view. Callers that act by ref pass s.actionTimeout(ctx).
 //
 // Errors: invalid (not_actionable, naming why and, when covered, the
 // covering element; stale_ref when the node left the document),

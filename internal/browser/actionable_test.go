@@ -25,15 +25,20 @@ const overlayPage = `<title>Overlay</title>
 // A click on a covered button fails as not_actionable naming the cover,
 // by ref and by selector, and the overlay never receives the click.
 func TestClickCoveredIsNotActionable(t *testing.T) {
-	t.Parallel() // waits out timeouts: overlaps with the others
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) { html(w, overlayPage) })
-	s, _ := open(t, nil)
+	s, _ := open(t, func(o *Options) { o.ActionTimeout = time.Second })
 	ctx := testCtx(t)
 	do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/"})
 	snap := snapshot(t, s)
 	goRef := refOf(t, snap, `- button "Go"`)
+	start := time.Now()
 	_, err := s.Do(ctx, Op{Kind: KindClick, Ref: goRef})
 	wantCode(t, err, airlock.CodeInvalid, "not_actionable")
+	// It gave up at the configured bound (less the last poll), not sooner.
+	if waited := time.Since(start); waited < time.Second-actionPoll || !strings.Contains(err.Error(), "checked for 1000 ms") {
+		t.Errorf("the covered click gave up after %v (%v), want at its action timeout (1s)", waited, err)
+	}
 	if m := err.Error(); !strings.Contains(m, "covered") || !strings.Contains(m, "Cookie banner") {
 		t.Errorf("covered click: %v, want the cover named", err)
 	}
@@ -79,6 +84,7 @@ func errText(err error) string {
 // The checks wait like a user: a cover that goes away, a button that is
 // enabled later, a box that moves, all before the step's timeout.
 func TestClickWaitsUntilActionable(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<title>Later</title>
 <button id="b" disabled onclick="document.getElementById('out').textContent='clicked'" style="position:relative;transition:left 300ms linear;left:0">B</button>
@@ -109,7 +115,7 @@ func TestClickWaitsUntilActionable(t *testing.T) {
 // wait_for_selector hidden (and wait_for_hidden) decide on the document
 // the goto committed, not the one it replaces.
 func TestWaitHiddenAfterGoto(t *testing.T) {
-	t.Parallel() // waits out timeouts: overlaps with the others
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/b" {
 			time.Sleep(300 * time.Millisecond)
@@ -196,6 +202,7 @@ func BenchmarkActionable(b *testing.B) {
 // wait_for_selector's visible and hidden follow what a person sees:
 // visibility: hidden and an empty box are hidden.
 func TestWaitForVisibilityStyles(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<title>V</title><p id="ghost" style="visibility:hidden">boo</p><div id="flat" style="height:0;overflow:hidden"><span>x</span></div><p id="seen">here</p>`)
 	})

@@ -74,7 +74,7 @@ func (s *Session) Press(ctx context.Context, ref, key string) error {
 		if err != nil {
 			return err
 		}
-		if err := s.actionable(ctx, b, e.backend, ref, KindPress, actionTimeout(ctx)); err != nil {
+		if err := s.actionable(ctx, b, e.backend, ref, KindPress, s.actionTimeout(ctx)); err != nil {
 			return err
 		}
 		if _, err := s.focusRef(ctx, b, ref, "press"); err != nil {
@@ -144,7 +144,7 @@ func (s *Session) selectOption(ctx context.Context, ref, value string, byLabel b
 	if err != nil {
 		return err
 	}
-	if err := s.actionable(ctx, b, e.backend, ref, "select", actionTimeout(ctx)); err != nil {
+	if err := s.actionable(ctx, b, e.backend, ref, "select", s.actionTimeout(ctx)); err != nil {
 		return err
 	}
 	return selectNode(ctx, b, e.backend, ref, e.role, value, byLabel)

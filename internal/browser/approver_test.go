@@ -19,6 +19,7 @@ import (
 // (and to Approve/Deny), and the approvers' context ends when it is
 // answered. With an approver attached, NoApprover no longer denies.
 func TestApproversAnswerAsks(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) { html(w, `<title>Asked</title>`) })
 	var answer atomic.Value // "approve", "deny", "none"
 	var navigating atomic.Bool

@@ -74,6 +74,7 @@ func wantLines(t *testing.T, snap Snapshot, wants ...string) {
 // updates the count; the toggle-all, filters and Clear completed are in
 // the outline; the todos survive a reload (localStorage).
 func TestAppTodo(t *testing.T) {
+	t.Parallel()
 	base := serveApps(t)
 	s, _ := open(t, nil)
 	do(t, s, Op{Kind: KindNavigate, URL: base + "/todo/"})
@@ -181,6 +182,7 @@ func wantLeft(t *testing.T, snap Snapshot, n int) {
 // loaded; Remember writes both stores, a reload reads them back, Forget
 // empties both.
 func TestAppStorage(t *testing.T) {
+	t.Parallel()
 	base := serveApps(t)
 	s, _ := open(t, nil)
 	do(t, s, Op{Kind: KindNavigate, URL: base + "/storage/"})
@@ -204,6 +206,7 @@ func TestAppStorage(t *testing.T) {
 // TestAppForm: the sign-up form names a bad email in an error message the
 // field is described by; fixed, the form shows its success state.
 func TestAppForm(t *testing.T) {
+	t.Parallel()
 	base := serveApps(t)
 	s, _ := open(t, nil)
 	do(t, s, Op{Kind: KindNavigate, URL: base + "/form/"})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 
@@ -47,6 +48,7 @@ func sameHistory(t *testing.T, s *Session, urls []string, idx int64) {
 // A URL that renders as a page downloads as the session (its cookie goes
 // along) into the files directory, and the tab stays where it is.
 func TestDownloadPageWithoutNavigating(t *testing.T) {
+	t.Parallel()
 	const report = `<!doctype html><title>Report</title><p>quarterly numbers</p>`
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -92,6 +94,7 @@ func TestDownloadPageWithoutNavigating(t *testing.T) {
 // no file, a redirect to a denied origin is refused by layer 1; nothing is
 // left behind in the files directory.
 func TestDownloadLimitsAndStatus(t *testing.T) {
+	t.Parallel()
 	var deniedHits atomic.Int64
 	denied := serve(t, func(w http.ResponseWriter, r *http.Request) { deniedHits.Add(1) })
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
@@ -163,6 +166,7 @@ func TestDownloadLimitsAndStatus(t *testing.T) {
 // Under default_action ask, a download waits for the approval (the event
 // names the download op), and goes on once approved.
 func TestDownloadAsk(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte("asked bytes"))
@@ -230,6 +234,7 @@ func TestDownloadAsk(t *testing.T) {
 // A download right after a press whose navigation is still in flight
 // works the first time, and the tab goes on to the page the press led to.
 func TestDownloadAfterNavigatingPress(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/next":
@@ -265,6 +270,7 @@ func TestDownloadAfterNavigatingPress(t *testing.T) {
 // A denied origin is refused before any request; an address layer 2
 // refuses is a typed refusal, not a timeout, and nothing is saved.
 func TestDownloadRefusals(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int64
 	denied := serve(t, func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })
 	s, _ := open(t, func(o *Options) {
@@ -296,7 +302,7 @@ func TestDownloadRefusals(t *testing.T) {
 // A download whose server never answers ends at the op's deadline as a
 // timeout; the session goes on, with its one tab.
 func TestDownloadTimeoutLeavesSessionUsable(t *testing.T) {
-	t.Parallel() // waits out timeouts: overlaps with the others
+	t.Parallel()
 	release := make(chan struct{})
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hang" {
@@ -312,7 +318,7 @@ func TestDownloadTimeoutLeavesSessionUsable(t *testing.T) {
 	s, _ := open(t, nil)
 	ctx := testCtx(t)
 	do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/"})
-	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	dctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 	defer cancel()
 	_, err := s.Download(dctx, site.URL+"/hang", "hang.bin")
 	wantCode(t, err, airlock.CodeTimeout, "browser_timeout")
@@ -343,13 +349,27 @@ func TestDownloadByPageIsDenied(t *testing.T) {
 	})
 	s, _ := open(t, nil)
 	do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/"})
+	// Chromium reports the download's end (canceled when denied,
+	// completed when it wrote the file): the files are looked for after it.
+	s.mu.Lock()
+	ctx, stop := context.WithCancel(testCtx(t))
+	defer stop()
+	progress := cdp.Events(ctx, s.b.browser, cdpbrowser.DownloadProgress)
+	s.mu.Unlock()
 	link := refOf(t, *do(t, s, Op{Kind: KindSnapshot}).Snapshot, `- link "Get the file"`)
 	r := do(t, s, Op{Kind: KindClick, Ref: link, Snapshot: new(false)})
-	deadline := time.Now().Add(10 * time.Second) // a hang guard, not a timing assertion
-	for served.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	for ev, err := range progress {
+		if err != nil {
+			t.Fatalf("no end of the page's download: %v", err)
+		}
+		if ev.State != cdpbrowser.DownloadProgressStateInProgress {
+			t.Logf("the page's download ended: %s", ev.State)
+			break
+		}
 	}
-	time.Sleep(time.Second) // let a download that was allowed finish
+	if served.Load() == 0 {
+		t.Error("the site never served the file: the test proves nothing")
+	}
 	var found []string
 	filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.Contains(d.Name(), "file") {
@@ -386,6 +406,7 @@ func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 // engine's proxy does: Chromium itself only says
 // ERR_TUNNEL_CONNECTION_FAILED.
 func TestDownloadTunnelRefusal(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	var sess atomic.Pointer[Session]
 	p := startProxyWith(t, func(h http.Handler) http.Handler {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestParsePolicy(t *testing.T) {
+	t.Parallel()
 	good := Policy{
 		AllowedOrigins: []string{"https://example.com", "http://127.0.0.1:8080", "example.org", "*.docs.test", "https://[::1]:8443"},
 		DeniedOrigins:  []string{"https://evil.example.com"},
@@ -75,6 +76,7 @@ func TestParsePolicy(t *testing.T) {
 }
 
 func TestConfine(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	outside := t.TempDir()
 	os.WriteFile(filepath.Join(outside, "secret"), []byte("x"), 0o600)
@@ -98,6 +100,7 @@ func TestConfine(t *testing.T) {
 // Snapshots include same-origin iframes and shadow DOM, give distinct refs
 // to duplicate role+name elements, and page with a budget.
 func TestSnapshotFramesShadowDuplicatesAndPaging(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/frame":
@@ -209,7 +212,7 @@ func TestSnapshotFramesShadowDuplicatesAndPaging(t *testing.T) {
 // Under default_action ask a request waits for Approve (and its origin is
 // admitted for the session), Deny, or the ask timeout.
 func TestAskApproveDenyTimeout(t *testing.T) {
-	t.Parallel() // waits out timeouts: overlaps with the others
+	t.Parallel()
 	var hits atomic.Int64
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -284,6 +287,7 @@ func TestAskApproveDenyTimeout(t *testing.T) {
 }
 
 func TestUploadDownloadReadNetworkLogTabs(t *testing.T) {
+	t.Parallel()
 	got := make(chan string, 1)
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -397,6 +401,7 @@ func TestUploadDownloadReadNetworkLogTabs(t *testing.T) {
 // stop_on_error; wait_for_hidden waits for an overlay to go; a failed goto
 // aborts the rest; dblclick fires dblclick listeners.
 func TestInteractSemantics(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<title>Steps</title><div id="overlay" style="position:fixed;inset:0">busy</div>
 <button id="b" ondblclick="document.getElementById('out').textContent='double'" onclick="document.getElementById('out').textContent='single'">B</button>
@@ -445,6 +450,7 @@ func TestInteractSemantics(t *testing.T) {
 
 // A redirect chain longer than MaxRedirects is cut at layer 1.
 func TestRedirectCap(t *testing.T) {
+	t.Parallel()
 	var hops atomic.Int64
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		hops.Add(1)

@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,21 +15,26 @@ import (
 // never typed into whatever element has the focus instead (here the
 // button that disabled the field, which Enter would click again).
 func TestPressByRefIsActionable(t *testing.T) {
-	t.Parallel() // waits out timeouts: overlaps with the others
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<title>Press</title><input aria-label="Code" id="code">
 <button onclick="document.getElementById('code').disabled = true; this.textContent = 'Clicked ' + (++n)">Lock</button>
 <script>let n = 0;</script>`)
 	})
-	s, _ := open(t, nil)
+	s, _ := open(t, func(o *Options) { o.ActionTimeout = time.Second })
 	r := do(t, s, Op{Kind: KindNavigate, URL: site.URL + "/"})
 	code := refOf(t, *r.Snapshot, `- textbox "Code"`)
 	r = do(t, s, Op{Kind: KindClick, Ref: refOf(t, *r.Snapshot, `- button "Lock"`)})
 	if !strings.Contains(r.Snapshot.Text, "Clicked 1") {
 		t.Fatalf("after the click:\n%s", r.Snapshot.Text)
 	}
-	// The checks wait (DefaultActionTimeout) for the field to be enabled.
+	// The checks wait (Options.ActionTimeout) for the field to be enabled.
+	start := time.Now()
 	_, err := s.Do(testCtx(t), Op{Kind: KindPress, Ref: code, Key: "Enter"})
+	// It gave up at the configured bound (less the last poll), not sooner.
+	if waited := time.Since(start); waited < time.Second-actionPoll || !strings.Contains(fmt.Sprint(err), "checked for 1000 ms") {
+		t.Errorf("press gave up after %v (%v), want at its action timeout (1s)", waited, err)
+	}
 	if airlock.CodeOf(err) != airlock.CodeInvalid || !strings.Contains(airlock.PublicMessageOf(err), "disabled") {
 		t.Errorf("press on a disabled field: %v, want invalid/not_actionable (disabled)", err)
 	}
@@ -45,6 +51,7 @@ func TestPressByRefIsActionable(t *testing.T) {
 // get no line; a label whose control the outline does not show (no box)
 // keeps its line and ref, the only handle on that control.
 func TestSnapshotLabelsOfShownControls(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<title>Labels</title><label for="name">Full name</label><input id="name">
 <input type="checkbox" id="dark" style="display: none"><label for="dark">Dark mode</label>
@@ -68,6 +75,7 @@ func TestSnapshotLabelsOfShownControls(t *testing.T) {
 // action started (bounded, as the settling is) and so names the page the
 // click led to, not the page before it.
 func TestClickThatNavigatesAfterAFetch(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/login":

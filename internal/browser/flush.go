@@ -8,10 +8,10 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 )
 
-// storageFlushTimeout bounds the wait for the pages' storage writes at
-// Close: a page that keeps a transaction open (or overrides indexedDB)
-// cannot hold a session open.
-const storageFlushTimeout = 2 * time.Second
+// DefaultFlushTimeout bounds the wait for the pages' storage writes at
+// Close (unless Options.FlushTimeout says otherwise): a page that keeps a
+// transaction open (or overrides indexedDB) cannot hold a session open.
+const DefaultFlushTimeout = 2 * time.Second
 
 // flushIDB resolves once every IndexedDB transaction the page has begun is
 // over: a read-only transaction over all of a database's stores is queued
@@ -38,10 +38,10 @@ const flushIDB = `(async () => {
 // flushStorage waits, in every tab, for the IndexedDB writes the page has
 // begun to commit, so that a session closed right after an action keeps
 // what the action stored (localStorage and cookies are flushed by the
-// graceful Browser.close that follows). Bounded by storageFlushTimeout;
-// failures are ignored: the browser is closing anyway.
-func (b *instance) flushStorage(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, storageFlushTimeout)
+// graceful Browser.close that follows). Bounded by d; failures are
+// ignored: the browser is closing anyway.
+func (b *instance) flushStorage(ctx context.Context, d time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	for _, tb := range b.tabs {
 		if tb.target == nil {

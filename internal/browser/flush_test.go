@@ -41,6 +41,7 @@ db().then(d => {
 // starts an IndexedDB write keeps the write (Close waits for the pages'
 // transactions to commit before the browser exits).
 func TestCloseFlushesIndexedDB(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) { html(w, idbPage) })
 	profile := t.TempDir()
 	for round := range 3 {
@@ -78,24 +79,32 @@ func closeNow(t *testing.T, s *Session) {
 }
 
 // TestCloseFlushBounded: a page that never lets the flush finish cannot
-// hold Close past storageFlushTimeout (the hang guard is generous).
+// hold Close past Options.FlushTimeout: Close waits that long (the page
+// really held the flush) and then ends, long before its context would
+// (the hang guard is generous).
 func TestCloseFlushBounded(t *testing.T) {
-	t.Parallel() // waits out timeouts: overlaps with the others
+	t.Parallel()
+	const flush = 300 * time.Millisecond
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<title>Stuck</title><script>indexedDB.databases = () => new Promise(() => {});</script>`)
 	})
-	s, _ := open(t, nil)
+	s, _ := open(t, func(o *Options) { o.FlushTimeout = flush })
 	if err := s.Navigate(testCtx(t), site.URL+"/", true); err != nil {
 		t.Fatalf("Navigate: %v", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- s.Close(context.Background()) }()
+	ctx := testCtx(t)
+	start := time.Now()
+	go func() { done <- s.Close(ctx) }()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatalf("Close: %v", err)
 		}
-	case <-time.After(10 * storageFlushTimeout):
+		if waited := time.Since(start); waited < flush {
+			t.Errorf("Close took %v, less than the flush timeout %v: the page did not hold the flush", waited, flush)
+		}
+	case <-time.After(testTimeout / 2):
 		t.Fatal("Close waited on a page that never lets its storage flush")
 	}
 }

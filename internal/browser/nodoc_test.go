@@ -24,7 +24,7 @@ const nodocChildEnv = "AIRLOCK_BROWSER_NODOC_CHILD"
 // dereference in Target.domEvent) and kill the whole process; the child
 // must exit 0 having seen every step refused with invalid/needs_url.
 func TestNoDocumentStepsDoNotCrash(t *testing.T) {
-	t.Parallel() // waits out timeouts: overlaps with the others
+	t.Parallel()
 	requireChromium(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestNoDocumentChild$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), nodocChildEnv+"=1")
@@ -59,6 +59,7 @@ func lastBytes(b []byte, n int) []byte {
 
 // TestNoDocumentChild is the child of TestNoDocumentStepsDoNotCrash.
 func TestNoDocumentChild(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(nodocChildEnv) != "1" {
 		t.Skip("the child of TestNoDocumentStepsDoNotCrash")
 	}
@@ -148,7 +149,7 @@ func rawQuery(t *testing.T, s *Session) {
 	defer s.mu.Unlock()
 	ctx := testCtx(t)
 	for _, sel := range []string{"h1", "#x", "div > span"} {
-		if _, err := findWhen(ctx, b, sel, "visible", 300*time.Millisecond); airlock.ReasonOf(err) != "wait_for_timeout" {
+		if _, err := findWhen(ctx, b, sel, "visible", 100*time.Millisecond); airlock.ReasonOf(err) != "wait_for_timeout" {
 			t.Fatalf("raw query %s: %v", sel, err)
 		}
 	}
@@ -167,6 +168,7 @@ func asAirlock(err error, ae **airlock.Error) bool { return errors.As(err, ae) }
 // TestRecoverOp: a panic in op code becomes an internal browser_panic
 // error, logged with its stack, instead of the end of the process.
 func TestRecoverOp(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	s := &Session{opts: Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}}
 	run := func() (err error) {

@@ -62,6 +62,7 @@ func kindConstants(t *testing.T) map[string]string {
 
 // Adding a kind without changing OpCount (or the reverse) fails here.
 func TestOpCountLocked(t *testing.T) {
+	t.Parallel()
 	consts := kindConstants(t)
 	if len(consts) != OpCount {
 		t.Errorf("%d Kind constants in the source, OpCount is %d", len(consts), OpCount)
@@ -84,6 +85,7 @@ func TestOpCountLocked(t *testing.T) {
 }
 
 func TestParseOp(t *testing.T) {
+	t.Parallel()
 	good := map[string]Op{
 		`{"kind":"navigate","url":"http://a.test/"}`:                           {Kind: KindNavigate, URL: "http://a.test/"},
 		`{"kind":"navigate","url":"http://a.test/","wait_until_loaded":false}`: {Kind: KindNavigate, URL: "http://a.test/", WaitUntilLoaded: new(false)},
@@ -140,6 +142,7 @@ func TestParseOp(t *testing.T) {
 // Validate refuses an op built in Go with another kind's field, and Do
 // refuses a bad op without touching a browser (a zero Session has none).
 func TestDoValidates(t *testing.T) {
+	t.Parallel()
 	err := Op{Kind: KindClick, Ref: "@e1", URL: "http://a.test/"}.Validate()
 	wantCode(t, err, airlock.CodeInvalid, "browser_op")
 	_, err = (&Session{}).Do(t.Context(), Op{Kind: "eval"})
@@ -156,6 +159,7 @@ func do(t *testing.T, s *Session, op Op) Result {
 }
 
 func TestPressEnterSubmitsAndWaitFor(t *testing.T) {
+	t.Parallel()
 	got := make(chan url.Values, 1)
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -186,6 +190,7 @@ func TestPressEnterSubmitsAndWaitFor(t *testing.T) {
 }
 
 func TestWaitFor(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<title>Late</title><p>early</p><script>
 setTimeout(() => { const d = document.createElement("div"); d.id = "late"; d.setAttribute("role", "alert"); d.textContent = "ready"; document.body.append(d); }, 300);
@@ -209,6 +214,7 @@ setTimeout(() => { const d = document.createElement("div"); d.id = "late"; d.set
 }
 
 func TestSelectOption(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<title>Pick</title>
 <label>Fruit <select id="f" onchange="document.getElementById('out').textContent = 'chose ' + this.value">
@@ -236,6 +242,7 @@ window.HTMLSelectElement = function () {}; EventTarget.prototype.dispatchEvent =
 }
 
 func TestBackForward(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		html(w, "<title>Page "+r.URL.Path+"</title><button>B"+r.URL.Path+"</button>")
 	})
@@ -259,6 +266,7 @@ func TestBackForward(t *testing.T) {
 }
 
 func TestScreenshot(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<title>Tall</title><body style="margin:0"><div style="height:3000px;background:linear-gradient(red,blue)">tall</div></body>`)
 	})
@@ -287,6 +295,7 @@ func TestScreenshot(t *testing.T) {
 }
 
 func TestConsoleLog(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<title>Log</title><script>console.log("hello", 42, true); console.error("boom");</script>`)
 	})
@@ -314,6 +323,7 @@ func TestConsoleLog(t *testing.T) {
 }
 
 func TestConsoleRingBounded(t *testing.T) {
+	t.Parallel()
 	r := &consoleRing{}
 	for i := range ConsoleCapacity + 7 {
 		r.add(ConsoleMessage{Text: strconv.Itoa(i)})

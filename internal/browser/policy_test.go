@@ -29,6 +29,7 @@ func addrs(ss ...string) []netip.Addr {
 // address (they all reach this machine's listeners). Allow-lists match
 // names only: an answer never widens them.
 func TestPolicyMatchesPinnedAddresses(t *testing.T) {
+	t.Parallel()
 	s := &Session{}
 	c, err := Policy{DefaultAction: ActionAllow, DeniedOrigins: []string{"http://127.0.0.1:8080", "10.1.2.3"}}.compile()
 	if err != nil {

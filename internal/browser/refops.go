@@ -43,7 +43,7 @@ func (s *Session) Hover(ctx context.Context, ref string) error {
 	if _, _, err := centreOf(ctx, b, e.backend, ref, KindHover); err != nil {
 		return err // no box: not_visible at once
 	}
-	if err := s.actionable(ctx, b, e.backend, ref, KindHover, actionTimeout(ctx)); err != nil {
+	if err := s.actionable(ctx, b, e.backend, ref, KindHover, s.actionTimeout(ctx)); err != nil {
 		return err
 	}
 	x, y, err := centreOf(ctx, b, e.backend, ref, KindHover) // after the checks' scroll
@@ -72,7 +72,7 @@ func (s *Session) Dblclick(ctx context.Context, ref string) error {
 	if _, _, err := centreOf(ctx, b, e.backend, ref, KindDblclick); err != nil {
 		return err
 	}
-	if err := s.actionable(ctx, b, e.backend, ref, KindDblclick, actionTimeout(ctx)); err != nil {
+	if err := s.actionable(ctx, b, e.backend, ref, KindDblclick, s.actionTimeout(ctx)); err != nil {
 		return err
 	}
 	return clickNode(ctx, b, e.backend, ref, 2)

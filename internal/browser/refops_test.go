@@ -28,6 +28,7 @@ document.getElementById("f").addEventListener("change", (e) => {
 // TestClickOptionRefSelects: a click on an option's ref selects it in its
 // <select> (and fires change), as a person choosing it from the list does.
 func TestClickOptionRefSelects(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) { html(w, selectPage) })
 	s, _ := open(t, nil)
 	do(t, s, Op{Kind: KindNavigate, URL: site.URL})
@@ -41,6 +42,7 @@ func TestClickOptionRefSelects(t *testing.T) {
 // TestSelectByValueOrLabel: select takes an option's value, or else its
 // visible label; neither is no_option.
 func TestSelectByValueOrLabel(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) { html(w, selectPage) })
 	s, _ := open(t, nil)
 	do(t, s, Op{Kind: KindNavigate, URL: site.URL})
@@ -79,6 +81,7 @@ func todoRef(t *testing.T, snap Snapshot, title string) string {
 // ref (the 1-px input under its label: the click goes through the label)
 // and uncheck it; check one todo's own checkbox.
 func TestRefActionsTodoApp(t *testing.T) {
+	t.Parallel()
 	base := serveApps(t)
 	s, _ := open(t, nil)
 	r := do(t, s, Op{Kind: KindNavigate, URL: base + "/todo/"})
@@ -154,6 +157,7 @@ document.getElementById("dark").addEventListener("change", (e) => {
 // disabled; hovering an element with no box is not_visible, never an
 // internal error.
 func TestCheckHiddenInputThroughLabel(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) { html(w, switchPage) })
 	s, _ := open(t, nil)
 	r := do(t, s, Op{Kind: KindNavigate, URL: site.URL})

@@ -10,6 +10,7 @@ import (
 // spelling); a string that is no ref at all is bad_ref, not stale_ref,
 // whose advice (take a new snapshot) would loop an agent.
 func TestRefSpellings(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<title>Counter</title>
 <button onclick="document.getElementById('n').textContent = 'count ' + (++window.c)">Add</button>
@@ -39,6 +40,7 @@ func TestRefSpellings(t *testing.T) {
 // TestSnapshotSkipsListMarkers: list bullets and numbers are decoration:
 // no line and no ref.
 func TestSnapshotSkipsListMarkers(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<title>Lists</title><ul><li>Alpha</li><li>Beta</li></ul><ol><li>Gamma</li></ol>
 <img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" alt="" role="presentation">`)

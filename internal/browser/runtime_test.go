@@ -54,6 +54,7 @@ func waitTree(t *testing.T, userDataDir string, n int) []child.Proc {
 // that is gone, and leaves alone the browser of a live owner (this
 // process) and a Chromium it has no record of.
 func TestRuntimeSweep(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	root := t.TempDir()
 	rt := NewRuntime(filepath.Join(root, "run"))

@@ -10,6 +10,7 @@ import (
 )
 
 func TestMobileUA(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want string }{
 		{"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/131.0.0.0 Safari/537.36",
 			"Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36"},
@@ -23,6 +24,7 @@ func TestMobileUA(t *testing.T) {
 }
 
 func TestScrapeSteps(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		a      airlock.PageAction
@@ -63,6 +65,7 @@ func TestScrapeSteps(t *testing.T) {
 }
 
 func TestOriginHeaders(t *testing.T) {
+	t.Parallel()
 	oh, err := newOriginHeaders("HTTP://Example.com/a?b", map[string]string{"X-Test": "v", "accept-language": "fr"})
 	if err != nil {
 		t.Fatal(err)

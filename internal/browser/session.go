@@ -97,6 +97,20 @@ type Options struct {
 	// so that the next process can sweep what this one leaves behind if it
 	// dies (see Runtime.Sweep). nil records nothing.
 	Runtime *Runtime
+
+	// ActionTimeout bounds the actionability checks of an action by ref
+	// (an interact step has its own timeout_ms); 0 means
+	// DefaultActionTimeout.
+	ActionTimeout time.Duration
+
+	// ReplySnapshotTimeout bounds the fresh snapshot of an action's reply
+	// (a renderer a page's script keeps busy costs the snapshot, not the
+	// action); 0 means DefaultReplySnapshotTimeout.
+	ReplySnapshotTimeout time.Duration
+
+	// FlushTimeout bounds Close's wait for the pages' IndexedDB writes;
+	// 0 means DefaultFlushTimeout.
+	FlushTimeout time.Duration
 }
 
 // Session is one Chromium process with one page target. Its methods are
@@ -361,7 +375,7 @@ func (b *instance) lost() bool {
 }
 
 // Close shuts the browser down gracefully: it first waits (at most
-// storageFlushTimeout) for the IndexedDB writes the pages have begun, then
+// Options.FlushTimeout) for the IndexedDB writes the pages have begun, then
 // Browser.close, so the profile's localStorage and cookies are flushed, waiting up to ctx's deadline or
 // DefaultCloseTimeout, then stops whatever is left. The profile directory
 // stays. Close is idempotent.
@@ -379,17 +393,21 @@ func (s *Session) Close(ctx context.Context) error {
 	if b == nil {
 		return nil
 	}
-	return b.close(ctx)
+	flush := s.opts.FlushTimeout
+	if flush <= 0 {
+		flush = DefaultFlushTimeout
+	}
+	return b.close(ctx, flush)
 }
 
-func (b *instance) close(ctx context.Context) error {
+func (b *instance) close(ctx context.Context, flush time.Duration) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultCloseTimeout)
 		defer cancel()
 	}
 	if !b.lost() {
-		b.flushStorage(ctx)
+		b.flushStorage(ctx, flush)
 	}
 	close(b.closing)
 	var err error

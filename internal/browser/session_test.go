@@ -138,6 +138,7 @@ func wantCode(t *testing.T, err error, code airlock.Code, reason string) {
 }
 
 func TestOpenMissingBinary(t *testing.T) {
+	t.Parallel()
 	_, err := Open(t.Context(), Options{ExecPath: "/nonexistent/chromium", ProxyAddr: "127.0.0.1:1", ProfileDir: t.TempDir()})
 	wantCode(t, err, airlock.CodeUnavailable, "browser_missing")
 	if !strings.Contains(err.Error(), "apt-get install chromium") {
@@ -146,6 +147,7 @@ func TestOpenMissingBinary(t *testing.T) {
 }
 
 func TestOpenInvalidOptions(t *testing.T) {
+	t.Parallel()
 	for _, o := range []Options{
 		{ProxyAddr: "127.0.0.1:1"},
 		{ProfileDir: "x", ProxyAddr: "no-port"},
@@ -159,6 +161,7 @@ func TestOpenInvalidOptions(t *testing.T) {
 // A zero Session has no browser: a refusal from it proves that the URL was
 // refused before any browser call.
 func TestNavigateRefusesSchemesBeforeBrowser(t *testing.T) {
+	t.Parallel()
 	for _, raw := range []string{
 		"javascript:alert(1)", "data:text/html,hi", "file:///etc/passwd", "blob:http://a.test/x",
 		"chrome://settings", "view-source:http://a.test/", "ftp://a.test/f", "JAVASCRIPT:alert(1)",
@@ -177,6 +180,7 @@ func TestNavigateRefusesSchemesBeforeBrowser(t *testing.T) {
 }
 
 func TestNavigateThroughProxy(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -209,6 +213,7 @@ func TestNavigateThroughProxy(t *testing.T) {
 }
 
 func TestWrongProxyCredentialsFail(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -223,6 +228,7 @@ func TestWrongProxyCredentialsFail(t *testing.T) {
 }
 
 func TestInterceptDeniesSubresources(t *testing.T) {
+	t.Parallel()
 	var deniedHits atomic.Int32
 	denied := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		deniedHits.Add(1)
@@ -310,6 +316,7 @@ func snapshot(t *testing.T, s *Session) Snapshot {
 }
 
 func TestFillAndSubmitForm(t *testing.T) {
+	t.Parallel()
 	got := make(chan url.Values, 1)
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -359,6 +366,7 @@ func TestFillAndSubmitForm(t *testing.T) {
 }
 
 func TestClickCounterAndStaleRefs(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/other":
@@ -410,6 +418,7 @@ func TestClickCounterAndStaleRefs(t *testing.T) {
 
 // A navigation the page starts itself (not through Navigate) kills refs too.
 func TestStaleRefAfterPageNavigation(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/next":
@@ -443,6 +452,7 @@ func TestStaleRefAfterPageNavigation(t *testing.T) {
 }
 
 func TestCrashDetectedAndRestart(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) { html(w, "<title>Back again</title>") })
 	s, _ := open(t, nil)
 	ctx := testCtx(t)
@@ -480,6 +490,7 @@ func TestCrashDetectedAndRestart(t *testing.T) {
 }
 
 func TestClosedSession(t *testing.T) {
+	t.Parallel()
 	s, _ := open(t, nil)
 	ctx := testCtx(t)
 	if err := s.Close(ctx); err != nil {
@@ -497,6 +508,7 @@ func TestClosedSession(t *testing.T) {
 // a page. nowhere.test resolves to nothing in the proxy's resolver, and
 // Chromium resolves nothing itself.
 func TestNavigateProxyRefusalIsTyped(t *testing.T) {
+	t.Parallel()
 	s, p := open(t, nil)
 	err := s.Navigate(testCtx(t), "http://nowhere.test/", true)
 	var ae *airlock.Error

@@ -29,11 +29,12 @@ const (
 	// stateNavMax bounds how long get_state and read wait for a pending
 	// navigation to commit.
 	stateNavMax = 5 * time.Second
-	// settleSnapshotMax bounds the fresh snapshot of an action's reply: a
-	// renderer that a page's script keeps busy costs the snapshot, not the
-	// action.
-	settleSnapshotMax = 10 * time.Second
 )
+
+// DefaultReplySnapshotTimeout bounds the fresh snapshot of an action's
+// reply (unless Options.ReplySnapshotTimeout says otherwise): a renderer
+// that a page's script keeps busy costs the snapshot, not the action.
+const DefaultReplySnapshotTimeout = 10 * time.Second
 
 // PageInfo is where an action left the tab: the page it is really on.
 type PageInfo struct {
@@ -523,7 +524,11 @@ func (s *Session) afterAction(ctx context.Context, op Op, tr *navTracker, m navM
 	}
 	r.Page = &info
 	if op.Snapshot == nil || *op.Snapshot {
-		sctx, cancel := context.WithTimeout(ctx, settleSnapshotMax)
+		d := s.opts.ReplySnapshotTimeout
+		if d <= 0 {
+			d = DefaultReplySnapshotTimeout
+		}
+		sctx, cancel := context.WithTimeout(ctx, d)
 		snap, err := s.snapshotLocked(sctx, b, SnapshotOptions{})
 		cancel()
 		if err != nil {

@@ -34,6 +34,7 @@ func addTodos(t *testing.T, s *Session, url string, titles ...string) InteractRe
 // shadow root to its host), and a selector that matches nothing fails
 // as no_match, one that matches only hidden elements as not_visible.
 func TestInteractShadowDOM(t *testing.T) {
+	t.Parallel()
 	base := serveApps(t)
 	s, _ := open(t, nil)
 	res := addTodos(t, s, base+"/todo/", "buy milk", "write the note", "ship it")
@@ -105,6 +106,7 @@ func TestInteractShadowDOM(t *testing.T) {
 // visible content, shadow roots included: on the todo app with three
 // todos, the todos and the count, not only the footer.
 func TestReadApp(t *testing.T) {
+	t.Parallel()
 	base := serveApps(t)
 	s, _ := open(t, nil)
 	addTodos(t, s, base+"/todo/", "buy milk", "write the note", "ship it")
@@ -128,6 +130,7 @@ func TestReadApp(t *testing.T) {
 // combinators within one parent, lists, tree order with a host's shadow
 // tree before its light children, closed roots not entered.
 func TestQueryDeepSemantics(t *testing.T) {
+	t.Parallel()
 	site := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<title>Q</title>
 <div id="host"><p class="light">light child</p></div>
@@ -186,6 +189,7 @@ document.getElementById("closed").attachShadow({mode: "closed"}).innerHTML = '<i
 // the article, read keeps the extractor's Markdown (links, emphasis, no
 // navigation) rather than the rendered text.
 func TestReadKeepsArticle(t *testing.T) {
+	t.Parallel()
 	para := strings.Repeat("The committee met on Tuesday and agreed the plan in full, with two amendments. ", 4)
 	var nav, body strings.Builder
 	for i := range 12 {
@@ -210,6 +214,7 @@ func TestReadKeepsArticle(t *testing.T) {
 }
 
 func TestKeptLittle(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		markdown, visible int
 		want              bool

@@ -537,7 +537,7 @@ func (s *Session) Click(ctx context.Context, ref string) error {
 		return err
 	}
 	defer s.mu.Unlock()
-	if err := s.actionable(ctx, b, e.backend, ref, "click", actionTimeout(ctx)); err != nil {
+	if err := s.actionable(ctx, b, e.backend, ref, "click", s.actionTimeout(ctx)); err != nil {
 		return err
 	}
 	return clickNode(ctx, b, e.backend, ref, 1)
@@ -597,7 +597,7 @@ func (s *Session) Fill(ctx context.Context, ref, text string) error {
 	if !fillableRoles[e.role] {
 		return airlock.Errorf(airlock.CodeInvalid, airlock.ReasonNotFillable, "browser: fill %s: a %s is not a text field", ref, e.role)
 	}
-	if err := s.actionable(ctx, b, e.backend, ref, "fill", actionTimeout(ctx)); err != nil {
+	if err := s.actionable(ctx, b, e.backend, ref, "fill", s.actionTimeout(ctx)); err != nil {
 		return err
 	}
 	return fillNode(ctx, b, e.backend, ref, text)

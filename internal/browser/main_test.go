@@ -1,0 +1,30 @@
+package browser
+
+import (
+	"flag"
+	"os"
+	"strconv"
+	"testing"
+)
+
+// liveSessions is how many tests run at once (go test's -parallel, unless
+// given): each launches its own Chromium and mostly waits on it (launch,
+// loads, the product's bounded waits), so more of them overlap than there
+// are cores (-parallel defaults to GOMAXPROCS, 2 on CI); more than this
+// many browsers at once only slows each of them on a 2-core machine.
+const liveSessions = 4
+
+// TestMain sets the package's default -parallel to liveSessions. The tests
+// share no mutable package state: each has its own Chromium, proxy, site
+// and temporary directories (the one that sets HOME is not parallel).
+func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", strconv.Itoa(liveSessions)); err != nil {
+			panic(err)
+		}
+	}
+	os.Exit(m.Run())
+}
