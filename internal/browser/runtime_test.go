@@ -84,7 +84,10 @@ func TestRuntimeSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if left := treeOf(dead); len(left) != 0 || n < len(before) {
+	// Chromium's helpers may exit on their own between the count and the
+	// sweep, so the sweep's count is only bounded below by one: what
+	// matters is that none of the tree is left.
+	if left := treeOf(dead); len(left) != 0 || n < 1 {
 		t.Errorf("the sweep killed %d processes; %d of the dead owner's %d are left", n, len(left), len(before))
 	}
 	if _, err := os.Stat(deadRecord); !os.IsNotExist(err) {
