@@ -627,36 +627,47 @@ func TestScrapeBrowserHeaders(t *testing.T) {
 	srv.Start()
 	t.Cleanup(srv.Close)
 
-	data := bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/echo", "waitFor": 10, "headers": map[string]string{"X-Test": "via-browser"}})
-	if md := str(data, "markdown"); !strings.Contains(md, "X-Test was via-browser") {
-		t.Errorf("markdown = %q, want the header echoed by the page", md)
-	}
-	bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/mixed?other=" + srv.URL, "waitFor": 300, "headers": map[string]string{"X-Test": "via-browser"}})
-	bf.mu.Lock()
-	own := bf.headers["/own.png"]
-	bf.mu.Unlock()
-	if own.Get("X-Test") != "via-browser" {
-		t.Errorf("same-origin image request headers = %v, want X-Test", own)
-	}
-	mu.Lock()
-	pixel, fetched := other["/pixel.png"]
-	mu.Unlock()
-	if !fetched {
-		t.Fatalf("the other origin's image was not requested: the test proves nothing")
-	}
-	if pixel.Get("X-Test") != "" {
-		t.Errorf("the other origin got the caller's header: %v", pixel)
-	}
-	data = bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/redirect?to=" + srv.URL + "/landing", "waitFor": 10, "headers": map[string]string{"X-Test": "via-browser"}})
-	mu.Lock()
-	landing, fetched := other["/landing"]
-	mu.Unlock()
-	if !fetched || landing.Get("X-Test") != "" {
-		t.Errorf("redirect to another origin: fetched %v, headers %v: want fetched without X-Test", fetched, landing)
-	}
-	if meta, _ := data["metadata"].(map[string]any); meta["url"] != srv.URL+"/landing" {
-		t.Errorf("metadata.url = %v, want the redirect's target", meta["url"])
-	}
+	// The four scrapes are independent (each its own browser session, and
+	// each looks at paths of its own): they run at once.
+	t.Run("echo", func(t *testing.T) {
+		t.Parallel()
+		data := bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/echo", "waitFor": 10, "headers": map[string]string{"X-Test": "via-browser"}})
+		if md := str(data, "markdown"); !strings.Contains(md, "X-Test was via-browser") {
+			t.Errorf("markdown = %q, want the header echoed by the page", md)
+		}
+	})
+	t.Run("images", func(t *testing.T) {
+		t.Parallel()
+		bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/mixed?other=" + srv.URL, "waitFor": 300, "headers": map[string]string{"X-Test": "via-browser"}})
+		bf.mu.Lock()
+		own := bf.headers["/own.png"]
+		bf.mu.Unlock()
+		if own.Get("X-Test") != "via-browser" {
+			t.Errorf("same-origin image request headers = %v, want X-Test", own)
+		}
+		mu.Lock()
+		pixel, fetched := other["/pixel.png"]
+		mu.Unlock()
+		if !fetched {
+			t.Fatalf("the other origin's image was not requested: the test proves nothing")
+		}
+		if pixel.Get("X-Test") != "" {
+			t.Errorf("the other origin got the caller's header: %v", pixel)
+		}
+	})
+	t.Run("redirect", func(t *testing.T) {
+		t.Parallel()
+		data := bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/redirect?to=" + srv.URL + "/landing", "waitFor": 10, "headers": map[string]string{"X-Test": "via-browser"}})
+		mu.Lock()
+		landing, fetched := other["/landing"]
+		mu.Unlock()
+		if !fetched || landing.Get("X-Test") != "" {
+			t.Errorf("redirect to another origin: fetched %v, headers %v: want fetched without X-Test", fetched, landing)
+		}
+		if meta, _ := data["metadata"].(map[string]any); meta["url"] != srv.URL+"/landing" {
+			t.Errorf("metadata.url = %v, want the redirect's target", meta["url"])
+		}
+	})
 	status, _, m := bf.scrape(t, map[string]any{"url": bf.pages.URL + "/echo", "waitFor": 10, "headers": map[string]string{"Proxy-Authorization": "Basic eDp5"}})
 	if e := errorOf(t, m); status != http.StatusForbidden || e["reason"] != "header_floor" {
 		t.Errorf("a floor header through the browser: %d %v, want 403 header_floor", status, e)
