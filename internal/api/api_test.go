@@ -324,6 +324,7 @@ func wantError(t *testing.T, r result, status int, code airlock.Code, reason air
 // Browse
 
 func TestBrowseFetchFormats(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	url := f.site.URL + "/doc"
 	tests := []struct {
@@ -368,6 +369,7 @@ func TestBrowseFetchFormats(t *testing.T) {
 }
 
 func TestBrowseFetchOptions(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	// A request narrowing refuses what the tenant allows.
 	r := f.do("POST", "/api/browse", acmeToken, map[string]any{"verb": "fetch", "url": f.site.URL + "/a",
@@ -380,6 +382,7 @@ func TestBrowseFetchOptions(t *testing.T) {
 }
 
 func TestBrowseFetchMany(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	urls := []string{f.site.URL + "/a", f.site.URL + "/missing", "http://10.0.0.1/"}
 	r := f.do("POST", "/api/browse", acmeToken, map[string]any{"verb": "fetch", "urls": urls})
@@ -411,6 +414,7 @@ func TestBrowseFetchMany(t *testing.T) {
 }
 
 func TestBrowseCrawl(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	body := map[string]any{"verb": "crawl", "seed": f.site.URL + "/", "options": map[string]any{"max_pages": 3, "depth": 2, "timeout": "5s"}}
 	r := f.do("POST", "/api/browse", acmeToken, body)
@@ -452,6 +456,7 @@ func TestBrowseCrawl(t *testing.T) {
 }
 
 func TestBrowseSearch(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	formats := []struct{ as, contentType, want string }{
 		{"json", "application/json", `"query": "rfc 9309"`},
@@ -478,6 +483,7 @@ func TestBrowseSearch(t *testing.T) {
 }
 
 func TestBrowseBadRequests(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	u := f.site.URL + "/a"
 	tests := []struct {
@@ -519,56 +525,73 @@ func TestBrowseBadRequests(t *testing.T) {
 
 // TestErrorStatuses produces every code of the table through the API.
 func TestErrorStatuses(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
-	fetch := func(token, url string, header ...string) result {
+	fetch := func(f *fixture, token, url string, header ...string) result {
 		return f.do("POST", "/api/browse", token, map[string]any{"verb": "fetch", "url": url}, header...)
 	}
 	t.Run("denied 403", func(t *testing.T) {
-		e := wantError(t, fetch(acmeToken, "http://10.0.0.1/"), 403, airlock.CodeDenied, "private")
+		t.Parallel()
+		f := f.with(t)
+		e := wantError(t, fetch(f, acmeToken, "http://10.0.0.1/"), 403, airlock.CodeDenied, "private")
 		if len(e.DecisionID) != 26 {
 			t.Errorf("a denial without a decision id: %+v", e)
 		}
-		wantError(t, fetch(acmeToken, "http://169.254.169.254/latest/"), 403, airlock.CodeDenied, "metadata")
+		wantError(t, fetch(f, acmeToken, "http://169.254.169.254/latest/"), 403, airlock.CodeDenied, "metadata")
 	})
 	t.Run("invalid 400", func(t *testing.T) {
+		t.Parallel()
+		f := f.with(t)
 		wantError(t, f.do("POST", "/api/exchange/sctp", acmeToken, map[string]any{"target": "127.0.0.1:1"}), 400, airlock.CodeInvalid, "lane")
 		wantError(t, f.do("POST", "/api/browse", acmeToken, map[string]any{"verb": "crawl", "seed": f.site.URL, "options": map[string]any{"extract": "some"}}), 400, airlock.CodeInvalid, "")
 	})
 	t.Run("not_found 404", func(t *testing.T) {
+		t.Parallel()
+		f := f.with(t)
 		wantError(t, f.do("POST", "/api/sign", acmeToken, map[string]any{"name": "nope", "data": []byte("x")}), 404, airlock.CodeNotFound, "secret")
 		wantError(t, f.do("POST", "/api/routes/nope", acmeToken, map[string]any{"path": "/"}), 404, airlock.CodeNotFound, "route")
 	})
 	t.Run("rate_limited 429", func(t *testing.T) {
-		if r := fetch(slowToken, f.site.URL+"/a"); r.StatusCode != 200 {
+		t.Parallel()
+		f := f.with(t)
+		if r := fetch(f, slowToken, f.site.URL+"/a"); r.StatusCode != 200 {
 			t.Fatalf("first call: %s", r)
 		}
-		r := fetch(slowToken, f.site.URL+"/a")
+		r := fetch(f, slowToken, f.site.URL+"/a")
 		wantError(t, r, 429, airlock.CodeRateLimited, "tenant_rate")
 		if ra := r.Header.Get("Retry-After"); ra == "" || ra == "0" {
 			t.Errorf("Retry-After = %q", ra)
 		}
 	})
 	t.Run("too_large 413", func(t *testing.T) {
+		t.Parallel()
+		f := f.with(t)
 		wantError(t, f.do("POST", "/api/http", acmeToken, `{"url": "`+strings.Repeat("a", 2<<20)+`"}`), 413, airlock.CodeTooLarge, airlock.ReasonBody)
 	})
 	t.Run("upstream 502", func(t *testing.T) {
-		wantError(t, fetch(acmeToken, f.site.URL+"/missing"), 502, airlock.CodeUpstream, "http_status")
+		t.Parallel()
+		f := f.with(t)
+		wantError(t, fetch(f, acmeToken, f.site.URL+"/missing"), 502, airlock.CodeUpstream, "http_status")
 	})
 	t.Run("revoked 403", func(t *testing.T) {
+		t.Parallel()
+		f := f.with(t)
 		if r := f.do("POST", "/api/admin/revoke", adminToken, map[string]any{"subject": "acme/rogue", "reason": "test"}); r.StatusCode != 200 {
 			t.Fatalf("revoke: %s", r)
 		}
-		wantError(t, fetch(acmeToken, f.site.URL+"/a", HeaderInstance, "rogue"), 403, airlock.CodeRevoked, "")
-		if r := fetch(acmeToken, f.site.URL+"/a", HeaderInstance, "fine"); r.StatusCode != 200 {
+		wantError(t, fetch(f, acmeToken, f.site.URL+"/a", HeaderInstance, "rogue"), 403, airlock.CodeRevoked, "")
+		if r := fetch(f, acmeToken, f.site.URL+"/a", HeaderInstance, "fine"); r.StatusCode != 200 {
 			t.Errorf("another instance: %s", r)
 		}
 	})
 	t.Run("timeout 504", func(t *testing.T) {
+		t.Parallel()
 		g := newFixture(t, func(o *Options) { o.WriteTimeout = 2 * time.Second })
 		r := g.do("POST", "/api/browse", acmeToken, map[string]any{"verb": "fetch", "url": g.site.URL + "/slow"})
 		wantError(t, r, 504, airlock.CodeTimeout, "")
 	})
 	t.Run("unavailable 503", func(t *testing.T) {
+		t.Parallel()
 		g := newFixture(t, func(o *Options) {
 			o.Ready = func(context.Context) error { return airlock.Errorf(airlock.CodeUnavailable, "draining", "draining") }
 		})
@@ -582,6 +605,7 @@ func TestErrorStatuses(t *testing.T) {
 		wantError(t, g.do("POST", "/api/browse", acmeToken, map[string]any{"verb": "fetch", "url": g.site.URL + "/a"}), 503, airlock.CodeUnavailable, "shutting_down")
 	})
 	t.Run("internal 500", func(t *testing.T) {
+		t.Parallel()
 		g := newFixture(t, func(o *Options) {
 			o.Ready = func(context.Context) error { panic("ready check blew up: secret detail") }
 		})
@@ -601,6 +625,7 @@ func TestErrorStatuses(t *testing.T) {
 }
 
 func TestStatusTable(t *testing.T) {
+	t.Parallel()
 	want := map[airlock.Code]int{"denied": 403, "invalid": 400, "not_found": 404, "rate_limited": 429, "revoked": 403,
 		"too_large": 413, "timeout": 504, "upstream": 502, "unavailable": 503, "internal": 500}
 	for _, c := range airlock.Codes() {
@@ -614,6 +639,7 @@ func TestStatusTable(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	body := map[string]any{"verb": "fetch", "url": f.site.URL + "/a"}
 	tests := []struct {
@@ -680,6 +706,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestRoutingErrors(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	e := wantError(t, f.do("GET", "/api/browse", acmeToken, nil), 405, airlock.CodeInvalid, airlock.ReasonMethod)
 	if !strings.Contains(e.Message, "POST") {
@@ -696,6 +723,7 @@ func TestRoutingErrors(t *testing.T) {
 }
 
 func TestMCPMount(t *testing.T) {
+	t.Parallel()
 	var methods sync.Map
 	mcp := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		methods.Store(r.Method, true)
@@ -724,6 +752,7 @@ func TestMCPMount(t *testing.T) {
 // Brokers
 
 func TestExchange(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -759,6 +788,7 @@ func TestExchange(t *testing.T) {
 }
 
 func TestSign(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	r := f.do("POST", "/api/sign", acmeToken, map[string]any{"name": "k", "data": []byte("message")})
 	if r.StatusCode != 200 {
@@ -781,6 +811,7 @@ func TestSign(t *testing.T) {
 }
 
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	r := f.do("POST", "/api/routes/echo", acmeToken, map[string]any{"method": "POST", "path": "/x", "body": []byte("hi")})
 	if r.StatusCode != 200 {
@@ -804,6 +835,7 @@ func TestRoutes(t *testing.T) {
 }
 
 func TestHTTP(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	r := f.do("POST", "/api/http", acmeToken, airlock.HTTPRequest{URL: f.site.URL + "/echo/raw", Header: map[string][]string{"X-Key": {"mine"}}})
 	if r.StatusCode != 200 {
@@ -829,6 +861,7 @@ func TestHTTP(t *testing.T) {
 // TestDenialVisible: a denial through the API is in the tenant's audit
 // log, under its decision id, and in the metrics counters.
 func TestDenialVisible(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	r := f.do("POST", "/api/browse", acmeToken, map[string]any{"verb": "fetch", "url": "http://10.0.0.1/"}, HeaderInstance, "agent-7")
 	denial := wantError(t, r, 403, airlock.CodeDenied, "private")
@@ -896,6 +929,7 @@ func TestDenialVisible(t *testing.T) {
 }
 
 func TestPublicMetrics(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, func(o *Options) { o.PublicMetrics = true })
 	if r := f.do("GET", "/metrics", "", nil); r.StatusCode != 200 || !bytes.Contains(r.body, []byte("airlock_build_info")) {
 		t.Errorf("public metrics: %s", r)
@@ -903,6 +937,7 @@ func TestPublicMetrics(t *testing.T) {
 }
 
 func TestAuditStats(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for range 2 {
 		f.do("POST", "/api/browse", acmeToken, map[string]any{"verb": "fetch", "url": "http://10.0.0.1/"})
@@ -940,6 +975,7 @@ func TestAuditStats(t *testing.T) {
 }
 
 func TestAdminRevocation(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	fetch := func(token string) result {
 		return f.do("POST", "/api/browse", token, map[string]any{"verb": "fetch", "url": f.site.URL + "/a"})
@@ -975,6 +1011,7 @@ func TestAdminRevocation(t *testing.T) {
 }
 
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	var h healthResponse
 	r := f.do("GET", "/healthz", "", nil)

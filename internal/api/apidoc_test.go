@@ -29,6 +29,7 @@ const apiDocPath = "../../docs/api.md"
 // TestAPIReference: docs/api.md is what renderAPIDoc makes of openapi.json,
 // and every link in it leads to a heading of the same file.
 func TestAPIReference(t *testing.T) {
+	t.Parallel()
 	got, err := renderAPIDoc(openapiJSON, "../../errors.go")
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +58,7 @@ func TestAPIReference(t *testing.T) {
 // TestRenderAPIDocDeterministic: two renderings are identical (no map
 // order leaks into the file).
 func TestRenderAPIDocDeterministic(t *testing.T) {
+	t.Parallel()
 	a, err := renderAPIDoc(openapiJSON, "../../errors.go")
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +77,7 @@ func TestRenderAPIDocDeterministic(t *testing.T) {
 // TestRenderAPIDocRefusesBrokenRefs: a $ref to a schema that does not exist
 // is an error, not a dead link.
 func TestRenderAPIDocRefusesBrokenRefs(t *testing.T) {
+	t.Parallel()
 	doc := []byte(`{"openapi":"3.1.0","info":{"title":"T","version":"1"},"tags":[{"name":"x"}],
 		"paths":{"/a":{"get":{"tags":["x"],"summary":"s","responses":{"200":{"description":"ok",
 		"content":{"application/json":{"schema":{"$ref":"#/components/schemas/Missing"}}}}}}}},
@@ -87,6 +90,7 @@ func TestRenderAPIDocRefusesBrokenRefs(t *testing.T) {
 
 // TestCheckAnchors: a link to a heading that is not there is reported.
 func TestCheckAnchors(t *testing.T) {
+	t.Parallel()
 	ok := []byte("# A b\n\n## POST /api/x/{id}\n\nSee [x](#post-apixid) and [a](#a-b).\n")
 	if err := checkAnchors(ok); err != nil {
 		t.Errorf("checkAnchors(ok) = %v", err)
@@ -931,6 +935,7 @@ func yesNo(b bool) string {
 // added to reasons.go without regenerating the reference fails here (and in
 // TestAPIReference) until it is documented.
 func TestReasonsDocumented(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(apiDocPath)
 	if err != nil {
 		t.Fatal(err)
@@ -975,6 +980,7 @@ func reasonsDocumented(doc string, reasons []airlock.ReasonInfo) error {
 // TestReasonsDocumentedCatches: a reason missing from the table, or
 // documented without one of its codes, is reported.
 func TestReasonsDocumentedCatches(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	renderReasons(&b)
 	doc := "# X\n\n" + b.String() + "## Next\n"

@@ -53,6 +53,7 @@ func approvalEvents(t *testing.T, f *fixture, ctx context.Context, base string) 
 // channel answers: the admin token or an approver token, never the
 // tenant token that opened the session (the workload holds it).
 func TestBrowserAskApprovedWhileNavigating(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, func(c *engine.Config) {
 		c.Browser.ApproverTokens = []string{hashToken(approverToken)}
 		c.Browser.AskTimeout = 40 * time.Second

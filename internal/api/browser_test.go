@@ -17,6 +17,7 @@ import (
 // ops, an interact sequence, the event stream with a refused request, an
 // unknown approval, another tenant's view, close.
 func TestBrowserAPI(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")

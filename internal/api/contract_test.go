@@ -47,6 +47,7 @@ func validating(t testing.TB, h http.Handler) http.Handler {
 // status or media type, and a request the document refuses that the
 // server took; and stays quiet on a matching exchange.
 func TestContractValidatorFails(t *testing.T) {
+	t.Parallel()
 	k, err := servedContract()
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +142,7 @@ func TestContractValidatorFails(t *testing.T) {
 // validate against the served document: before, their oneOf branches
 // overlapped (no required fields, open objects), so none did.
 func TestBrowseSchemasUnambiguous(t *testing.T) {
+	t.Parallel()
 	k, err := servedContract()
 	if err != nil {
 		t.Fatal(err)

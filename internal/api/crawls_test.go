@@ -89,6 +89,7 @@ func (f *fixture) startJob(token string, body any) airlock.CrawlJob {
 }
 
 func TestCrawlJobLifecycle(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	job := f.startJob(acmeToken, map[string]any{"seed": f.site.URL + "/", "max_pages": 5, "depth": 3, "timeout": "10s"})
 	if job.Request.MaxPages != 5 || job.Request.Timeout != 10*time.Second || job.Request.Seed != f.site.URL+"/" {
@@ -209,6 +210,7 @@ func TestCrawlJobLifecycle(t *testing.T) {
 }
 
 func TestCrawlJobCancelAndHeartbeat(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, func(s *server) { s.heartbeat = 20 * time.Millisecond })
 	// Every page under /slow waits until the site is released.
 	job := f.startJob(acmeToken, map[string]any{"seed": f.site.URL + "/slow/", "max_pages": 50})
@@ -234,6 +236,7 @@ func TestCrawlJobCancelAndHeartbeat(t *testing.T) {
 }
 
 func TestCrawlJobBadRequests(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	tests := []struct {
 		name   string

@@ -11,6 +11,7 @@ import (
 // format controls the Firecrawl routes use: no_links fetches the seed
 // alone, and formats raw_html keeps its body as served.
 func TestCrawlJobNoLinksAndFormats(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	job := f.startJob(acmeToken, map[string]any{"seed": f.site.URL + "/docs", "depth": 3, "no_links": true,
 		"formats": []string{"markdown", "raw_html"}})

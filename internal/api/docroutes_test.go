@@ -19,6 +19,7 @@ var docRoute = regexp.MustCompile(`(?:^|[^A-Za-z_.\-/])(?:(GET|POST|PUT|PATCH|DE
 // mention is served by the API's mux (for the method named with it, else
 // for some method).
 func TestDocRoutesExist(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("../../docs/*.md")
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 // TestFetchErrorPages: options.error_pages answers a 404 page as a page
 // with its status; without it the fetch is an upstream http_status error.
 func TestFetchErrorPages(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	r := f.do("POST", "/api/browse", acmeToken, map[string]any{"verb": "fetch", "url": f.site.URL + "/missing", "options": map[string]any{"error_pages": true}})
 	var page airlock.Page

@@ -15,6 +15,7 @@ import (
 // says otherwise, so it honours robots.txt; a tenant claims person only
 // when its configuration lists it, and then robots.txt does not apply.
 func TestBrowseInitiator(t *testing.T) {
+	t.Parallel()
 	var robots, pages atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {

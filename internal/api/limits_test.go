@@ -90,6 +90,7 @@ func streamingPeer(t *testing.T, n int) (addr string, accepted *atomic.Int64) {
 // timeout or idle of 1000 h, is refused (invalid, limit) before the peer
 // is even dialled, and the refusal is audited.
 func TestExchangeCeilings(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	addr, accepted := streamingPeer(t, 4<<20)
 	tests := []struct {
@@ -131,6 +132,7 @@ func TestExchangeCeilings(t *testing.T) {
 // at 3, a request asking for 1e9 redirects is refused before any request
 // is made; 3 or fewer work, and the upstream sees at most that many hops.
 func TestRedirectCeiling(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int64
 	loop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -172,6 +174,7 @@ func TestRedirectCeiling(t *testing.T) {
 // per_host_concurrency of 100,000 are refused, for crawl jobs and for
 // crawls through /api/browse, before any request is made.
 func TestCrawlCeilings(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	before := f.site.hits.Load()
 	for _, tt := range []struct {
@@ -205,6 +208,7 @@ func TestCrawlCeilings(t *testing.T) {
 // TestListLimitsRefusedNotReduced: a page size above its ceiling is
 // refused (invalid, limit), where it used to be cut silently.
 func TestListLimitsRefusedNotReduced(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for _, path := range []string{"/api/crawls?limit=501", "/api/audit?limit=10001"} {
 		r := f.do("GET", path, acmeToken, nil)

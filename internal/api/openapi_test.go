@@ -76,6 +76,7 @@ func fill(path string) string {
 // and every operation of the document is served by the mux under the same
 // pattern.
 func TestOpenAPICoversRoutes(t *testing.T) {
+	t.Parallel()
 	doc, _ := loadOpenAPI(t)
 	if doc.OpenAPI != "3.1.0" {
 		t.Errorf("openapi = %q", doc.OpenAPI)
@@ -118,6 +119,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 // TestOpenAPIWellFormed: every $ref resolves, every operation documents
 // its success and the error shape, and operation ids are unique.
 func TestOpenAPIWellFormed(t *testing.T) {
+	t.Parallel()
 	doc, raw := loadOpenAPI(t)
 	var refs []string
 	var walk func(v any)
@@ -209,6 +211,7 @@ func TestOpenAPIWellFormed(t *testing.T) {
 // TestOpenAPISchemasMatchTypes: each schema has exactly the JSON fields of
 // the Go type that reads or writes it.
 func TestOpenAPISchemasMatchTypes(t *testing.T) {
+	t.Parallel()
 	doc, _ := loadOpenAPI(t)
 	types := schemaTypes()
 	// Schemas of JSON written by the renderers (extract) or composed of
@@ -393,6 +396,7 @@ var neverNull = []string{"AuditResponse.records", "StatsResponse.stats", "JobsRe
 // the fields encoding/json always writes, and allows null exactly where it
 // can write null.
 func TestOpenAPISchemasTellTheTruth(t *testing.T) {
+	t.Parallel()
 	_, raw := loadOpenAPI(t)
 	schemas := raw["components"].(map[string]any)["schemas"].(map[string]any)
 	for name, v := range schemaTypes() {

@@ -10,6 +10,7 @@ import (
 // TestErrorHint: an API error body carries the hint the CLI prints for the
 // same refusal, and none where the CLI has none.
 func TestErrorHint(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	r := f.do("POST", "/api/http", acmeToken, airlock.HTTPRequest{URL: "http://[::1]:1/"})
 	e := wantError(t, r, 403, airlock.CodeDenied, "loopback")
@@ -32,6 +33,7 @@ func TestErrorHint(t *testing.T) {
 // TestFetchTimeoutOption: a fetch's timeout option is held to
 // limits.fetch_timeout, as the CLI's --timeout is.
 func TestFetchTimeoutOption(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	r := f.do("POST", "/api/browse", acmeToken, map[string]any{"verb": "fetch", "url": f.site.URL + "/a", "options": map[string]any{"timeout": "1h"}})
 	e := wantError(t, r, 400, airlock.CodeInvalid, airlock.ReasonLimit)

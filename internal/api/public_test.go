@@ -24,6 +24,7 @@ func answersConfig(c *engine.Config) {
 // its class) is in the body; the audit record keeps them. A literal keeps
 // its class.
 func TestPublicErrorsHideAnswers(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, answersConfig)
 	calls := []struct {
 		name, path string
@@ -74,6 +75,7 @@ func TestPublicErrorsHideAnswers(t *testing.T) {
 // echoes of it percent-encoded, JSON-escaped or without its prefix are
 // redacted in the body and the headers.
 func TestRouteCredentialForms(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	forms := []string{routeSecret, url.QueryEscape(routeSecret), url.PathEscape(routeSecret),
 		"route%2fsecret%2bCANARY%3d%26x+y", "secret+CANARY"}
@@ -122,6 +124,7 @@ func TestRouteCredentialForms(t *testing.T) {
 // TestRoutesGrant: a tenant without a routes list (or with an empty one)
 // may call no route; "*" grants every route.
 func TestRoutesGrant(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, func(c *engine.Config) {
 		c.Tenants["other"] = engine.TenantConfig{Profile: "network", Tokens: []string{hashToken(otherToken)}, Exceptions: []string{"127.0.0.1"}, Routes: []string{}}
 	})

@@ -241,6 +241,7 @@ type taskResult struct {
 // needs, and whether the task succeeded; and the characters of each app
 // page's snapshot.
 func TestAgentTasks(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/usr/lib/chromium/chromium"); err != nil {
 		t.Fatalf("needs Debian's Chromium (apt-get install chromium): %v", err)
 	}

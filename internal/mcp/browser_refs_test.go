@@ -18,6 +18,7 @@ import (
 // through the MCP tools, and the number of tool calls each task takes is
 // logged.
 func TestBrowserRefToolsTodoApp(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/usr/lib/chromium/chromium"); err != nil {
 		t.Fatalf("needs Debian's Chromium (apt-get install chromium): %v", err)
 	}

@@ -20,6 +20,7 @@ import (
 // interact sequence, a refused navigation, close. A principal without the
 // browser gets no browser tools.
 func TestBrowserTools(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/usr/lib/chromium/chromium"); err != nil {
 		t.Fatalf("needs Debian's Chromium (apt-get install chromium): %v", err)
 	}
@@ -146,6 +147,7 @@ func TestBrowserTools(t *testing.T) {
 // its HTTP status and a fresh snapshot whose refs work, not the page
 // before it.
 func TestBrowserActionRepliesNameThePage(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/usr/lib/chromium/chromium"); err != nil {
 		t.Fatalf("needs Debian's Chromium (apt-get install chromium): %v", err)
 	}

@@ -120,6 +120,7 @@ func navigate(t *testing.T, cs *sdkmcp.ClientSession, pending *atomic.Bool, url 
 // Before protocol 2026-07-28 the server sends elicitation/create; from it
 // on, the call returns input required and the client's retry answers.
 func TestBrowserAskElicitation(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		answer *sdkmcp.ElicitResult
@@ -132,6 +133,7 @@ func TestBrowserAskElicitation(t *testing.T) {
 	} {
 		for _, version := range []string{elicitProtocol, "2026-07-28"} {
 			t.Run(tc.name+" "+version, func(t *testing.T) {
+				t.Parallel()
 				site := askSite(t)
 				en := askEngine(t, "")
 				p := &elicitPerson{answer: tc.answer, pending: &atomic.Bool{}}
@@ -169,6 +171,7 @@ func TestBrowserAskElicitation(t *testing.T) {
 // protocol version that forbids the server's own requests, and any client
 // under approve_via_elicitation off.
 func TestBrowserAskWithoutElicitation(t *testing.T) {
+	t.Parallel()
 	accept := &sdkmcp.ElicitResult{Action: "accept", Content: map[string]any{"allow": true}}
 	for _, tc := range []struct {
 		name, mode, version string
@@ -178,6 +181,7 @@ func TestBrowserAskWithoutElicitation(t *testing.T) {
 		{"mode off", engine.ElicitOff, elicitProtocol, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			site := askSite(t)
 			en := askEngine(t, tc.mode)
 			p := &elicitPerson{answer: accept, pending: &atomic.Bool{}}
@@ -201,6 +205,7 @@ func TestBrowserAskWithoutElicitation(t *testing.T) {
 // asks only under approve_via_elicitation all: by default its client may
 // be the workload itself, holding the tenant's token.
 func TestBrowserAskElicitationHTTP(t *testing.T) {
+	t.Parallel()
 	accept := &sdkmcp.ElicitResult{Action: "accept", Content: map[string]any{"allow": true}}
 	for _, tc := range []struct {
 		mode   string
@@ -210,6 +215,7 @@ func TestBrowserAskElicitationHTTP(t *testing.T) {
 		{engine.ElicitAll, true},
 	} {
 		t.Run("mode "+tc.mode, func(t *testing.T) {
+			t.Parallel()
 			site := askSite(t)
 			en := askEngine(t, tc.mode)
 			token, err := en.CreateToken(testCtx(t), "local", "mcp test")

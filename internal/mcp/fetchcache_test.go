@@ -37,6 +37,7 @@ func bigSite(t *testing.T, hits *atomic.Int64) *httptest.Server {
 // log; another principal, or raw, does not share the entry; and a policy
 // that now refuses the URL refuses the cached page too.
 func TestWebFetchPagesFromCache(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int64
 	srv := bigSite(t, &hits)
 	cfg := loopback
@@ -103,6 +104,7 @@ func TestWebFetchPagesFromCache(t *testing.T) {
 // principal revoked since it fetched a page gets no part of it from the
 // cache.
 func TestWebFetchCacheBehindTheGate(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int64
 	srv := bigSite(t, &hits)
 	en := newEngine(t, loopback)

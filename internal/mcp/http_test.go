@@ -53,6 +53,7 @@ func mcpServer(t *testing.T, en *engine.Engine) *httptest.Server {
 // TestHTTP runs the tools over streamable HTTP with bearer tokens of two
 // tenants, and checks that each call runs as the tenant of its token.
 func TestHTTP(t *testing.T) {
+	t.Parallel()
 	site := site(t)
 	const acmeToken = "acme-static-token-for-the-test"
 	cfg := loopback
@@ -109,6 +110,7 @@ func TestHTTP(t *testing.T) {
 }
 
 func TestHTTPAuth(t *testing.T) {
+	t.Parallel()
 	en := newEngine(t, loopback)
 	srv := mcpServer(t, en)
 	ctx := testCtx(t)
@@ -153,6 +155,7 @@ func TestHTTPAuth(t *testing.T) {
 // TestHTTPSessionBelongsToItsTenant checks that a session opened with one
 // tenant's token cannot be used with another's.
 func TestHTTPSessionBelongsToItsTenant(t *testing.T) {
+	t.Parallel()
 	const tokA, tokB = "token-of-tenant-a-for-the-test", "token-of-tenant-b-for-the-test"
 	cfg := loopback
 	cfg.DefaultTenant = "a"
@@ -205,6 +208,7 @@ func TestHTTPSessionBelongsToItsTenant(t *testing.T) {
 // the tools its profile can call, whatever tenant opened a session before
 // it, and over stdio likewise.
 func TestToolsByCapability(t *testing.T) {
+	t.Parallel()
 	tokens := map[string]string{"compute": "token-of-the-compute-tenant", "network": "token-of-the-network-tenant", "posix": "token-of-the-posix-tenant"}
 	cfg := loopback
 	cfg.DefaultTenant = "posix"

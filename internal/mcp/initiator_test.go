@@ -14,6 +14,7 @@ import (
 // requested, with a message that says so, and allowed pages are fetched
 // with Airlock's own User-Agent.
 func TestWebFetchHonoursRobots(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	robots, agents := 0, map[string]string{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -12,6 +12,7 @@ import (
 // tool's default, a call that asks for nothing gets the ceiling, not a
 // refusal; asking for more than the ceiling is refused.
 func TestToolDefaultsUnderLowerCeilings(t *testing.T) {
+	t.Parallel()
 	srv := site(t)
 	cfg := loopback
 	cfg.Tenants = map[string]engine.TenantConfig{"local": {Profile: "posix",

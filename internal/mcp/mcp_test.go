@@ -193,6 +193,7 @@ func mustOK(t testing.TB, res *sdkmcp.CallToolResult) string {
 // The tools, over the in-memory transport
 
 func TestListTools(t *testing.T) {
+	t.Parallel()
 	cs := inMemory(t, newEngine(t, loopback))
 	init := cs.InitializeResult()
 	if init.ServerInfo.Name != ServerName || init.ServerInfo.Version != "test" || init.Instructions == "" || init.Capabilities.Tools == nil {
@@ -276,6 +277,7 @@ func TestListTools(t *testing.T) {
 }
 
 func TestWebFetch(t *testing.T) {
+	t.Parallel()
 	srv := site(t)
 	cs := inMemory(t, newEngine(t, loopback))
 	out := mustOK(t, call(t, cs, ToolFetch, map[string]any{"url": srv.URL + "/a"}))
@@ -305,6 +307,7 @@ var truncatedRE = regexp.MustCompile(`\n\n<content truncated: ([0-9,]+) characte
 // every part valid UTF-8 and headed by where it is (the first by the
 // page's own title and URL, the others by the URL).
 func TestWebFetchPaging(t *testing.T) {
+	t.Parallel()
 	srv := site(t)
 	en := newEngine(t, loopback)
 	cs := inMemory(t, en)
@@ -380,6 +383,7 @@ func TestWebFetchPaging(t *testing.T) {
 }
 
 func TestWebSearch(t *testing.T) {
+	t.Parallel()
 	cs := inMemory(t, newEngine(t, loopback))
 	out := mustOK(t, call(t, cs, ToolSearch, map[string]any{"query": "airlock sandboxes", "limit": 3}))
 	want := `Search results for "airlock sandboxes": 3
@@ -406,6 +410,7 @@ func TestWebSearch(t *testing.T) {
 }
 
 func TestWebCrawl(t *testing.T) {
+	t.Parallel()
 	srv := site(t)
 	cs := inMemory(t, newEngine(t, loopback))
 	out := mustOK(t, call(t, cs, ToolCrawl, map[string]any{"seed": srv.URL + "/"}))
@@ -444,6 +449,7 @@ func TestWebCrawl(t *testing.T) {
 }
 
 func TestFairShare(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		sizes  []int
 		budget int
@@ -466,6 +472,7 @@ func TestFairShare(t *testing.T) {
 // come back as tool errors with the public code, reason and decision id,
 // never as protocol errors.
 func TestToolErrors(t *testing.T) {
+	t.Parallel()
 	srv := site(t)
 	cs := inMemory(t, newEngine(t, loopback))
 	strict := inMemory(t, newEngine(t, engine.Config{})) // no loopback exception
@@ -534,6 +541,7 @@ func TestToolErrors(t *testing.T) {
 
 // TestToolErrorMessage pins the text of a refusal.
 func TestToolErrorMessage(t *testing.T) {
+	t.Parallel()
 	cs := inMemory(t, newEngine(t, loopback))
 	out := text(call(t, cs, ToolFetch, map[string]any{"url": "http://10.0.0.5/"}))
 	first, _, _ := strings.Cut(out, "\n")
@@ -543,6 +551,7 @@ func TestToolErrorMessage(t *testing.T) {
 }
 
 func TestToolPanicIsInternalError(t *testing.T) {
+	t.Parallel()
 	en := newEngine(t, loopback)
 	var logged bytes.Buffer
 	s := NewServer(en, func(context.Context) airlock.Principal { return en.Principal() },
@@ -580,6 +589,7 @@ func TestToolPanicIsInternalError(t *testing.T) {
 // stdio
 
 func TestServeStdio(t *testing.T) {
+	t.Parallel()
 	srv := site(t)
 	en := newEngine(t, loopback)
 	ctx := testCtx(t)

@@ -13,6 +13,7 @@ import (
 // the floor says internal_address, in its text and its structured error,
 // and carries neither the answer nor its class.
 func TestToolErrorHidesAnswers(t *testing.T) {
+	t.Parallel()
 	cs := inMemory(t, newEngine(t, engine.Config{Egress: engine.EgressConfig{
 		Resolve: map[string][]string{"internal.test": {"10.1.2.3"}, "loop.test": {"127.0.0.9"}}}}))
 	for _, u := range []string{"http://internal.test/", "http://loop.test/x"} {

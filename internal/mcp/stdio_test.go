@@ -22,6 +22,7 @@ import (
 // messages: each gets its error, with the id when the line has a usable
 // one, and the session goes on to answer the request after them.
 func TestStdioBadLines(t *testing.T) {
+	t.Parallel()
 	en := newEngine(t, loopback)
 	ctx := testCtx(t)
 	in := strings.Join([]string{
@@ -85,6 +86,7 @@ func TestStdioBadLines(t *testing.T) {
 }
 
 func TestReadLineTooLong(t *testing.T) {
+	t.Parallel()
 	br := bufio.NewReaderSize(strings.NewReader(strings.Repeat("x", 100)+"\nok\n"), 16)
 	line, tooLong, err := readLine(br, 50)
 	if !tooLong || line != nil || err != nil {
@@ -104,6 +106,7 @@ func TestReadLineTooLong(t *testing.T) {
 // answered once stdin is closed, so EOF ends the session instead of
 // waiting for it forever.
 func TestStdioEOFWhileAwaitingTheClient(t *testing.T) {
+	t.Parallel()
 	en := newEngine(t, loopback)
 	ctx := testCtx(t)
 	s := NewServer(en, func(context.Context) airlock.Principal { return en.Principal() }, Options{})

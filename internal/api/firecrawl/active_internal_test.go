@@ -14,6 +14,7 @@ import (
 // took: never the provider, proxy, TLS profile or narrowing the job
 // runs with, whoever set them.
 func TestActiveCrawlOf(t *testing.T) {
+	t.Parallel()
 	job := airlock.CrawlJob{ID: "01J0", Tenant: "acme", State: airlock.JobRunning, Request: airlock.CrawlRequest{
 		Seed: "http://user:s3cret@10.1.2.3:8080/a", Depth: 3, MaxPages: 40, Concurrency: 2, Sitemap: true,
 		Delay: airlock.Duration(1500 * time.Millisecond), Timeout: airlock.Duration(9 * time.Second),

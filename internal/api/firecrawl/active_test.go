@@ -50,6 +50,7 @@ func ids(m map[string]map[string]any) []string {
 // crawls still running (never another tenant's, never a batch), with
 // the options they run with; a cancelled crawl is no longer listed.
 func TestActiveCrawls(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, withOther)
 	if got := f.activeCrawls(t, acmeToken); len(got) != 0 {
 		t.Fatalf("active crawls before any: %v, want none", got)

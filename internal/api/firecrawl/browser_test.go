@@ -156,6 +156,7 @@ func decodePNG(t *testing.T, url string) (w, h int) {
 // head), the main content alone under onlyMainContent (the default), the
 // whole body without it; rawHtml stays the page as served.
 func TestScrapeHTMLFormat(t *testing.T) {
+	t.Parallel()
 	bf := newBrowserFixture(t)
 	url := bf.pages.URL + "/layout"
 	data := bf.okScrape(t, map[string]any{"url": url, "formats": []any{"html", "rawHtml", "markdown"}})
@@ -197,6 +198,7 @@ func TestScrapeHTMLFormat(t *testing.T) {
 // TestScrapeIncludeExcludeTags: the selectors apply before extraction, to
 // markdown, html and links alike.
 func TestScrapeIncludeExcludeTags(t *testing.T) {
+	t.Parallel()
 	bf := newBrowserFixture(t)
 	url := bf.pages.URL + "/layout"
 	data := bf.okScrape(t, map[string]any{"url": url, "formats": []any{"html", "markdown"}, "excludeTags": []string{".ad", "#side"}})
@@ -225,6 +227,7 @@ func TestScrapeIncludeExcludeTags(t *testing.T) {
 // TestScrapeHeaders: caller headers reach the server; the floor's
 // forbidden headers are refused before any request.
 func TestScrapeHeaders(t *testing.T) {
+	t.Parallel()
 	bf := newBrowserFixture(t)
 	data := bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/echo", "headers": map[string]string{"X-Test": "hello-header", "Accept-Language": "fr"}})
 	if md := str(data, "markdown"); !strings.Contains(md, "X-Test was hello-header") {
@@ -272,28 +275,40 @@ func TestScrapeHeaders(t *testing.T) {
 // TestScrapeWaitFor: content a timer writes after the page settled is
 // there only with waitFor.
 func TestScrapeWaitFor(t *testing.T) {
+	t.Parallel()
 	bf := newBrowserFixture(t)
 	url := bf.pages.URL + "/timer"
-	data := bf.okScrape(t, map[string]any{"url": url, "formats": []any{"markdown"}})
-	if md := str(data, "markdown"); strings.Contains(md, "timer fired") {
-		t.Fatalf("without waitFor the late paragraph is there: the test page is not late enough: %q", md)
-	}
-	data = bf.okScrape(t, map[string]any{"url": url, "formats": []any{"markdown", "html"}, "waitFor": 2500})
-	if md := str(data, "markdown"); !strings.Contains(md, "timer fired") {
-		t.Errorf("markdown with waitFor = %q, want the late paragraph", md)
-	}
-	if html := str(data, "html"); !strings.Contains(html, "timer fired") || strings.Contains(html, "<script") {
-		t.Errorf("html with waitFor = %q", html)
-	}
-	if meta, _ := data["metadata"].(map[string]any); meta["statusCode"] != float64(200) || meta["title"] != "Timer" {
-		t.Errorf("metadata = %v", data["metadata"])
-	}
+	// The scrapes are independent (each its own browser session): they
+	// run at once.
+	t.Run("without waitFor", func(t *testing.T) {
+		t.Parallel()
+		data := bf.okScrape(t, map[string]any{"url": url, "formats": []any{"markdown"}})
+		if md := str(data, "markdown"); strings.Contains(md, "timer fired") {
+			t.Fatalf("without waitFor the late paragraph is there: the test page is not late enough: %q", md)
+		}
+	})
+	t.Run("waitFor", func(t *testing.T) {
+		t.Parallel()
+		data := bf.okScrape(t, map[string]any{"url": url, "formats": []any{"markdown", "html"}, "waitFor": 2500})
+		if md := str(data, "markdown"); !strings.Contains(md, "timer fired") {
+			t.Errorf("markdown with waitFor = %q, want the late paragraph", md)
+		}
+		if html := str(data, "html"); !strings.Contains(html, "timer fired") || strings.Contains(html, "<script") {
+			t.Errorf("html with waitFor = %q", html)
+		}
+		if meta, _ := data["metadata"].(map[string]any); meta["statusCode"] != float64(200) || meta["title"] != "Timer" {
+			t.Errorf("metadata = %v", data["metadata"])
+		}
+	})
 	// A page answered 404 is a document with its statusCode, through the
 	// browser too.
-	data = bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/missing", "waitFor": 10, "formats": []any{"markdown", "rawHtml"}})
-	if meta, _ := data["metadata"].(map[string]any); meta["statusCode"] != float64(404) || !strings.Contains(str(data, "rawHtml"), "404 page not found") {
-		t.Errorf("404 through the browser: %v", data)
-	}
+	t.Run("404", func(t *testing.T) {
+		t.Parallel()
+		data := bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/missing", "waitFor": 10, "formats": []any{"markdown", "rawHtml"}})
+		if meta, _ := data["metadata"].(map[string]any); meta["statusCode"] != float64(404) || !strings.Contains(str(data, "rawHtml"), "404 page not found") {
+			t.Errorf("404 through the browser: %v", data)
+		}
+	})
 	status, _, m := bf.scrape(t, map[string]any{"url": url, "waitFor": 3_600_000})
 	if e := errorOf(t, m); status != 400 || e["reason"] != "limit" {
 		t.Errorf("waitFor above the ceiling: %d %v", status, e)
@@ -304,7 +319,51 @@ func TestScrapeWaitFor(t *testing.T) {
 // press, scroll and screenshot, then the formats of the page as the
 // actions left it.
 func TestScrapeActions(t *testing.T) {
+	t.Parallel()
 	bf := newBrowserFixture(t)
+	// The four scrapes are independent (each its own browser session):
+	// they run at once.
+	t.Run("form", func(t *testing.T) {
+		t.Parallel()
+		scrapeFormActions(t, bf)
+	})
+	t.Run("scroll down", func(t *testing.T) {
+		t.Parallel()
+		data := bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/scroll", "actions": []any{
+			map[string]any{"type": "scroll", "direction": "down"},
+			map[string]any{"type": "wait", "milliseconds": 200},
+		}})
+		if md := str(data, "markdown"); !strings.Contains(md, "Scrolled down to") {
+			t.Errorf("markdown after scroll = %q", md)
+		}
+	})
+	t.Run("scroll down and up", func(t *testing.T) {
+		t.Parallel()
+		data := bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/scroll", "actions": []any{
+			map[string]any{"type": "scroll"},
+			map[string]any{"type": "scroll", "direction": "up", "selector": "html"},
+			map[string]any{"type": "wait", "milliseconds": 200},
+		}})
+		if md := str(data, "markdown"); !strings.Contains(md, "Back at the top") {
+			t.Errorf("markdown after scroll down and up = %q", md)
+		}
+	})
+	// A step that fails fails the scrape, as Firecrawl's do. (The wait
+	// runs out at the browser's default step timeout, 10 s.)
+	t.Run("failing step", func(t *testing.T) {
+		t.Parallel()
+		status, _, m := bf.scrape(t, map[string]any{"url": bf.pages.URL + "/form", "timeout": 20000, "actions": []any{
+			map[string]any{"type": "wait", "selector": "#never"},
+		}})
+		if e := errorOf(t, m); status < 400 || e["reason"] != "wait_for_timeout" {
+			t.Errorf("wait for a missing element: %d %v", status, e)
+		}
+	})
+}
+
+// scrapeFormActions is TestScrapeActions on the form: click, wait for a
+// selector, click, write, press, wait, screenshot; and the audit record.
+func scrapeFormActions(t *testing.T, bf *browserFixture) {
 	data := bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/form", "formats": []any{"markdown"}, "actions": []any{
 		map[string]any{"type": "click", "selector": "#b"},
 		map[string]any{"type": "wait", "selector": "#late"},
@@ -355,36 +414,13 @@ func TestScrapeActions(t *testing.T) {
 			t.Errorf("actions.%s = %v, want []", k, acts[k])
 		}
 	}
-
-	data = bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/scroll", "actions": []any{
-		map[string]any{"type": "scroll", "direction": "down"},
-		map[string]any{"type": "wait", "milliseconds": 200},
-	}})
-	if md := str(data, "markdown"); !strings.Contains(md, "Scrolled down to") {
-		t.Errorf("markdown after scroll = %q", md)
-	}
-	data = bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/scroll", "actions": []any{
-		map[string]any{"type": "scroll"},
-		map[string]any{"type": "scroll", "direction": "up", "selector": "html"},
-		map[string]any{"type": "wait", "milliseconds": 200},
-	}})
-	if md := str(data, "markdown"); !strings.Contains(md, "Back at the top") {
-		t.Errorf("markdown after scroll down and up = %q", md)
-	}
-
-	// A step that fails fails the scrape, as Firecrawl's do.
-	status, _, m := bf.scrape(t, map[string]any{"url": bf.pages.URL + "/form", "timeout": 20000, "actions": []any{
-		map[string]any{"type": "wait", "selector": "#never"},
-	}})
-	if e := errorOf(t, m); status < 400 || e["reason"] != "wait_for_timeout" {
-		t.Errorf("wait for a missing element: %d %v", status, e)
-	}
 }
 
 // TestScrapeActionRefusals: executeJavascript and the other actions
 // Airlock does not run are invalid (unsupported_action); bad action
 // fields are invalid; numbers go through the ceilings.
 func TestScrapeActionRefusals(t *testing.T) {
+	t.Parallel()
 	bf := newBrowserFixture(t)
 	url := bf.pages.URL + "/form"
 	many := make([]any, 201)
@@ -421,33 +457,46 @@ func TestScrapeActionRefusals(t *testing.T) {
 // TestScrapeMobile: mobile emulates a phone's viewport, User-Agent and
 // touch.
 func TestScrapeMobile(t *testing.T) {
+	t.Parallel()
 	bf := newBrowserFixture(t)
 	url := bf.pages.URL + "/device"
-	data := bf.okScrape(t, map[string]any{"url": url, "mobile": true, "formats": []any{"markdown", "screenshot"}})
-	md := str(data, "markdown")
-	if !strings.Contains(md, "Mobile") || !strings.Contains(md, "touch=true") || strings.Contains(md, "width=1") && !strings.Contains(md, "width=3") {
-		t.Errorf("mobile markdown = %q, want a phone's User-Agent, touch and width", md)
-	}
-	if w, _ := decodePNG(t, str(data, "screenshot")); w > 500*3 || w < 300 {
-		t.Errorf("mobile screenshot is %d pixels wide", w)
-	}
-	data = bf.okScrape(t, map[string]any{"url": url, "formats": []any{"markdown", map[string]any{"type": "screenshot", "fullPage": true}}})
-	if md := str(data, "markdown"); strings.Contains(md, "Mobile") || strings.Contains(md, "touch=true") {
-		t.Errorf("desktop markdown = %q", md)
-	}
-	if w, _ := decodePNG(t, str(data, "screenshot")); w < 700 {
-		t.Errorf("desktop screenshot is %d pixels wide", w)
-	}
-	data = bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/scroll", "formats": []any{"screenshot@fullPage"}})
-	if _, h := decodePNG(t, str(data, "screenshot")); h < 5000 {
-		t.Errorf("full-page screenshot is %d pixels high, want the whole 5000 px page", h)
-	}
+	// The scrapes are independent (each its own browser session): they
+	// run at once.
+	t.Run("mobile", func(t *testing.T) {
+		t.Parallel()
+		data := bf.okScrape(t, map[string]any{"url": url, "mobile": true, "formats": []any{"markdown", "screenshot"}})
+		md := str(data, "markdown")
+		if !strings.Contains(md, "Mobile") || !strings.Contains(md, "touch=true") || strings.Contains(md, "width=1") && !strings.Contains(md, "width=3") {
+			t.Errorf("mobile markdown = %q, want a phone's User-Agent, touch and width", md)
+		}
+		if w, _ := decodePNG(t, str(data, "screenshot")); w > 500*3 || w < 300 {
+			t.Errorf("mobile screenshot is %d pixels wide", w)
+		}
+	})
+	t.Run("desktop", func(t *testing.T) {
+		t.Parallel()
+		data := bf.okScrape(t, map[string]any{"url": url, "formats": []any{"markdown", map[string]any{"type": "screenshot", "fullPage": true}}})
+		if md := str(data, "markdown"); strings.Contains(md, "Mobile") || strings.Contains(md, "touch=true") {
+			t.Errorf("desktop markdown = %q", md)
+		}
+		if w, _ := decodePNG(t, str(data, "screenshot")); w < 700 {
+			t.Errorf("desktop screenshot is %d pixels wide", w)
+		}
+	})
+	t.Run("full page", func(t *testing.T) {
+		t.Parallel()
+		data := bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/scroll", "formats": []any{"screenshot@fullPage"}})
+		if _, h := decodePNG(t, str(data, "screenshot")); h < 5000 {
+			t.Errorf("full-page screenshot is %d pixels high, want the whole 5000 px page", h)
+		}
+	})
 }
 
 // TestScrapeBrowserNeedsProfile: a tenant whose profile lacks the browser
 // is refused the browser options (denied, capability), and nothing is
 // fetched.
 func TestScrapeBrowserNeedsProfile(t *testing.T) {
+	t.Parallel()
 	bf := newBrowserFixture(t, func(c *engine.Config) {
 		tc := c.Tenants["acme"]
 		tc.Profile = "network"
@@ -481,6 +530,7 @@ func TestScrapeBrowserNeedsProfile(t *testing.T) {
 // TestScrapeBrowserDeniedOrigins: browser.policy's denied_origins hold
 // for a scrape's browser too; the native path is the egress policy's.
 func TestScrapeBrowserDeniedOrigins(t *testing.T) {
+	t.Parallel()
 	bf := newBrowserFixture(t, func(c *engine.Config) {
 		c.Browser.Policy.DeniedOrigins = []string{"127.0.0.1"}
 	})
@@ -501,6 +551,7 @@ func TestScrapeBrowserDeniedOrigins(t *testing.T) {
 // tenant's policy refuses is a 403 with the decision id, decided before
 // any browser starts, and audited under the tenant.
 func TestScrapeBrowserPolicyRefusal(t *testing.T) {
+	t.Parallel()
 	bf := newBrowserFixture(t, func(c *engine.Config) {
 		tc := c.Tenants["locked"]
 		tc.Profile = "posix"
@@ -526,6 +577,7 @@ func TestScrapeBrowserPolicyRefusal(t *testing.T) {
 // TestScrapeCeilingsConfigured: the tenant's limits.scrape_headers,
 // scrape_header_bytes and scrape_selectors hold.
 func TestScrapeCeilingsConfigured(t *testing.T) {
+	t.Parallel()
 	bf := newBrowserFixture(t, func(c *engine.Config) {
 		tc := c.Tenants["acme"]
 		tc.Limits.ScrapeHeaders, tc.Limits.ScrapeHeaderBytes, tc.Limits.ScrapeSelectors = 2, 20, 1
@@ -557,6 +609,7 @@ func TestScrapeCeilingsConfigured(t *testing.T) {
 // page's origin (the document and its same-origin requests) and to no
 // other origin: not to another origin's image, nor across a redirect.
 func TestScrapeBrowserHeaders(t *testing.T) {
+	t.Parallel()
 	bf := newBrowserFixture(t)
 	ln, err := net.Listen("tcp", "127.0.0.3:0")
 	if err != nil {
@@ -574,36 +627,47 @@ func TestScrapeBrowserHeaders(t *testing.T) {
 	srv.Start()
 	t.Cleanup(srv.Close)
 
-	data := bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/echo", "waitFor": 10, "headers": map[string]string{"X-Test": "via-browser"}})
-	if md := str(data, "markdown"); !strings.Contains(md, "X-Test was via-browser") {
-		t.Errorf("markdown = %q, want the header echoed by the page", md)
-	}
-	bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/mixed?other=" + srv.URL, "waitFor": 300, "headers": map[string]string{"X-Test": "via-browser"}})
-	bf.mu.Lock()
-	own := bf.headers["/own.png"]
-	bf.mu.Unlock()
-	if own.Get("X-Test") != "via-browser" {
-		t.Errorf("same-origin image request headers = %v, want X-Test", own)
-	}
-	mu.Lock()
-	pixel, fetched := other["/pixel.png"]
-	mu.Unlock()
-	if !fetched {
-		t.Fatalf("the other origin's image was not requested: the test proves nothing")
-	}
-	if pixel.Get("X-Test") != "" {
-		t.Errorf("the other origin got the caller's header: %v", pixel)
-	}
-	data = bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/redirect?to=" + srv.URL + "/landing", "waitFor": 10, "headers": map[string]string{"X-Test": "via-browser"}})
-	mu.Lock()
-	landing, fetched := other["/landing"]
-	mu.Unlock()
-	if !fetched || landing.Get("X-Test") != "" {
-		t.Errorf("redirect to another origin: fetched %v, headers %v: want fetched without X-Test", fetched, landing)
-	}
-	if meta, _ := data["metadata"].(map[string]any); meta["url"] != srv.URL+"/landing" {
-		t.Errorf("metadata.url = %v, want the redirect's target", meta["url"])
-	}
+	// The four scrapes are independent (each its own browser session, and
+	// each looks at paths of its own): they run at once.
+	t.Run("echo", func(t *testing.T) {
+		t.Parallel()
+		data := bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/echo", "waitFor": 10, "headers": map[string]string{"X-Test": "via-browser"}})
+		if md := str(data, "markdown"); !strings.Contains(md, "X-Test was via-browser") {
+			t.Errorf("markdown = %q, want the header echoed by the page", md)
+		}
+	})
+	t.Run("images", func(t *testing.T) {
+		t.Parallel()
+		bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/mixed?other=" + srv.URL, "waitFor": 300, "headers": map[string]string{"X-Test": "via-browser"}})
+		bf.mu.Lock()
+		own := bf.headers["/own.png"]
+		bf.mu.Unlock()
+		if own.Get("X-Test") != "via-browser" {
+			t.Errorf("same-origin image request headers = %v, want X-Test", own)
+		}
+		mu.Lock()
+		pixel, fetched := other["/pixel.png"]
+		mu.Unlock()
+		if !fetched {
+			t.Fatalf("the other origin's image was not requested: the test proves nothing")
+		}
+		if pixel.Get("X-Test") != "" {
+			t.Errorf("the other origin got the caller's header: %v", pixel)
+		}
+	})
+	t.Run("redirect", func(t *testing.T) {
+		t.Parallel()
+		data := bf.okScrape(t, map[string]any{"url": bf.pages.URL + "/redirect?to=" + srv.URL + "/landing", "waitFor": 10, "headers": map[string]string{"X-Test": "via-browser"}})
+		mu.Lock()
+		landing, fetched := other["/landing"]
+		mu.Unlock()
+		if !fetched || landing.Get("X-Test") != "" {
+			t.Errorf("redirect to another origin: fetched %v, headers %v: want fetched without X-Test", fetched, landing)
+		}
+		if meta, _ := data["metadata"].(map[string]any); meta["url"] != srv.URL+"/landing" {
+			t.Errorf("metadata.url = %v, want the redirect's target", meta["url"])
+		}
+	})
 	status, _, m := bf.scrape(t, map[string]any{"url": bf.pages.URL + "/echo", "waitFor": 10, "headers": map[string]string{"Proxy-Authorization": "Basic eDp5"}})
 	if e := errorOf(t, m); status != http.StatusForbidden || e["reason"] != "header_floor" {
 		t.Errorf("a floor header through the browser: %d %v, want 403 header_floor", status, e)

@@ -229,6 +229,7 @@ func errorOf(t *testing.T, m map[string]any) map[string]any {
 }
 
 func TestScrapeFormats(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	url := f.site.URL + "/docs/a"
 	status, m, h := f.call(t, "POST", "/v2/scrape", acmeToken, map[string]any{
@@ -279,6 +280,7 @@ func TestScrapeFormats(t *testing.T) {
 // TestScrapeErrorPage: a page answered 404 is a document with its
 // statusCode and content, as Firecrawl gives it.
 func TestScrapeErrorPage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	status, m, _ := f.call(t, "POST", "/v2/scrape", acmeToken, map[string]any{"url": f.site.URL + "/missing", "formats": []string{"markdown", "rawHtml"}})
 	if status != http.StatusOK || m["success"] != true {
@@ -298,6 +300,7 @@ func TestScrapeErrorPage(t *testing.T) {
 }
 
 func TestScrapeRefusals(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	url := f.site.URL + "/"
 	for _, c := range []struct {
@@ -335,6 +338,7 @@ func TestScrapeRefusals(t *testing.T) {
 }
 
 func TestScrapeAuthAndPolicy(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	url := f.site.URL + "/"
 	for _, tok := range []string{"", "alk_nobody"} {
@@ -376,6 +380,7 @@ func TestScrapeAuthAndPolicy(t *testing.T) {
 }
 
 func TestUnknownFirecrawlRoute(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	status, m, _ := f.call(t, "POST", "/v2/extract", acmeToken, map[string]any{"urls": []string{"x"}})
 	if status != http.StatusNotFound {
@@ -403,6 +408,7 @@ func mapURLs(t *testing.T, m map[string]any) []string {
 }
 
 func TestMap(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	base := f.site.URL
 	status, m, _ := f.call(t, "POST", "/v2/map", acmeToken, map[string]any{"url": base + "/", "origin": "js-sdk@test"})
@@ -452,6 +458,7 @@ func TestMap(t *testing.T) {
 const MaxMapLimitPlusOne = 100001
 
 func TestSearch(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	status, m, h := f.call(t, "POST", "/v2/search", acmeToken, map[string]any{"query": "airlock", "limit": 3, "origin": "js-sdk@test"})
 	if status != http.StatusOK || m["success"] != true || h.Get(api.HeaderDecision) == "" {
@@ -512,6 +519,7 @@ func (f *fixture) waitCrawl(t *testing.T, token, id string) map[string]any {
 }
 
 func TestCrawl(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, func(c *engine.Config) {
 		acme := c.Tenants["acme"]
 		acme.Limits = engine.CeilingsConfig{ListLimit: 2} // pages of two results: next is exercised
@@ -585,6 +593,7 @@ func TestCrawl(t *testing.T) {
 // TestCrawlPaths: includePaths and excludePaths are regular expressions
 // on the path of discovered URLs; the seed is crawled whatever they say.
 func TestCrawlPaths(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	status, m, _ := f.call(t, "POST", "/v2/crawl", acmeToken, map[string]any{
 		"url": f.site.URL + "/", "includePaths": []string{"^/docs/", "^/blog/"}, "excludePaths": []string{"^/blog/y$"},
@@ -604,6 +613,7 @@ func TestCrawlPaths(t *testing.T) {
 }
 
 func TestCrawlCancel(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	status, m, _ := f.call(t, "POST", "/v2/crawl", acmeToken, map[string]any{"url": f.site.URL + "/slow", "sitemap": "skip"})
 	if status != http.StatusOK {
@@ -623,6 +633,7 @@ func TestCrawlCancel(t *testing.T) {
 }
 
 func TestBatchScrape(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	base := f.site.URL
 	status, m, _ := f.call(t, "POST", "/v2/batch/scrape", acmeToken, map[string]any{
@@ -673,6 +684,7 @@ func TestBatchScrape(t *testing.T) {
 // host under the floor is refused, never fetched, and listed by
 // GET /v2/crawl/{id}/errors.
 func TestCrawlExternalLinks(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.3:0")
 	if err != nil {
 		t.Fatalf("listen on 127.0.0.3: %v", err)
@@ -758,6 +770,7 @@ func TestCrawlExternalLinks(t *testing.T) {
 // below Firecrawl's default of 5 gets its ceiling by default, not a
 // refusal; a limit above it is refused.
 func TestSearchDefaultUnderCeiling(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, func(c *engine.Config) {
 		acme := c.Tenants["acme"]
 		acme.Limits = engine.CeilingsConfig{SearchResults: 2}
@@ -799,6 +812,7 @@ func (f *fixture) crawlPaths(t *testing.T, body map[string]any) []string {
 // sitemap. The test site's sitemap lists /docs/b, which no link of the
 // start page reaches in one hop.
 func TestCrawlDiscoveryScope(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	base := f.site.URL + "/"
 	for _, c := range []struct {
@@ -827,6 +841,7 @@ func TestCrawlDiscoveryScope(t *testing.T) {
 // TestMapSitemapOnly: map with sitemap "only" lists the start URL and its
 // sitemap's URLs, not the links of the pages.
 func TestMapSitemapOnly(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	base := f.site.URL
 	status, m, _ := f.call(t, "POST", "/v2/map", acmeToken, map[string]any{"url": base + "/", "sitemap": "only"})
@@ -869,6 +884,7 @@ func (f *fixture) jobDocuments(t *testing.T, route, id string) []map[string]any 
 // request named (markdown alone by default), as a scrape's do; rawHtml
 // is the page as served. The formats are kept with the job.
 func TestJobFormats(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	base := f.site.URL
 	for _, c := range []struct {
@@ -954,6 +970,7 @@ func TestJobFormats(t *testing.T) {
 // TestJobFormatsSurviveRestart: the formats are kept with the job in the
 // store, so a crawl's documents keep them after the server restarts.
 func TestJobFormatsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	onDisk := func(c *engine.Config) { c.InMemory, c.DataDir = false, dir }
 	f := newFixture(t, onDisk)
@@ -987,6 +1004,7 @@ func TestJobFormatsSurviveRestart(t *testing.T) {
 // reason limit) before anything is fetched or queued. The tenant's
 // ceilings are lowered so that each is one above.
 func TestNumbersAboveCeilings(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, func(c *engine.Config) {
 		acme := c.Tenants["acme"]
 		acme.Limits = engine.CeilingsConfig{CrawlMaxPages: 3, CrawlDepth: 2, CrawlConcurrency: 2, CrawlDelay: time.Second,

@@ -108,6 +108,7 @@ func properties(schemas map[string]map[string]any, s map[string]any) map[string]
 // encoding/json always writes and allows null exactly where it can write
 // null; the metadata schema names every key pageDocument writes.
 func TestOpenAPIFirecrawlSchemas(t *testing.T) {
+	t.Parallel()
 	schemas := loadSchemas(t)
 	for name := range schemas {
 		if strings.HasPrefix(name, "Firecrawl") && schemaTypes[name] == nil && !slices.Contains(others, name) {

@@ -31,6 +31,7 @@ const envInner = "AIRLOCK_FIRECRAWL_SDK_INNER"
 // and runs node as its child, so that neither the SDK nor the server can
 // reach anything but loopback (the hosted service included).
 func TestSDK(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(envInner) == "1" {
 		runSDK(t)
 		return

@@ -23,62 +23,79 @@ async function attempt(fn) {
   }
 }
 
-const out = {};
-out.scrape = await attempt(async () => {
-  const d = await app.scrape(`${site}/docs/a`, { formats: ["markdown", "links", "rawHtml"] });
-  return { markdown: d.markdown, links: d.links, rawHtml: d.rawHtml, metadata: d.metadata, html: d.html ?? null };
-});
-out.scrapeHtml = await attempt(async () => {
-  const d = await app.scrape(`${site}/docs/a`, { formats: ["html"], excludeTags: ["ul"] });
-  return { html: d.html, markdown: d.markdown ?? null, metadata: d.metadata };
-});
-out.scrapeActions = await attempt(async () => {
-  const d = await app.scrape(`${site}/docs/a`, {
-    formats: ["markdown", "screenshot"],
-    actions: [
-      { type: "wait", milliseconds: 100 },
-      { type: "click", selector: "a[href='/docs/b']" },
-      { type: "wait", selector: "h1" },
-      { type: "screenshot" },
-    ],
-  });
-  return { markdown: d.markdown, screenshot: d.screenshot, actions: d.actions, metadata: d.metadata };
-});
-out.scrapeJavascript = await attempt(() =>
-  app.scrape(`${site}/docs/a`, { actions: [{ type: "executeJavascript", script: "document.title" }] }),
-);
-out.scrape404 = await attempt(async () => {
-  const d = await app.scrape(`${site}/missing`, { formats: ["markdown"] });
-  return { markdown: d.markdown, metadata: d.metadata };
-});
-out.scrapeSummary = await attempt(() => app.scrape(`${site}/docs/a`, { formats: ["summary"] }));
-out.map = await attempt(() => app.map(`${site}/`, { limit: 100 }));
-out.search = await attempt(() => app.search("airlock", { limit: 3 }));
-out.crawl = await attempt(() => app.crawl(`${site}/`, { limit: 10, sitemap: "skip", pollInterval: 1, timeout: 60 }));
-out.crawlPaths = await attempt(() =>
-  app.crawl(`${site}/`, { includePaths: ["^/docs/"], excludePaths: ["/b$"], sitemap: "skip", pollInterval: 1, timeout: 60 }),
-);
-out.crawlFormats = await attempt(() =>
-  app.crawl(`${site}/docs/b`, {
-    maxDiscoveryDepth: 0,
-    sitemap: "skip",
-    scrapeOptions: { formats: ["links", "rawHtml"] },
-    pollInterval: 1,
-    timeout: 60,
+// together(calls) awaits calls started at once (an object of promises)
+// and gives their results under the same names.
+async function together(calls) {
+  return Object.fromEntries(await Promise.all(Object.entries(calls).map(async ([name, call]) => [name, await call])));
+}
+
+// The calls up to the cancel are independent of each other: they run at
+// once, so that the SDK's pollers (at least a second between polls) wait
+// together, in two waves of three crawl jobs (a tenant runs at most four
+// at once). The cancel runs after them: it lists the active crawls and
+// expects its own alone.
+const out = await together({
+  scrape: attempt(async () => {
+    const d = await app.scrape(`${site}/docs/a`, { formats: ["markdown", "links", "rawHtml"] });
+    return { markdown: d.markdown, links: d.links, rawHtml: d.rawHtml, metadata: d.metadata, html: d.html ?? null };
   }),
-);
-out.crawlSitemapOnly = await attempt(() => app.crawl(`${site}/`, { sitemap: "only", pollInterval: 1, timeout: 60 }));
-out.crawlErrors = await attempt(async () => {
-  const started = await app.startCrawl(`${site}/outward`, { allowExternalLinks: true, sitemap: "skip" });
-  let status = await app.getCrawlStatus(started.id);
-  for (let i = 0; status.status === "scraping" && i < 600; i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    status = await app.getCrawlStatus(started.id);
-  }
-  return { status: status.status, errors: await app.getCrawlErrors(started.id) };
+  scrapeHtml: attempt(async () => {
+    const d = await app.scrape(`${site}/docs/a`, { formats: ["html"], excludeTags: ["ul"] });
+    return { html: d.html, markdown: d.markdown ?? null, metadata: d.metadata };
+  }),
+  scrapeActions: attempt(async () => {
+    const d = await app.scrape(`${site}/docs/a`, {
+      formats: ["markdown", "screenshot"],
+      actions: [
+        { type: "wait", milliseconds: 100 },
+        { type: "click", selector: "a[href='/docs/b']" },
+        { type: "wait", selector: "h1" },
+        { type: "screenshot" },
+      ],
+    });
+    return { markdown: d.markdown, screenshot: d.screenshot, actions: d.actions, metadata: d.metadata };
+  }),
+  scrapeJavascript: attempt(() =>
+    app.scrape(`${site}/docs/a`, { actions: [{ type: "executeJavascript", script: "document.title" }] }),
+  ),
+  scrape404: attempt(async () => {
+    const d = await app.scrape(`${site}/missing`, { formats: ["markdown"] });
+    return { markdown: d.markdown, metadata: d.metadata };
+  }),
+  scrapeSummary: attempt(() => app.scrape(`${site}/docs/a`, { formats: ["summary"] })),
+  map: attempt(() => app.map(`${site}/`, { limit: 100 })),
+  search: attempt(() => app.search("airlock", { limit: 3 })),
+  crawl: attempt(() => app.crawl(`${site}/`, { limit: 10, sitemap: "skip", pollInterval: 1, timeout: 60 })),
+  crawlPaths: attempt(() =>
+    app.crawl(`${site}/`, { includePaths: ["^/docs/"], excludePaths: ["/b$"], sitemap: "skip", pollInterval: 1, timeout: 60 }),
+  ),
+  crawlFormats: attempt(() =>
+    app.crawl(`${site}/docs/b`, {
+      maxDiscoveryDepth: 0,
+      sitemap: "skip",
+      scrapeOptions: { formats: ["links", "rawHtml"] },
+      pollInterval: 1,
+      timeout: 60,
+    }),
+  ),
 });
-out.batch = await attempt(() =>
-  app.batchScrape([`${site}/docs/a`, `${site}/blog/x`], { options: { formats: ["markdown"] }, pollInterval: 1, timeout: 60 }),
+Object.assign(
+  out,
+  await together({
+    crawlSitemapOnly: attempt(() => app.crawl(`${site}/`, { sitemap: "only", pollInterval: 1, timeout: 60 })),
+    crawlErrors: attempt(async () => {
+      const started = await app.startCrawl(`${site}/outward`, { allowExternalLinks: true, sitemap: "skip" });
+      let status = await app.getCrawlStatus(started.id);
+      for (let i = 0; status.status === "scraping" && i < 600; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        status = await app.getCrawlStatus(started.id);
+      }
+      return { status: status.status, errors: await app.getCrawlErrors(started.id) };
+    }),
+    batch: attempt(() =>
+      app.batchScrape([`${site}/docs/a`, `${site}/blog/x`], { options: { formats: ["markdown"] }, pollInterval: 1, timeout: 60 }),
+    ),
+  }),
 );
 out.cancel = await attempt(async () => {
   const started = await app.startCrawl(`${site}/slow`, { sitemap: "skip", limit: 3 });
