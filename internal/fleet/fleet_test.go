@@ -108,9 +108,10 @@ func fresh(t *testing.T) func() *Fleet {
 }
 
 // The limiter has the local limiter's semantics: the same conformance
-// suite.
+// suite. It stays serial: the suite expects a burst's immediate calls to
+// be made before the bucket refills (within 200 ms), which tests running
+// beside it on a loaded machine can delay.
 func TestLimiterConformance(t *testing.T) {
-	t.Parallel()
 	next := fresh(t)
 	gatetest.RunLimiter(t, func(*testing.T) gate.RateLimiter { return next().Limiter() })
 }
