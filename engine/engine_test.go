@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -40,13 +41,33 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" || os.Getenv(replicaEnv) != "" || os.Getenv(browserHelperEnv) != "" {
 		os.Exit(m.Run()) // the kill -9 child: it never ends cleanly
 	}
+	raiseParallel(4)
 	os.Exit(leakcheck.Main(m, "engine", leakcheck.Options{}))
+}
+
+// raiseParallel lets n parallel tests run at once (-test.parallel defaults
+// to the CPU count) unless the command line says how many: the parallel
+// tests here mostly wait, on Chromium, child processes, Redis and product
+// timeouts, and each has its own engine, servers and directories. The
+// timing-bound tests stay serial, and Go runs those before any parallel
+// one starts.
+func raiseParallel(n int) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(n))
+	}
 }
 
 // ---------------------------------------------------------------------------
 // Helpers
 
 const testTimeout = 30 * time.Second
+
+// testAuditBlock is how long the tests' replicas block on each read of the
+// fleet's audit stream: Close waits for the read to end.
+const testAuditBlock = 100 * time.Millisecond
 
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -60,6 +81,9 @@ func newEngine(t *testing.T, cfg engine.Config, opts ...engine.Option) *engine.E
 	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.InMemory = true
+	}
+	if cfg.State.RedisURL != "" {
+		opts = append([]engine.Option{engine.WithFleetAuditBlock(testAuditBlock)}, opts...)
 	}
 	e, err := engine.New(context.Background(), cfg, opts...)
 	if err != nil {

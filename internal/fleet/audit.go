@@ -15,6 +15,12 @@ import (
 // DefaultAuditMaxLen bounds the audit stream (approximately: MAXLEN ~).
 const DefaultAuditMaxLen = 100000
 
+// DefaultAuditBlock is how long each read of Follow waits for new records
+// (XREAD BLOCK) before it reads again. A blocked read does not see its
+// context end, so it is also how long a replica's Close may wait for its
+// follower to stop.
+const DefaultAuditBlock = time.Second
+
 // AuditStream carries every replica's decision records to every other
 // replica: each replica appends its records (XADD, bounded with MAXLEN)
 // and follows the stream from the start (XREAD), storing the others'
@@ -33,12 +39,22 @@ type AuditStream struct {
 	f       *Fleet
 	replica string
 	maxLen  int64
+	block   time.Duration
 }
 
 // AuditStream returns the fleet's audit stream as replica (a name unique
 // in the fleet) writes and reads it.
 func (f *Fleet) AuditStream(replica string) *AuditStream {
-	return &AuditStream{f: f, replica: replica, maxLen: DefaultAuditMaxLen}
+	return &AuditStream{f: f, replica: replica, maxLen: DefaultAuditMaxLen, block: DefaultAuditBlock}
+}
+
+// SetBlock sets how long each read of Follow blocks; d <= 0 is
+// DefaultAuditBlock. Call it before Follow.
+func (s *AuditStream) SetBlock(d time.Duration) {
+	if d <= 0 {
+		d = DefaultAuditBlock
+	}
+	s.block = d
 }
 
 func (s *AuditStream) key() string { return s.f.key("audit") }
@@ -73,7 +89,7 @@ func (s *AuditStream) Follow(ctx context.Context, deliver func([]store.AuditReco
 	last := "0"
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
-		res, err := s.f.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{s.key(), last}, Count: 500, Block: time.Second}).Result()
+		res, err := s.f.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{s.key(), last}, Count: 500, Block: s.block}).Result()
 		if err == redis.Nil {
 			continue
 		}

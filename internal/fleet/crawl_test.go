@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,11 +26,13 @@ func newCrawl(t *testing.T, f *Fleet, id string, lease time.Duration) *Crawl {
 }
 
 func TestCrawlFrontierConformance(t *testing.T) {
+	t.Parallel()
 	next := fresh(t)
 	crawltest.TestFrontier(t, func(t *testing.T) crawl.Frontier { return newCrawl(t, next(), "job", 0) })
 }
 
 func TestCrawlSeenConformance(t *testing.T) {
+	t.Parallel()
 	next := fresh(t)
 	crawltest.TestSeen(t, func(t *testing.T) crawl.Seen { return newCrawl(t, next(), "job", 0) })
 	// AddAndPush agrees, a key repeated in one call included, and queues
@@ -66,14 +69,60 @@ func pop(t *testing.T, c *Crawl) crawl.Item {
 	return it
 }
 
+// testLease is the lease of the tests that wait for leases to lapse, or
+// to be renewed: long enough that a loaded machine's stalls (which delay
+// renewals and the tests' own steps) do not pass for a lapse.
+const testLease = 2 * time.Second
+
+// popLapsed pops n items from c as the leases that hold them lapse: not
+// before the lease after popped, when another Crawl popped them (a 10 ms
+// margin for the two clocks' steps), and within a hang guard.
+// With batch, it pops with PopN, else with Pop.
+func popLapsed(t *testing.T, c *Crawl, n int, popped time.Time, batch bool) []crawl.Item {
+	t.Helper()
+	var got []crawl.Item
+	for len(got) < n {
+		var its []crawl.Item
+		var err error
+		if batch {
+			its, err = c.PopN(t.Context(), n-len(got))
+		} else if it, ok, perr := c.Pop(t.Context()); ok {
+			its = []crawl.Item{it}
+		} else {
+			err = perr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(its) > 0 {
+			if early := time.Since(popped); early < testLease-10*time.Millisecond {
+				t.Fatalf("Pop() = %v %v after another Crawl leased them for %v", its, early, testLease)
+			}
+		}
+		got = append(got, its...)
+		if len(got) < n && time.Since(popped) > 10*testLease {
+			t.Fatalf("%d of %d items back %v after their leases began (%v each)", len(got), n, time.Since(popped), testLease)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return got
+}
+
+func sorted(its []crawl.Item) []crawl.Item {
+	out := append([]crawl.Item(nil), its...)
+	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
+	return out
+}
+
 // A replica that dies keeps its URLs only until their leases lapse; a
 // replica that closes gives them back at once. Idle waits for both.
 func TestCrawlLeases(t *testing.T) {
+	t.Parallel()
 	f := open(t)
 	ctx := t.Context()
-	a := f.Crawl("job", 300*time.Millisecond)
-	b := newCrawl(t, f, "job", 300*time.Millisecond)
-	c := f.Crawl("job", 300*time.Millisecond)
+	a := f.Crawl("job", testLease)
+	b := newCrawl(t, f, "job", testLease)
+	c := f.Crawl("job", testLease)
 	if idle, err := b.Idle(ctx); err != nil || idle {
 		t.Fatalf("Idle() before Seeded = %v, %v", idle, err)
 	}
@@ -84,6 +133,7 @@ func TestCrawlLeases(t *testing.T) {
 	if err := a.Seeded(ctx); err != nil {
 		t.Fatal(err)
 	}
+	popped := time.Now()
 	dead := []crawl.Item{pop(t, a), pop(t, a)}
 	a.Abandon()
 	closed := pop(t, c)
@@ -104,8 +154,7 @@ func TestCrawlLeases(t *testing.T) {
 	if idle, _ := b.Idle(ctx); idle {
 		t.Fatal("Idle() with leases held")
 	}
-	time.Sleep(400 * time.Millisecond)
-	got := []crawl.Item{pop(t, b), pop(t, b)}
+	got := popLapsed(t, b, 2, popped, false)
 	if got[0].URL > got[1].URL { // leases renewed together lapse together, in any order
 		got[0], got[1] = got[1], got[0]
 	}
@@ -124,14 +173,15 @@ func TestCrawlLeases(t *testing.T) {
 
 // A live replica's leases are renewed past their duration.
 func TestCrawlLeaseRenewed(t *testing.T) {
+	t.Parallel()
 	f := open(t)
-	a := newCrawl(t, f, "job", 300*time.Millisecond)
-	b := newCrawl(t, f, "job", 300*time.Millisecond)
+	a := newCrawl(t, f, "job", testLease)
+	b := newCrawl(t, f, "job", testLease)
 	if _, err := a.Push(t.Context(), items(1)); err != nil {
 		t.Fatal(err)
 	}
 	pop(t, a)
-	time.Sleep(time.Second)
+	time.Sleep(testLease * 3 / 2)
 	if it, ok, err := b.Pop(t.Context()); err != nil || ok {
 		t.Fatalf("Pop() of a renewed lease = %v, %v, %v", it, ok, err)
 	}
@@ -139,6 +189,7 @@ func TestCrawlLeaseRenewed(t *testing.T) {
 
 // Page slots bound the pages fetched successfully across replicas.
 func TestCrawlPageSlots(t *testing.T) {
+	t.Parallel()
 	f := open(t)
 	ctx := t.Context()
 	a := newCrawl(t, f, "job", 0)
@@ -191,12 +242,17 @@ func linksPage(_ context.Context, resp *airlock.HTTPResponse, _ string) (crawl.E
 // f, the first seeding it, and returns how often each URL was emitted and
 // how many pages each run emitted.
 func runShared(t *testing.T, f *Fleet, runs int, req airlock.CrawlRequest, client *http.Client) (map[string]int, []int) {
+	return runSharedVia(t, f, runs, req, client, func(c *Crawl) crawl.Shared { return c })
+}
+
+// runSharedVia is runShared with each run's Crawl seen through wrap.
+func runSharedVia(t *testing.T, f *Fleet, runs int, req airlock.CrawlRequest, client *http.Client, wrap func(*Crawl) crawl.Shared) (map[string]int, []int) {
 	var mu sync.Mutex
 	emitted := map[string]int{}
 	perRun := make([]int, runs)
 	var wg sync.WaitGroup
 	for i := range runs {
-		c := newCrawl(t, f, "job", 0)
+		c := wrap(newCrawl(t, f, "job", 0))
 		wg.Go(func() {
 			cfg := crawl.Config{Doer: crawltest.ClientDoer{Client: client}, Page: linksPage, Shared: c, Join: i > 0}
 			if _, err := crawl.Run(t.Context(), cfg, req, func(p *airlock.Page) error {
@@ -225,6 +281,7 @@ func sum(ns []int) int {
 // Three runs (three replicas) work one crawl of 2,000 pages: every page
 // is fetched and emitted exactly once, and each run does a share.
 func TestSharedCrawlExactlyOnce(t *testing.T) {
+	t.Parallel()
 	const pages = 2000
 	site := crawltest.NewTreeSite(t, pages, "", 0)
 	client := site.Client()
@@ -247,6 +304,7 @@ func TestSharedCrawlExactlyOnce(t *testing.T) {
 
 // The page limit holds across the runs.
 func TestSharedCrawlPageLimit(t *testing.T) {
+	t.Parallel()
 	site := crawltest.NewTreeSite(t, 500, "", 0)
 	req := airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 37, Depth: crawl.Unlimited, Concurrency: 4, PerHostConcurrency: 4, IgnoreRobots: true}
 	if _, perRun := runShared(t, open(t), 3, req, site.Client()); sum(perRun) != 37 {
@@ -258,6 +316,7 @@ func TestSharedCrawlPageLimit(t *testing.T) {
 // per-host concurrency in flight, one robots.txt fetch, and the
 // Crawl-delay between any two requests.
 func TestSharedCrawlPoliteness(t *testing.T) {
+	t.Parallel()
 	t.Run("concurrency and robots", func(t *testing.T) {
 		site := crawltest.NewTreeSite(t, 200, "User-agent: *\nDisallow: /private\n", 3*time.Millisecond)
 		req := airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 1000, Depth: crawl.Unlimited, Concurrency: 4, PerHostConcurrency: 2}
@@ -270,18 +329,89 @@ func TestSharedCrawlPoliteness(t *testing.T) {
 		t.Logf("three runs × 4 workers, per-host 2: at most %d requests at once", site.MaxInflight())
 	})
 	t.Run("crawl-delay", func(t *testing.T) {
+		// The delay is kept on Redis's clock, between the moments two
+		// runs take a request slot of the origin. Each slot taken is
+		// bracketed by the local clock (the same machine's) before the
+		// call and after its answer: of two slots taken at least the
+		// delay apart, the later answer comes at least that long after
+		// the earlier call, however late a loaded machine sends or
+		// delivers the requests themselves (which arrival times at the
+		// site would not show).
+		const delay = 100 * time.Millisecond
 		site := crawltest.NewTreeSite(t, 12, "User-agent: *\nCrawl-delay: 0.1\n", 0)
 		req := airlock.CrawlRequest{Seed: site.URL + "/p0", MaxPages: 100, Depth: crawl.Unlimited, Concurrency: 4}
-		if _, perRun := runShared(t, open(t), 3, req, site.Client()); sum(perRun) != 12 {
+		slots := &slotClock{}
+		if _, perRun := runSharedVia(t, open(t), 3, req, site.Client(), slots.wrap); sum(perRun) != 12 {
 			t.Fatalf("%d pages, want 12", sum(perRun))
 		}
-		starts := site.Starts()
-		for i := 1; i < len(starts); i++ {
-			if gap := starts[i].Sub(starts[i-1]); gap < 90*time.Millisecond {
-				t.Fatalf("requests %d and %d %v apart, under the Crawl-delay of 100ms", i-1, i, gap)
+		taken := slots.taken()
+		if requests := site.Requests(); len(taken) < requests {
+			t.Fatalf("%d host slots taken under the Crawl-delay for %d page requests; want one for each", len(taken), requests)
+		}
+		// Redis's clock has millisecond steps: a slot may be taken up to
+		// 1 ms less than the delay after the previous one.
+		const least = delay - time.Millisecond
+		for i, a := range taken {
+			for _, b := range taken[i+1:] {
+				if b.answer.Sub(a.call) < least && a.answer.Sub(b.call) < least {
+					t.Fatalf("two request slots of the origin taken within %v (calls at +%v and +%v, answers at +%v and +%v); want the Crawl-delay of %v between them",
+						max(b.answer.Sub(a.call), a.answer.Sub(b.call)), a.call.Sub(taken[0].call), b.call.Sub(taken[0].call),
+						a.answer.Sub(taken[0].call), b.answer.Sub(taken[0].call), delay)
+				}
 			}
 		}
 	})
+}
+
+// slotClock records when each host slot of a shared crawl was asked for
+// and when the answer that granted it came back.
+type slotClock struct {
+	mu    sync.Mutex
+	spans []slotSpan
+}
+
+type slotSpan struct{ call, answer time.Time }
+
+func (s *slotClock) wrap(c *Crawl) crawl.Shared { return clockedCrawl{c, s} }
+
+func (s *slotClock) add(call time.Time) {
+	answer := time.Now()
+	s.mu.Lock()
+	s.spans = append(s.spans, slotSpan{call, answer})
+	s.mu.Unlock()
+}
+
+func (s *slotClock) taken() []slotSpan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]slotSpan(nil), s.spans...)
+}
+
+// clockedCrawl is a Crawl whose host slots taken under a Crawl-delay
+// (AcquireHost's, and BeginPage's) are timed by a slotClock; it is every
+// interface the Crawl is. The robots.txt request, made before the delay
+// is known, takes its slot without one.
+type clockedCrawl struct {
+	*Crawl
+	clock *slotClock
+}
+
+func (c clockedCrawl) AcquireHost(ctx context.Context, origin string, limit int, delay time.Duration) (string, time.Duration, error) {
+	call := time.Now()
+	token, wait, err := c.Crawl.AcquireHost(ctx, origin, limit, delay)
+	if err == nil && token != "" && delay > 0 {
+		c.clock.add(call)
+	}
+	return token, wait, err
+}
+
+func (c clockedCrawl) BeginPage(ctx context.Context, it crawl.Item, max int, origin string, limit int, delay time.Duration) (string, bool, bool, time.Duration, error) {
+	call := time.Now()
+	token, ok, reached, wait, err := c.Crawl.BeginPage(ctx, it, max, origin, limit, delay)
+	if err == nil && ok && delay > 0 {
+		c.clock.add(call)
+	}
+	return token, ok, reached, wait, err
 }
 
 // usedMemory is the server's used_memory (INFO memory).
@@ -366,15 +496,16 @@ func BenchmarkCrawlStateMemory(b *testing.B) {
 // A host slot held by a live replica outlasts its lease: a slow request
 // keeps the origin's concurrency bound.
 func TestCrawlHostSlotRenewed(t *testing.T) {
+	t.Parallel()
 	f := open(t)
 	ctx := t.Context()
-	a := newCrawl(t, f, "job", 300*time.Millisecond)
-	b := newCrawl(t, f, "job", 300*time.Millisecond)
+	a := newCrawl(t, f, "job", testLease)
+	b := newCrawl(t, f, "job", testLease)
 	token, _, err := a.AcquireHost(ctx, "http://slow.test", 1, 0)
 	if err != nil || token == "" {
 		t.Fatalf("AcquireHost = %q, %v", token, err)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(testLease * 3 / 2)
 	if tok, wait, err := b.AcquireHost(ctx, "http://slow.test", 1, 0); err != nil || tok != "" || wait <= 0 {
 		t.Fatalf("a second slot of a one-slot origin = %q, %v, %v", tok, wait, err)
 	}
@@ -389,14 +520,16 @@ func TestCrawlHostSlotRenewed(t *testing.T) {
 // PopN takes several items in order, each leased as Pop leases one: a dead
 // replica's batch comes back when its leases lapse.
 func TestCrawlPopN(t *testing.T) {
+	t.Parallel()
 	f := open(t)
 	ctx := t.Context()
-	a := f.Crawl("job", 300*time.Millisecond)
-	b := newCrawl(t, f, "job", 300*time.Millisecond)
+	a := f.Crawl("job", testLease)
+	b := newCrawl(t, f, "job", testLease)
 	in := items(5)
 	if _, err := a.Push(ctx, in); err != nil {
 		t.Fatal(err)
 	}
+	popped := time.Now()
 	first, err := a.PopN(ctx, 3)
 	if err != nil || fmt.Sprint(first) != fmt.Sprint(in[:3]) {
 		t.Fatalf("PopN(3) = %v, %v; want %v", first, err, in[:3])
@@ -409,10 +542,9 @@ func TestCrawlPopN(t *testing.T) {
 		t.Fatalf("PopN on an empty frontier = %v, %v", none, err)
 	}
 	a.Abandon()
-	time.Sleep(400 * time.Millisecond)
-	back, err := b.PopN(ctx, 10)
-	if err != nil || len(back) != 3 {
-		t.Fatalf("after a's leases lapsed, PopN = %v, %v; want its 3 items", back, err)
+	back := popLapsed(t, b, 3, popped, true)
+	if fmt.Sprint(sorted(back)) != fmt.Sprint(sorted(first)) {
+		t.Fatalf("after a's leases lapsed, PopN = %v; want its items %v", back, first)
 	}
 	for _, it := range append(back, rest...) {
 		if err := b.Done(ctx, it); err != nil {
@@ -477,6 +609,7 @@ func (rt *roundTrips) total() int {
 // leaving, robots.txt, the first pops and the last idle checks):
 // perRunAllowance. (Before BeginPage and EndPage: 4.7 a page.)
 func TestSharedCrawlRoundTrips(t *testing.T) {
+	t.Parallel()
 	const pages, perRunAllowance = 400, 40
 	for _, runs := range []int{1, 3} {
 		t.Run(fmt.Sprintf("runs=%d", runs), func(t *testing.T) {

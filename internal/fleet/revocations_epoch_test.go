@@ -26,6 +26,7 @@ func memCopy(t *testing.T) *store.SQLite {
 
 // ReplicaRevocations is a store.Revocations like any other.
 func TestReplicaRevocationsConformance(t *testing.T) {
+	t.Parallel()
 	storetest.RunRevocations(t, func(t *testing.T) store.Revocations {
 		f := open(t)
 		if p, ok := subtestPrefix.Load("replica:" + t.Name()); ok {
@@ -84,6 +85,7 @@ func subjectsOf(list []store.Revocation) []string {
 // A new fleet creates its epoch; a replica that joins adopts it; every
 // change reaches the replicas' durable copies with the mark.
 func TestReplicaRevocationsNewFleet(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	f := open(t)
 	la, lb := memCopy(t), memCopy(t)
@@ -127,6 +129,7 @@ func TestReplicaRevocationsNewFleet(t *testing.T) {
 // epoch refuses, tells Redis, and so every replica refuses (even one that
 // remembers nothing), until a restore, which they all adopt.
 func TestReplicaRevocationsLost(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		lose func(t *testing.T, f *Fleet)
@@ -219,6 +222,7 @@ func TestReplicaRevocationsLost(t *testing.T) {
 // RevocationVersion never goes back, across a loss and a restore that
 // reset the generation in Redis, so a poller reloads the restored set.
 func TestReplicaRevocationsVersionAcrossRestore(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	f := open(t)
 	a := f.ReplicaRevocations(memCopy(t), "a", nil)
@@ -253,6 +257,7 @@ func TestReplicaRevocationsVersionAcrossRestore(t *testing.T) {
 // A Redis that cannot be reached is unavailable (redis), not lost: it
 // ends when Redis answers again.
 func TestReplicaRevocationsRedisDownIsNotLost(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	f := open(t)
 	a := f.ReplicaRevocations(memCopy(t), "a", nil)
@@ -271,6 +276,7 @@ func TestReplicaRevocationsRedisDownIsNotLost(t *testing.T) {
 }
 
 func TestCopyRevocationsSkipsOlder(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	l := memCopy(t)
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
@@ -310,6 +316,7 @@ func TestCopyRevocationsSkipsOlder(t *testing.T) {
 // An epoch that cannot be read is never adopted, even by a replica that
 // remembers nothing.
 func TestReplicaRevocationsUnreadableEpoch(t *testing.T) {
+	t.Parallel()
 	f := open(t)
 	if err := f.rdb.Set(t.Context(), f.key("revocations", "epoch"), "garbage", 0).Err(); err != nil {
 		t.Fatal(err)
