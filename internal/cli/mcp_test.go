@@ -183,10 +183,10 @@ func buildAirlock(t *testing.T) string {
 	return bin
 }
 
-// airlockBinary builds ./cmd/airlock once per test binary, for the tests
-// that run it (TestMCPBinaryStdio, TestPDFChildBinary): two links of the
-// whole program, at the same time, cost more than the tests themselves.
-// TestMain removes it.
+// airlockBinary builds ./cmd/airlock into buildDir once per test binary,
+// for the tests that run it (TestMCPBinaryStdio, TestPDFChildBinary, ...):
+// two links of the whole program, at the same time, cost more than the
+// tests themselves.
 var airlockBinary = sync.OnceValues(func() (string, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
@@ -196,12 +196,7 @@ var airlockBinary = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir, err := os.MkdirTemp("", "airlock-cli-test-")
-	if err != nil {
-		return "", err
-	}
-	binDir = dir
-	bin := filepath.Join(dir, "airlock")
+	bin := filepath.Join(buildDir, "airlock")
 	cmd := exec.Command(gobin, "build", "-o", bin, "./cmd/airlock")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -210,24 +205,28 @@ var airlockBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// binDir holds the binary airlockBinary built ("" before).
-var binDir string
-
 func TestMain(m *testing.M) {
-	// Start linking the binary now, while the first tests run, rather
-	// than when the first test that runs it asks (it takes many seconds).
 	flag.Parse()
+	var err error
+	if buildDir, err = os.MkdirTemp("", "airlock-cli-test-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// Start building what the tests run now, while the first tests run,
+	// rather than when the first test that needs it asks (each takes
+	// many seconds).
 	building := !testing.Short()
 	if building {
 		go airlockBinary()
 	}
+	go guests()
 	code := m.Run()
+	// Never remove buildDir under a build still writing to it.
 	if building {
-		airlockBinary() // waits for the build binDir is set by
+		airlockBinary()
 	}
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	guests()
+	os.RemoveAll(buildDir)
 	os.Exit(code)
 }
 
