@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -80,7 +82,7 @@ func startMCP(t *testing.T, ctx context.Context, environ []string, args ...strin
 		select {
 		case code := <-done:
 			return code
-		case <-time.After(20 * time.Second):
+		case <-time.After(60 * time.Second): // hang guard
 			t.Fatal("airlock mcp did not end after its client left")
 			return -1
 		}
@@ -207,6 +209,14 @@ var airlockBinary = sync.OnceValues(func() (string, error) {
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// Most of this package's tests wait (Chromium, the sandbox, child
+	// processes, servers) rather than compute: run more of them at once
+	// than -parallel's default, GOMAXPROCS, unless -parallel is given.
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		flag.Set("test.parallel", strconv.Itoa(max(8, runtime.GOMAXPROCS(0))))
+	}
 	var err error
 	if buildDir, err = os.MkdirTemp("", "airlock-cli-test-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
