@@ -55,6 +55,7 @@ type opsOutput struct {
 }
 
 func TestBrowserRunOps(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	denied, hits := deniedListener(t)
 	srv := httptest.NewServer(counterPage(denied))
@@ -140,6 +141,7 @@ type actionsOutput struct {
 // (?light: the same components without shadow roots). Nothing may leave
 // toward the denied address.
 func TestBrowserRunTodoApp(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	var served atomic.Int64
 	fs := http.FileServer(http.Dir("../browser/testdata/apps"))

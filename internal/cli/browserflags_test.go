@@ -14,9 +14,9 @@ import (
 func TestMCPAllowOrigin(t *testing.T) {
 	t.Parallel()
 	srv := browseSite()
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the parallel subtests
 	ctx := context.Background()
-	nav := func(args ...string) (string, bool) {
+	nav := func(t *testing.T, args ...string) (string, bool) {
 		t.Helper()
 		cs, stderr, wait, err := startMCP(t, ctx, nil, append([]string{"--data-dir", t.TempDir(), "--except", "127.0.0.1"}, args...)...)
 		if err != nil {
@@ -29,18 +29,31 @@ func TestMCPAllowOrigin(t *testing.T) {
 		}
 		return out, isErr
 	}
-	if out, isErr := nav(); !isErr {
-		t.Errorf("navigate with no origin allowed: %s", out)
-	}
-	if out, isErr := nav("--allow-origin", srv.URL); isErr || !strings.Contains(out, "Page: "+srv.URL+"/") {
-		t.Errorf("navigate with --allow-origin %s: %v %s", srv.URL, isErr, out)
-	}
-	if out, isErr := nav("--allow-origin", "http://127.0.0.1:1"); !isErr {
-		t.Errorf("navigate with another origin allowed: %s", out)
-	}
-	if out, isErr := nav("--browser-default", "allow"); isErr || !strings.Contains(out, "Page: "+srv.URL+"/") {
-		t.Errorf("navigate with --browser-default allow: %v %s", isErr, out)
-	}
+	// Each case starts its own airlock mcp and browser.
+	t.Run("no origin allowed", func(t *testing.T) {
+		t.Parallel()
+		if out, isErr := nav(t); !isErr {
+			t.Errorf("navigate with no origin allowed: %s", out)
+		}
+	})
+	t.Run("allow-origin", func(t *testing.T) {
+		t.Parallel()
+		if out, isErr := nav(t, "--allow-origin", srv.URL); isErr || !strings.Contains(out, "Page: "+srv.URL+"/") {
+			t.Errorf("navigate with --allow-origin %s: %v %s", srv.URL, isErr, out)
+		}
+	})
+	t.Run("another origin allowed", func(t *testing.T) {
+		t.Parallel()
+		if out, isErr := nav(t, "--allow-origin", "http://127.0.0.1:1"); !isErr {
+			t.Errorf("navigate with another origin allowed: %s", out)
+		}
+	})
+	t.Run("browser-default allow", func(t *testing.T) {
+		t.Parallel()
+		if out, isErr := nav(t, "--browser-default", "allow"); isErr || !strings.Contains(out, "Page: "+srv.URL+"/") {
+			t.Errorf("navigate with --browser-default allow: %v %s", isErr, out)
+		}
+	})
 }
 
 // TestBrowserFlagsRefused: a bad --browser-default is a usage error, and

@@ -70,6 +70,7 @@ func needTools(t *testing.T, names ...string) {
 func needSandbox(t *testing.T) {
 	t.Helper()
 	code, err := sandbox.Run(context.Background(), sandbox.Config{Args: []string{"true"}, Dir: "/",
+		Env: append(sandbox.BaseEnv(os.Environ()), quickInitEnv),
 		Outside: sandbox.OutsideFunc(func(ln net.Listener) error {
 			for {
 				c, err := ln.Accept()
@@ -83,6 +84,13 @@ func needSandbox(t *testing.T) {
 		t.Fatalf("the exec sandbox cannot be built here (%d, %v): %s", code, err, airlock.ReasonSandbox.Hint())
 	}
 }
+
+// quickInitEnv is GORACE with atexit_sleep_ms=0, for the environment of
+// the commands the tests run in the sandbox. The sandbox's init is this
+// test binary, which the race detector otherwise keeps alive for a second
+// after the command ended; the sandbox passes init only the command's
+// environment, never this process's GORACE.
+var quickInitEnv = "GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")
 
 func newExecLab(t *testing.T) *execLab {
 	t.Helper()
@@ -238,7 +246,7 @@ func (lab *execLab) exec(t *testing.T, stdin string, command ...string) result {
 	args := []string{"exec", "--data-dir", lab.dataDir,
 		"--resolve", "site.test=127.0.0.1", "--resolve", "evil.test=127.0.0.9",
 		"--except", "127.0.0.1:" + lab.httpPort, "--except", "127.0.0.1:" + lab.tlsPort,
-		"--show", lab.dir}
+		"--show", lab.dir, "--env", quickInitEnv}
 	args = append(append(args, showWorkDir(t)...), "--")
 	return invoke(t, ctx, stdin, append(args, command...))
 }
@@ -318,6 +326,17 @@ func TestExecClients(t *testing.T) {
 	needTools(t, "curl", "git", "python3", "sh")
 	needSandbox(t)
 	lab := newExecLab(t)
+	// The Go client builds while the other clients run.
+	goBin := filepath.Join(lab.dir, "gohttp")
+	goBuilt := make(chan error, 1)
+	go func() {
+		out, err := exec.Command("go", "build", "-o", goBin, "./testdata/gohttp").CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("go build ./testdata/gohttp: %v\n%s", err, out)
+		}
+		goBuilt <- err
+	}()
+	defer func() { <-goBuilt }() // never leave it writing into a removed directory
 	site := "http://site.test:" + lab.httpPort
 	tlsSite := "https://site.test:" + lab.tlsPort
 	other := "http://site.test:" + lab.otherPort
@@ -389,11 +408,12 @@ for u in sys.argv[1:]:
 	})
 
 	t.Run("go", func(t *testing.T) {
-		bin := filepath.Join(lab.dir, "gohttp")
-		if out, err := exec.Command("go", "build", "-o", bin, "./testdata/gohttp").CombinedOutput(); err != nil {
-			t.Fatalf("go build ./testdata/gohttp: %v\n%s", err, out)
+		err := <-goBuilt
+		goBuilt <- err // for the deferred wait
+		if err != nil {
+			t.Fatal(err)
 		}
-		r := lab.exec(t, "", "env", "SSL_CERT_FILE="+filepath.Join(lab.dir, "ca.pem"), bin,
+		r := lab.exec(t, "", "env", "SSL_CERT_FILE="+filepath.Join(lab.dir, "ca.pem"), goBin,
 			site+"/hello", tlsSite+"/hello", other+"/go", "https://evil.test:"+lab.tlsPort+"/go")
 		for _, want := range []string{
 			site + `/hello 200 reason= body="hello from site.test"`, tlsSite + `/hello 200 reason= body="hello from site.test"`,
@@ -620,7 +640,7 @@ for p in sys.argv[1:]:
 	t.Run("a profile without http runs nothing", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		r := invoke(t, ctx, "", append(append([]string{"exec", "--data-dir", lab.dataDir, "--profile", "compute"}, showWorkDir(t)...), "--", "sh", "-c", "echo ran"))
+		r := invoke(t, ctx, "", append(append([]string{"exec", "--data-dir", lab.dataDir, "--profile", "compute", "--env", quickInitEnv}, showWorkDir(t)...), "--", "sh", "-c", "echo ran"))
 		if r.code != 3 || strings.Contains(r.stdout, "ran") || !strings.Contains(r.stderr, "capability") {
 			t.Errorf("--profile compute: exit %d stdout %q stderr %q; want 3, capability, nothing run", r.code, r.stdout, r.stderr)
 		}
@@ -696,7 +716,7 @@ func TestExecRevoked(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		done <- invoke(t, ctx, "", append(append([]string{"exec", "--data-dir", dd}, showWorkDir(t)...), "--", "sleep", marker))
+		done <- invoke(t, ctx, "", append(append([]string{"exec", "--data-dir", dd, "--env", quickInitEnv}, showWorkDir(t)...), "--", "sleep", marker))
 	}()
 	deadline := time.Now().Add(30 * time.Second) // hang guard
 	for {
@@ -781,7 +801,7 @@ tenants:
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		args := append([]string{"exec", "--config", cfgPath, "--data-dir", lab.dataDir, "--show", lab.dir}, showWorkDir(t)...)
+		args := append([]string{"exec", "--config", cfgPath, "--data-dir", lab.dataDir, "--show", lab.dir, "--env", quickInitEnv}, showWorkDir(t)...)
 		args = append(append(append(args, flags...), "--"), command...)
 		var stdout, stderr bytes.Buffer
 		e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, tty: noTerminal,

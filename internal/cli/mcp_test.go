@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -80,7 +82,7 @@ func startMCP(t *testing.T, ctx context.Context, environ []string, args ...strin
 		select {
 		case code := <-done:
 			return code
-		case <-time.After(20 * time.Second):
+		case <-time.After(60 * time.Second): // hang guard
 			t.Fatal("airlock mcp did not end after its client left")
 			return -1
 		}
@@ -183,10 +185,10 @@ func buildAirlock(t *testing.T) string {
 	return bin
 }
 
-// airlockBinary builds ./cmd/airlock once per test binary, for the tests
-// that run it (TestMCPBinaryStdio, TestPDFChildBinary): two links of the
-// whole program, at the same time, cost more than the tests themselves.
-// TestMain removes it.
+// airlockBinary builds ./cmd/airlock into buildDir once per test binary,
+// for the tests that run it (TestMCPBinaryStdio, TestPDFChildBinary, ...):
+// two links of the whole program, at the same time, cost more than the
+// tests themselves.
 var airlockBinary = sync.OnceValues(func() (string, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
@@ -196,12 +198,7 @@ var airlockBinary = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir, err := os.MkdirTemp("", "airlock-cli-test-")
-	if err != nil {
-		return "", err
-	}
-	binDir = dir
-	bin := filepath.Join(dir, "airlock")
+	bin := filepath.Join(buildDir, "airlock")
 	cmd := exec.Command(gobin, "build", "-o", bin, "./cmd/airlock")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -210,24 +207,36 @@ var airlockBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// binDir holds the binary airlockBinary built ("" before).
-var binDir string
-
 func TestMain(m *testing.M) {
-	// Start linking the binary now, while the first tests run, rather
-	// than when the first test that runs it asks (it takes many seconds).
 	flag.Parse()
+	// Most of this package's tests wait (Chromium, the sandbox, child
+	// processes, servers) rather than compute: run more of them at once
+	// than -parallel's default, GOMAXPROCS, unless -parallel is given.
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		flag.Set("test.parallel", strconv.Itoa(max(8, runtime.GOMAXPROCS(0))))
+	}
+	var err error
+	if buildDir, err = os.MkdirTemp("", "airlock-cli-test-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// Start building what the tests run now, while the first tests run,
+	// rather than when the first test that needs it asks (each takes
+	// many seconds).
 	building := !testing.Short()
 	if building {
 		go airlockBinary()
 	}
+	go guests()
 	code := m.Run()
+	// Never remove buildDir under a build still writing to it.
 	if building {
-		airlockBinary() // waits for the build binDir is set by
+		airlockBinary()
 	}
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	guests()
+	os.RemoveAll(buildDir)
 	os.Exit(code)
 }
 

@@ -29,6 +29,7 @@ func runProgram(t *testing.T, env []string, name string, args ...string) (int, s
 // local git http-backend) through `airlock proxy`, with the proxy
 // variables; a refused target fails with Airlock's reason visible.
 func TestProxyCommandPrograms(t *testing.T) {
+	t.Parallel()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Fatal("python3 is needed: install it (apt-get install python3)")

@@ -58,6 +58,7 @@ func (r *fleetReplica) fetch(t *testing.T, site, instance string) (int, string, 
 // /readyz answers 503 naming the cause, until `airlock admin revocations
 // restore` writes the set back from a replica's data directory.
 func TestFleetRedisLossFailsClosedUntilRestore(t *testing.T) {
+	t.Parallel()
 	srv := fleettest.Start(t)
 	cfg := filepath.Join(t.TempDir(), "airlock.yaml")
 	if err := os.WriteFile(cfg, []byte("state:\n  redis_url: "+srv.URL(0)+"\n"), 0o600); err != nil {
@@ -173,6 +174,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // export prints what restore --from reads; restore refuses to replace a
 // set that is not lost unless --force; the list format is accepted too.
 func TestRevocationsExportRestoreFile(t *testing.T) {
+	t.Parallel()
 	srv := fleettest.Start(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "airlock.yaml")

@@ -9,40 +9,22 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
-// buildGuest builds the guest package pkg (relative to the module root)
-// for wasip1 into dir.
-func buildGuest(t *testing.T, dir, pkg string) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	wasm := filepath.Join(dir, filepath.Base(pkg)+".wasm")
-	cmd := exec.Command("go", "build", "-o", wasm, "./"+pkg)
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, msg)
-	}
-	return wasm
-}
-
 func TestRunGuest(t *testing.T) {
-	t.Parallel() // builds a guest: overlaps the other tests
+	t.Parallel() // waits for the guests TestMain builds: overlaps the other tests
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "<html><head><title>Guest target</title></head><body><h1>Heading</h1><p>First sentence here. Second one. Third.</p></body></html>")
 	}))
 	defer srv.Close()
 	dir := t.TempDir()
-	summarise := buildGuest(t, dir, "examples/guests/summarise")
 	data := filepath.Join(dir, "data") // shared: the compilation cache lives here
+	summarise, compiledOnce := guestIn(t, "examples/guests/summarise", data)
+	defer compiledOnce()
 	ctx := context.Background()
 
 	t.Run("compute does not link a fetching guest", func(t *testing.T) {
@@ -90,9 +72,10 @@ func TestGuestExitStatus(t *testing.T) {
 }
 
 func TestServeGuest(t *testing.T) {
-	t.Parallel() // builds a guest: overlaps the other tests
+	t.Parallel() // waits for the guests TestMain builds: overlaps the other tests
 	dir := t.TempDir()
-	handler := buildGuest(t, dir, "examples/guests/handler")
+	handler, compiledOnce := guestIn(t, "examples/guests/handler", filepath.Join(dir, "data"))
+	defer compiledOnce()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()

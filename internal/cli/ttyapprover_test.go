@@ -72,12 +72,13 @@ var approvalIDRE = regexp.MustCompile(`approval (ap_[0-9a-f]+)`)
 // terminal while the navigate waits; y approves, anything else denies, and
 // stderr says what is pending.
 func TestBrowserRunAskAtTheTerminal(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Write([]byte(`<title>Asked</title><p>hello</p>`))
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the parallel subtests
 	port := strings.TrimPrefix(srv.URL, "http://127.0.0.1:")
 	for _, tc := range []struct {
 		answer   string
@@ -91,6 +92,7 @@ func TestBrowserRunAskAtTheTerminal(t *testing.T) {
 		{"sure\n", 3, false},
 	} {
 		t.Run(strings.TrimSpace(tc.answer), func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			term, you := newPipeTerminal(t)
@@ -147,6 +149,7 @@ func TestBrowserRunAskAtTheTerminal(t *testing.T) {
 // Without a terminal (and no other approver) ask is deny at once, naming
 // what allows the origin.
 func TestBrowserRunAskWithoutTerminal(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
@@ -216,6 +219,7 @@ func engineRequest(url string) engine.BrowserApprovalRequest {
 // screen on it (a terminal-based agent) is not interrupted, and ask
 // behaves as deny with nothing else to answer it.
 func TestBrowserRunNoTTY(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
