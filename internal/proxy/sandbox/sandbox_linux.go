@@ -57,6 +57,12 @@ const (
 	exeFD = 4 // this binary, executed as /proc/self/fd/4
 )
 
+// testHookReading, when set, runs after init has started and the reader
+// of its ready message is running, before run waits for either: a test
+// makes it wait so that a quick command's exit and the message are both
+// ready by then.
+var testHookReading func()
+
 func run(ctx context.Context, cfg Config) (int, error) {
 	if len(cfg.Args) == 0 || cfg.Args[0] == "" {
 		return -1, &StartError{Err: errors.New("no command")}
@@ -169,45 +175,78 @@ func run(ctx context.Context, cfg Config) (int, error) {
 		got <- h
 	}()
 
+	if testHookReading != nil {
+		testHookReading()
+	}
+
+	// ended reaps init once; every return below waits for it, and for the
+	// reader, which must be done with ctl before the deferred Close.
+	var werr error
+	reaped := false
+	ended := func() error {
+		if !reaped {
+			werr, reaped = <-exited, true
+		}
+		return werr
+	}
 	var h hello
 	select {
 	case h = <-got:
-	case err := <-exited:
-		// Init ended before saying anything: it could not start.
-		return -1, &UnavailableError{Op: "sandbox init", Err: fmt.Errorf("exited (status %d) before the sandbox was ready: %v", status(err), err)}
+	case werr = <-exited:
+		// Init ended, so its end of the socket is closed and the reader
+		// returns with what init said, if anything. A command that ends at
+		// once ends init just after its ready message: then both are
+		// waiting here, and the message decides.
+		reaped = true
+		h = <-got
 	case <-ctx.Done():
 		cmd.Process.Kill()
-		<-exited
+		ended()
+		if h := <-got; h.fd >= 0 {
+			unix.Close(h.fd)
+		}
 		return -1, ctx.Err()
 	}
 	switch {
 	case h.err != nil || h.msg == "":
+		if reaped {
+			// Init ended before saying anything: it could not start.
+			return -1, &UnavailableError{Op: "sandbox init", Err: fmt.Errorf("exited (status %d) before the sandbox was ready: %v", status(werr), werr)}
+		}
 		cmd.Process.Kill()
-		<-exited
+		ended()
 		return -1, &UnavailableError{Op: "sandbox init", Err: fmt.Errorf("no answer: %v", h.err)}
 	case strings.HasPrefix(h.msg, msgSetup):
-		<-exited
+		ended()
 		return -1, &UnavailableError{Op: strings.TrimPrefix(h.msg, msgSetup)}
 	case strings.HasPrefix(h.msg, msgStart):
-		<-exited
+		ended()
 		return -1, &StartError{Err: errors.New(strings.TrimPrefix(h.msg, msgStart))}
 	case h.msg != msgOK || h.fd < 0:
+		if h.fd >= 0 {
+			unix.Close(h.fd)
+		}
 		cmd.Process.Kill()
-		<-exited
+		ended()
 		return -1, &UnavailableError{Op: "sandbox init", Err: fmt.Errorf("unexpected answer %q", h.msg)}
+	}
+	if reaped {
+		// The command ran and ended before the proxy was served: nothing
+		// can reach the listener any more.
+		unix.Close(h.fd)
+		return status(werr), nil
 	}
 	lf := os.NewFile(uintptr(h.fd), "sandbox-proxy-listener")
 	ln, err := net.FileListener(lf)
 	lf.Close()
 	if err != nil {
 		cmd.Process.Kill()
-		<-exited
+		ended()
 		return -1, &UnavailableError{Op: "proxy listener", Err: err}
 	}
 	served := make(chan error, 1)
 	go func() { served <- cfg.Outside.Serve(ln) }()
 
-	var werr error
 	select {
 	case werr = <-exited:
 	case <-ctx.Done():

@@ -378,3 +378,30 @@ func TestCloseInherited(t *testing.T) {
 		}
 	}
 }
+
+// TestQuickExit: a command that ends at once ends init right after its
+// ready message, so both are waiting when Run looks; the command's exit
+// status is the answer, never "exited before the sandbox was ready" (and
+// the socket is not closed under the reader).
+func TestQuickExit(t *testing.T) {
+	// Run waits until the command has surely ended before it looks.
+	testHookReading = func() { time.Sleep(100 * time.Millisecond) }
+	t.Cleanup(func() { testHookReading = nil })
+	for i := range 20 {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		code, err := Run(ctx, Config{Args: []string{"/bin/sh", "-c", "exit 7"}, Dir: "/",
+			Outside: OutsideFunc(func(ln net.Listener) error {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return err
+					}
+					c.Close()
+				}
+			})})
+		cancel()
+		if err != nil || code != 7 {
+			t.Fatalf("run %d: exit %d, %v; want 7 and no error", i, code, err)
+		}
+	}
+}
