@@ -1453,6 +1453,7 @@ func stallAfterFirst(t *testing.T) (port int, roots *x509.CertPool, closed <-cha
 func TestClientTLSHandshakeStall(t *testing.T) {
 	for _, profile := range []TLSProfile{ProfileGo, ProfileChrome} {
 		t.Run(string(profile), func(t *testing.T) {
+			t.Parallel() // each waits out its own detached dial
 			port, roots, gone := stallAfterFirst(t)
 			d, _ := staticDialer(t, map[string][]netip.Addr{"example.com": {addrLocal}}, exceptLocal...)
 			c := newTestClient(t, d, roots)

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -46,23 +47,56 @@ func startTunnel(t *testing.T, toUp []byte, lim TunnelLimits) (client, target ne
 }
 
 // TestTunnelSlowReader: a client reading slower than a buffer per idle
-// period, but never idle, gets every byte in order.
+// period, but never idle, gets every byte in order. "Never idle" is the
+// reader's doing: on a loaded machine it may be descheduled for longer
+// than the idle timeout, and then the tunnel is right to end. So the reader
+// measures its longest gap between reads; a cut tunnel is a failure when
+// that gap was well under the idle timeout, and otherwise the attempt says
+// nothing and is run again with a longer idle timeout (and a reader slowed
+// in proportion).
 func TestTunnelSlowReader(t *testing.T) {
-	const total = 8 << 20
-	client, target, done := startTunnel(t, nil, TunnelLimits{Idle: 300 * time.Millisecond})
+	t.Parallel()
+	// Built before any tunnel starts: filling 8 MiB byte by byte takes
+	// the race detector longer than the idle timeout, and a tunnel whose
+	// target sends nothing for that long is idle.
+	data := make([]byte, 8<<20)
+	for i := range data {
+		data[i] = byte(i / 4096)
+	}
+	for _, idle := range []time.Duration{300 * time.Millisecond, time.Second, 3 * time.Second} {
+		res, maxGap, err := slowReaderAttempt(t, data, idle)
+		if err == nil {
+			return
+		}
+		if maxGap < idle/2 {
+			t.Fatalf("idle %s, the reader's longest gap %s: %v; %+v", idle, maxGap, err, res)
+		}
+		t.Logf("idle %s: the reader itself stalled for %s (%v): trying a longer idle timeout", idle, maxGap, err)
+	}
+	t.Fatal("the reader stalled past half the idle timeout at every attempt: the machine is too loaded to tell")
+}
+
+// slowReaderAttempt reads data (its byte i is i/4096) through a tunnel
+// with the idle timeout, 16 KiB every idle/60 (about 3 MB/s at 300 ms),
+// and returns the tunnel's result, the longest gap between two reads, and
+// what went wrong.
+func slowReaderAttempt(t *testing.T, data []byte, idle time.Duration) (TunnelResult, time.Duration, error) {
+	total := len(data)
+	client, target, done := startTunnel(t, nil, TunnelLimits{Idle: idle})
+	client.SetDeadline(time.Now().Add(time.Minute + 30*idle))
 	client.(*net.TCPConn).SetReadBuffer(32 << 10)
 	go func() {
-		buf := make([]byte, total)
-		for i := range buf {
-			buf[i] = byte(i / 4096)
-		}
-		target.Write(buf)
+		target.Write(data)
 		target.Close()
 	}()
 	got, bad := 0, -1
+	var maxGap time.Duration
+	last := time.Now()
 	buf := make([]byte, 16<<10)
 	for {
 		n, err := client.Read(buf)
+		now := time.Now()
+		maxGap, last = max(maxGap, now.Sub(last)), now
 		for i := range n {
 			if bad < 0 && buf[i] != byte((got+i)/4096) {
 				bad = got + i
@@ -72,16 +106,17 @@ func TestTunnelSlowReader(t *testing.T) {
 		if err != nil {
 			break
 		}
-		time.Sleep(5 * time.Millisecond) // ~3 MB/s
-	}
-	if got != total || bad >= 0 {
-		client.Close()
-		t.Fatalf("got %d of %d bytes, first wrong at %d; %+v", got, total, bad, <-done)
+		time.Sleep(idle / 60)
 	}
 	client.Close()
-	if r := <-done; r.Down != total || r.Capped != nil {
-		t.Fatalf("result %+v", r)
+	r := <-done
+	if got != total || bad >= 0 {
+		return r, maxGap, fmt.Errorf("got %d of %d bytes, first wrong at %d", got, total, bad)
 	}
+	if r.Down != int64(total) || r.Capped != nil {
+		return r, maxGap, errors.New("the tunnel's result does not match")
+	}
+	return r, maxGap, nil
 }
 
 // TestTunnelByteCap: both directions count; nothing past the cap is

@@ -38,6 +38,12 @@ var (
 // not, and returns the <loc> values: page URLs for a urlset, sitemap URLs
 // for an index. It stops after limit URLs.
 func parseSitemap(body []byte, limit int) (locs []string, index bool, err error) {
+	return parseSitemapMax(body, limit, maxSitemapBytes)
+}
+
+// parseSitemapMax is parseSitemap with maxBytes in place of
+// maxSitemapBytes (tests cross a smaller cap).
+func parseSitemapMax(body []byte, limit int, maxBytes int64) (locs []string, index bool, err error) {
 	var r io.Reader = bytes.NewReader(body)
 	if len(body) >= 2 && body[0] == 0x1f && body[1] == 0x8b {
 		zr, err := gzip.NewReader(r)
@@ -45,7 +51,7 @@ func parseSitemap(body []byte, limit int) (locs []string, index bool, err error)
 			return nil, false, fmt.Errorf("sitemap: %w", err)
 		}
 		defer zr.Close()
-		r = &capReader{r: zr, n: maxSitemapBytes}
+		r = &capReader{r: zr, n: maxBytes}
 	}
 	br := bufio.NewReader(r)
 	if first, err := peekNonSpace(br); err != nil || first != '<' {

@@ -1,22 +1,41 @@
 package extract
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/net/html"
 
 	"github.com/airlockhq/airlock"
 )
 
-// metadataDocs are the HTML documents of testdata, parsed, with
-// hand-written ones where the attributes hide: deep, in a <template>, in
-// SVG, after the body.
-func metadataDocs(t *testing.T) map[string][]byte {
+// metadataDocs are the HTML documents of testdata, with hand-written
+// ones where the attributes hide: deep, in a <template>, in SVG, after the
+// body. Parsed once per test binary (parsing them is most of what the
+// tests using them cost under the race detector); the trees are shared
+// and read-only.
+func metadataDocs(t *testing.T) map[string]*html.Node {
 	t.Helper()
+	metadataDocsOnce.Do(func() { metadataDocsParsed, metadataDocsErr = loadMetadataDocs() })
+	if metadataDocsErr != nil {
+		t.Fatal(metadataDocsErr)
+	}
+	return metadataDocsParsed
+}
+
+var (
+	metadataDocsOnce   sync.Once
+	metadataDocsParsed map[string]*html.Node
+	metadataDocsErr    error
+)
+
+func loadMetadataDocs() (map[string]*html.Node, error) {
 	docs := map[string][]byte{
 		"deep itemprop":    []byte("<html><body>" + strings.Repeat("<div>", 600) + `<span itemprop="headline">Deep</span>` + strings.Repeat("</div>", 600) + "</body></html>"),
 		"template rel":     []byte(`<html><body><template><a rel="author" href="/a">Ann</a></template><p>x</p></body></html>`),
@@ -31,30 +50,34 @@ func metadataDocs(t *testing.T) map[string][]byte {
 	for _, glob := range []string{"testdata/readability/*/source.html", "testdata/short/*.html", "testdata/botwall/*.html"} {
 		files, err := filepath.Glob(glob)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		for _, f := range files {
 			b, err := os.ReadFile(f)
 			if err != nil {
-				t.Fatal(err)
+				return nil, err
 			}
 			docs[f] = b
 		}
 	}
 	if len(docs) < 100 {
-		t.Fatalf("%d documents: testdata is missing", len(docs))
+		return nil, fmt.Errorf("%d documents: testdata is missing", len(docs))
 	}
-	return docs
+	parsed := make(map[string]*html.Node, len(docs))
+	for name, body := range docs {
+		doc, err := parseHTML(body)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+		parsed[name] = doc
+	}
+	return parsed, nil
 }
 
 // scanAttrs agrees with the selectors it stands in for.
 func TestScanAttrs(t *testing.T) {
 	t.Parallel()
-	for name, body := range metadataDocs(t) {
-		doc, err := parseHTML(body)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+	for name, doc := range metadataDocs(t) {
 		d := goquery.NewDocumentFromNode(doc)
 		want := docAttrs{
 			itemprop: d.Find("[itemprop]").Length() > 0,
@@ -70,11 +93,7 @@ func TestScanAttrs(t *testing.T) {
 // Skipping the selectors that cannot match changes no metadata.
 func TestMetadataSkipsNothingThatMatches(t *testing.T) {
 	t.Parallel()
-	for name, body := range metadataDocs(t) {
-		doc, err := parseHTML(body)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+	for name, doc := range metadataDocs(t) {
 		var got, want airlock.Page
 		metadata(doc, nil, &got)
 		metadataWith(doc, nil, &want, docAttrs{itemprop: true, rel: true, script: true})
@@ -90,11 +109,7 @@ func TestFindCompiledOnce(t *testing.T) {
 	t.Parallel()
 	sels := []string{"html", "title", "h1", "meta", "h1, h2", `link[rel~="canonical"][href]`, `script[type="application/ld+json"]`,
 		`[itemprop~="author"], a[rel~="author"], [rel~="author"]`, `[itemprop~="headline"]`, "p:nth-child(2)", "a[", ""}
-	for name, body := range metadataDocs(t) {
-		doc, err := parseHTML(body)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for name, doc := range metadataDocs(t) {
 		d := goquery.NewDocumentFromNode(doc)
 		for _, sel := range sels {
 			for range 2 {

@@ -214,7 +214,7 @@ func cases() []hcase {
 		// no more than that.
 		hcase{
 			name:   "million_links_fetch",
-			server: func() http.Handler { return static("text/html", "gzip", gzipped(millionLinksPage())) },
+			server: func() http.Handler { return static("text/html", "gzip", millionLinksGzipped()) },
 			egress: withDecodedCap(extractCap),
 			call:   callFetch, path: "/",
 			// Extraction takes seconds of CPU; the hang guard allows for a
@@ -230,7 +230,7 @@ func cases() []hcase {
 		hcase{
 			name: "million_links_crawl",
 			server: func() http.Handler {
-				return site(map[string]http.Handler{"/": static("text/html", "gzip", gzipped(millionLinksPage()))})
+				return site(map[string]http.Handler{"/": static("text/html", "gzip", millionLinksGzipped())})
 			},
 			egress: withDecodedCap(extractCap),
 			call:   callCrawl, path: "/",
