@@ -314,7 +314,8 @@ func TestSharedCrawlPageLimit(t *testing.T) {
 
 // Per-origin politeness holds for three runs together: at most the
 // per-host concurrency in flight, one robots.txt fetch, and the
-// Crawl-delay between any two requests.
+// Crawl-delay between any two host slots granted (on Redis's clock: a
+// request goes out only with a slot).
 func TestSharedCrawlPoliteness(t *testing.T) {
 	t.Parallel()
 	t.Run("concurrency and robots", func(t *testing.T) {
