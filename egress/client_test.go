@@ -762,6 +762,7 @@ func TestClientRedirectLimit(t *testing.T) {
 }
 
 func TestClientHostileBodies(t *testing.T) {
+	t.Parallel()
 	random := make([]byte, 256<<10)
 	for i := range random {
 		random[i] = byte(i*7919 ^ i>>5*31)

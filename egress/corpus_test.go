@@ -408,6 +408,7 @@ var urlTemplates = []urlTemplate{
 // TestCorpusGenerated crosses every host form of the addresses of interest
 // with the URL templates, and adds the names that resolve to them.
 func TestCorpusGenerated(t *testing.T) {
+	t.Parallel()
 	var cases []corpusCase
 	goodHosts := map[string][]netip.Addr{goodHost: {netip.MustParseAddr("142.250.74.36")}}
 	f, tr := false, true

@@ -209,6 +209,7 @@ func TestDecodeParseContentEncoding(t *testing.T) {
 }
 
 func TestDecodeBodyRoundtrip(t *testing.T) {
+	t.Parallel()
 	data := sample(100 << 10)
 	tests := []struct {
 		name   string

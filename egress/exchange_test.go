@@ -372,6 +372,7 @@ func TestExchangeInvalidTarget(t *testing.T) {
 // decision is recorded, names that need no DNS are not looked up, and live
 // loopback servers behind denied targets see no connection and no datagram.
 func TestExchangeDenied(t *testing.T) {
+	t.Parallel()
 	tcpLn := xchListen(t).(*net.TCPListener)
 	defer tcpLn.Close()
 	udpPC, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})

@@ -8,5 +8,6 @@ import (
 )
 
 func TestMemoryPinsConformance(t *testing.T) {
+	t.Parallel()
 	egresstest.RunPins(t, func(*testing.T) egresstest.PinStore { return &egress.MemoryPins{} })
 }

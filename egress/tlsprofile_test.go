@@ -250,6 +250,7 @@ func (b *capBuffer) String() string {
 // TestChromiumJA4 checks the chrome profile against what the real Chromium
 // on this machine sends.
 func TestChromiumJA4(t *testing.T) {
+	t.Parallel()
 	s, err := egresstest.StartClientHelloServer()
 	if err != nil {
 		t.Fatal(err)
@@ -298,6 +299,7 @@ func TestChromiumJA4(t *testing.T) {
 // TestChromiumProfileHeaders checks profileHeaders(ProfileChrome) against
 // the headers the real Chromium sends for a typed navigation over HTTP/1.1.
 func TestChromiumProfileHeaders(t *testing.T) {
+	t.Parallel()
 	hs := httptest.NewTLSServer(http.NotFoundHandler())
 	cert := hs.TLS.Certificates[0]
 	hs.Close()
