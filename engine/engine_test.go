@@ -65,10 +65,6 @@ func raiseParallel(n int) {
 
 const testTimeout = 30 * time.Second
 
-// testAuditBlock is how long the tests' replicas block on each read of the
-// fleet's audit stream: Close waits for the read to end.
-const testAuditBlock = 100 * time.Millisecond
-
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)
@@ -81,9 +77,6 @@ func newEngine(t *testing.T, cfg engine.Config, opts ...engine.Option) *engine.E
 	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.InMemory = true
-	}
-	if cfg.State.RedisURL != "" {
-		opts = append([]engine.Option{engine.WithFleetAuditBlock(testAuditBlock)}, opts...)
 	}
 	e, err := engine.New(context.Background(), cfg, opts...)
 	if err != nil {

@@ -17,10 +17,6 @@ import (
 // unavailable until Redis answers again.
 const DefaultFleetMaxStale = fleet.DefaultMaxStale
 
-// DefaultFleetAuditBlock is how long each read of the fleet's audit
-// stream waits for new records (WithFleetAuditBlock).
-const DefaultFleetAuditBlock = fleet.DefaultAuditBlock
-
 // FleetPinTTL is how long a fleet pins a DNS answer when egress.pin_dns
 // is off: the bound of the resolver's cache.
 const FleetPinTTL = fleet.PinTTL

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -32,22 +31,15 @@ import (
 type Option func(*options)
 
 type options struct {
-	logger     *slog.Logger
-	getenv     func(string) string
-	limiter    gate.RateLimiter
-	providers  []Provider
-	auditBlock time.Duration
+	logger    *slog.Logger
+	getenv    func(string) string
+	limiter   gate.RateLimiter
+	providers []Provider
 }
 
 // WithLogger sets the structured logger (one record per decision). The
 // default discards.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
-
-// WithFleetAuditBlock sets how long each read of the fleet's audit stream
-// waits for the other replicas' records (with state.redis_url); d <= 0 is
-// the default, DefaultFleetAuditBlock. Close may wait that long for the
-// reader to stop: tests that start and close many replicas shorten it.
-func WithFleetAuditBlock(d time.Duration) Option { return func(o *options) { o.auditBlock = d } }
 
 // WithGetenv replaces os.Getenv for reading secrets, route credentials and
 // provider keys.
@@ -187,9 +179,6 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Engine, err error)
 
 	if err := e.openLog(stop); err != nil {
 		return nil, err
-	}
-	if e.auditStream != nil {
-		e.auditStream.SetBlock(o.auditBlock)
 	}
 	e.doers = &doer.Env{Revoked: func(p airlock.Principal) bool { return e.revs.Revoked(p) }, Budgets: e.budgets, Cache: e.st,
 		Robots: crawl.NewRobotsCache(0), Proxy: func(s string) string { return e.browse.Proxy(s) }, UserAgent: crawlerUserAgent(), Logger: o.logger}

@@ -67,7 +67,7 @@ func TestCloseLeaksNoDescriptors(t *testing.T) {
 	srv := fleettest.Start(t)
 	cfg := engine.Config{InMemory: true, State: engine.StateConfig{RedisURL: srv.URL(0)}}
 	cycle := func() {
-		en, err := engine.New(context.Background(), cfg, engine.WithFleetAuditBlock(testAuditBlock))
+		en, err := engine.New(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("New: %v", err)
 		}

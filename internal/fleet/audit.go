@@ -16,9 +16,8 @@ import (
 const DefaultAuditMaxLen = 100000
 
 // DefaultAuditBlock is how long each read of Follow waits for new records
-// (XREAD BLOCK) before it reads again. A blocked read does not see its
-// context end, so it is also how long a replica's Close may wait for its
-// follower to stop.
+// (XREAD BLOCK) before it reads again. Follow stops at once when its
+// context ends, whatever the block.
 const DefaultAuditBlock = time.Second
 
 // AuditStream carries every replica's decision records to every other
@@ -86,10 +85,22 @@ func (s *AuditStream) Publish(ctx context.Context, records []store.AuditRecord) 
 // failing deliver or read is retried with backoff; it never gives up
 // while ctx lives.
 func (s *AuditStream) Follow(ctx context.Context, deliver func([]store.AuditRecord) error, logger *slog.Logger) {
+	// A blocked XREAD does not see its context end: the reads go through a
+	// client of their own, closed as soon as ctx ends, so that a replica's
+	// Close does not wait out the block.
+	opts := *s.f.rdb.Options()
+	opts.PoolSize, opts.MinIdleConns, opts.MaxIdleConns = 1, 0, 1
+	rdb := redis.NewClient(&opts)
+	stop := context.AfterFunc(ctx, func() { rdb.Close() })
+	defer func() {
+		if stop() {
+			rdb.Close()
+		}
+	}()
 	last := "0"
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
-		res, err := s.f.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{s.key(), last}, Count: 500, Block: s.block}).Result()
+		res, err := rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{s.key(), last}, Count: 500, Block: s.block}).Result()
 		if err == redis.Nil {
 			continue
 		}
