@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -41,23 +40,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" || os.Getenv(replicaEnv) != "" || os.Getenv(browserHelperEnv) != "" {
 		os.Exit(m.Run()) // the kill -9 child: it never ends cleanly
 	}
-	raiseParallel(4)
+	// The parallel tests mostly wait, on Chromium, child processes, Redis
+	// and product timeouts, and each has its own engine, servers and
+	// directories; the timing-bound tests stay serial.
+	leakcheck.RaiseParallel(4)
 	os.Exit(leakcheck.Main(m, "engine", leakcheck.Options{}))
-}
-
-// raiseParallel lets n parallel tests run at once (-test.parallel defaults
-// to the CPU count) unless the command line says how many: the parallel
-// tests here mostly wait, on Chromium, child processes, Redis and product
-// timeouts, and each has its own engine, servers and directories. The
-// timing-bound tests stay serial, and Go runs those before any parallel
-// one starts.
-func raiseParallel(n int) {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		flag.Set("test.parallel", strconv.Itoa(n))
-	}
 }
 
 // ---------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 package browser
 
 import (
-	"flag"
 	"os"
-	"strconv"
 	"testing"
+
+	"github.com/airlockhq/airlock/internal/leakcheck"
 )
 
 // liveSessions is how many tests run at once (go test's -parallel, unless
@@ -18,13 +18,6 @@ const liveSessions = 4
 // share no mutable package state: each has its own Chromium, proxy, site
 // and temporary directories (the one that sets HOME is not parallel).
 func TestMain(m *testing.M) {
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		if err := flag.Set("test.parallel", strconv.Itoa(liveSessions)); err != nil {
-			panic(err)
-		}
-	}
+	leakcheck.RaiseParallel(liveSessions)
 	os.Exit(m.Run())
 }

@@ -3,20 +3,19 @@ package cli
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/leakcheck"
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -208,15 +207,9 @@ var airlockBinary = sync.OnceValues(func() (string, error) {
 })
 
 func TestMain(m *testing.M) {
-	flag.Parse()
 	// Most of this package's tests wait (Chromium, the sandbox, child
-	// processes, servers) rather than compute: run more of them at once
-	// than -parallel's default, GOMAXPROCS, unless -parallel is given.
-	parallelSet := false
-	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
-	if !parallelSet {
-		flag.Set("test.parallel", strconv.Itoa(max(8, runtime.GOMAXPROCS(0))))
-	}
+	// processes, servers) rather than compute.
+	leakcheck.RaiseParallel(max(8, runtime.GOMAXPROCS(0)))
 	var err error
 	if buildDir, err = os.MkdirTemp("", "airlock-cli-test-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"errors"
-	"flag"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -26,23 +25,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	raiseParallel(8)
+	// These tests mostly wait, on leases lapsing or being renewed, on
+	// Crawl-delays and on Redis, and each has its own key space (open) or
+	// its own server.
+	leakcheck.RaiseParallel(8)
 	code := leakcheck.Main(m, "fleet", leakcheck.Options{})
 	fleettest.StopShared()
 	os.Exit(code)
-}
-
-// raiseParallel lets n tests run at once (-test.parallel defaults to the
-// CPU count) unless the command line says how many: these tests mostly
-// wait, on leases lapsing or being renewed, on Crawl-delays and on Redis,
-// and each has its own key space (open) or its own server.
-func raiseParallel(n int) {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		flag.Set("test.parallel", strconv.Itoa(n))
-	}
 }
 
 // open connects to the shared server under a prefix of this test's own.

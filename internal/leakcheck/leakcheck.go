@@ -1,14 +1,17 @@
 // Package leakcheck fails a package's tests when they leave goroutines
-// behind. It is for TestMain only:
+// behind, and sets how many of them run at once (RaiseParallel). It is for
+// TestMain only:
 //
 //	func TestMain(m *testing.M) { os.Exit(leakcheck.Main(m, "crawl", leakcheck.Options{})) }
 package leakcheck
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +87,20 @@ func interesting(o Options) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// RaiseParallel sets go test's -parallel to n unless the command line
+// gives it: by default it is GOMAXPROCS, and a package whose tests mostly
+// wait (on Chromium, child processes, Redis, product timeouts) overlaps
+// more of them than that. Call it from TestMain before m.Run; tests that
+// are not parallel still run first, one at a time.
+func RaiseParallel(n int) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+			panic(err)
+		}
+	}
 }
