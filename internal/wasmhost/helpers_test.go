@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +16,7 @@ import (
 	"github.com/airlockhq/airlock/engine"
 	"github.com/airlockhq/airlock/internal/leakcheck"
 	"github.com/airlockhq/airlock/internal/wasmhost"
+	"github.com/airlockhq/airlock/internal/wasmhost/wasmtest"
 )
 
 // shared across the package's tests: built guests and the compilation
@@ -41,7 +40,7 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer os.RemoveAll(buildDir)
-		cacheDir = filepath.Join(buildDir, "cache")
+		cacheDir = filepath.Join(buildDir, "cache") // wasmtest.Build's
 		// Build every guest and compile them into the shared cache now,
 		// in the background, while the first tests run (see prepareAll).
 		go prepareAll()
@@ -49,7 +48,7 @@ func TestMain(m *testing.M) {
 		defer func() { <-prepared }()
 		return leakcheck.Main(m, "wasmhost", leakcheck.Options{IdleHTTP: true,
 			// Waited for below when no test wanted a guest.
-			Benign: []string{"wasmhost_test.prepareAll"}})
+			Benign: []string{"wasmhost_test.prepareAll", "wasmtest.Build"}})
 	}()
 	os.Exit(code)
 }
@@ -63,14 +62,6 @@ var allGuests = []string{
 	"examples/guests/handler",
 	"examples/guests/apiclient",
 }
-
-var moduleRoot = sync.OnceValues(func() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %v", err)
-	}
-	return filepath.Dir(strings.TrimSpace(string(out))), nil
-})
 
 // guestWasm returns the guest package at pkg (one of allGuests) built for
 // wasip1 once per test binary and compiled into the shared cache.
@@ -92,73 +83,23 @@ func guestWasm(t testing.TB, pkg string) []byte {
 // them into cacheDir.
 var prepared = make(chan struct{})
 
-// prepareAll builds allGuests for wasip1, two at a time, then compiles
-// them into cacheDir with testdata/precompile, a program built without
-// the race detector: compiling a guest in this race-instrumented binary
-// takes many times longer, and wazero's cache key covers only the module,
-// wazero's version, the CPU and the runtime's settings, so each host of the
-// tests finds the guests compiled. A guest the precompiler could not
-// compile is compiled by the host that loads it.
+// prepareAll builds allGuests and compiles them into cacheDir
+// (wasmtest.Build), so that each host of the tests finds them compiled.
+// A guest the precompiler could not compile is compiled by the host that
+// loads it.
 func prepareAll() {
 	defer close(prepared)
-	root, rootErr := moduleRoot()
-	var paths []string
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 2)
+	g := wasmtest.Build(buildDir, allGuests)
 	for _, pkg := range allGuests {
-		b := &build{}
+		b := &build{err: g.Errs[pkg]}
+		if b.err == nil {
+			b.wasm, b.err = os.ReadFile(g.Wasm[pkg])
+		}
 		builds.Store(pkg, b)
-		if rootErr != nil {
-			b.err = rootErr
-			continue
-		}
-		out := filepath.Join(buildDir, strings.ReplaceAll(pkg, "/", "_")+".wasm")
-		paths = append(paths, out)
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
-			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-			if msg, err := cmd.CombinedOutput(); err != nil {
-				b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
-				return
-			}
-			b.wasm, b.err = os.ReadFile(out)
-		})
 	}
-	wg.Wait()
-	if rootErr != nil {
-		return
+	if g.CacheErr != nil {
+		fmt.Fprintf(os.Stderr, "wasmhost tests: %v\n", g.CacheErr)
 	}
-	pre := filepath.Join(buildDir, "precompile")
-	// The cache is kept per wazero version, which wazero reads from the
-	// binary's build information: a test binary's has no dependencies,
-	// and wazero says "dev". Give the precompiler the version this binary
-	// reports.
-	cmd := exec.Command("go", "build", "-o", pre, "-ldflags=-X github.com/tetratelabs/wazero/internal/version.version="+wazeroVersion(),
-		"./internal/wasmhost/testdata/precompile")
-	cmd.Dir = root
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "wasmhost tests: building the precompiler: %v\n%s", err, msg)
-		return
-	}
-	if msg, err := exec.Command(pre, append([]string{cacheDir}, paths...)...).CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "wasmhost tests: precompiling the guests: %v\n%s", err, msg)
-	}
-}
-
-// wazeroVersion is the version wazero finds in this binary's build
-// information (internal/version.GetWazeroVersion), "dev" when it has none.
-func wazeroVersion() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range info.Deps {
-			if dep.Path == "github.com/tetratelabs/wazero" && dep.Version != "" && dep.Version != "(devel)" {
-				return dep.Version
-			}
-		}
-	}
-	return "dev"
 }
 
 func testGuest(t testing.TB, name string) []byte {
