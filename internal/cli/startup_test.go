@@ -127,15 +127,7 @@ func TestFetchBinaryAuditDurableAtExit(t *testing.T) {
 			t.Fatalf("fetch printed %q", out)
 		}
 	}
-	st, err := store.Open(filepath.Join(dir, "airlock-data", "airlock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	recs, err := st.QueryAudit(t.Context(), store.AuditQuery{Broker: "fetch"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := fetchRecords(t, dir)
 	seen := map[string]bool{}
 	for _, r := range recs {
 		if r.Outcome == "allow" {
@@ -205,6 +197,17 @@ func TestFetchBinaryInterrupted(t *testing.T) {
 	if ws.ExitStatus() == 0 {
 		t.Fatalf("airlock fetch exited 0 after SIGINT mid-call (stderr %q)", stderr.String())
 	}
+	recs := fetchRecords(t, dir)
+	if len(recs) != 1 || recs[0].Target != srv.URL+"/slow" || recs[0].Outcome == "allow" {
+		t.Fatalf("audit after the interrupted fetch = %+v, want its one record, not allowed", recs)
+	}
+	t.Logf("exit %d, audit %s/%s/%s, stderr %q", ws.ExitStatus(), recs[0].Outcome, recs[0].Code, recs[0].Reason, stderr.String())
+}
+
+// fetchRecords reads the fetch records of the audit log the binary keeps
+// under dir, as the next process would find them.
+func fetchRecords(t *testing.T, dir string) []store.AuditRecord {
+	t.Helper()
 	st, err := store.Open(filepath.Join(dir, "airlock-data", "airlock.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -214,8 +217,5 @@ func TestFetchBinaryInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 1 || recs[0].Target != srv.URL+"/slow" || recs[0].Outcome == "allow" {
-		t.Fatalf("audit after the interrupted fetch = %+v, want its one record, not allowed", recs)
-	}
-	t.Logf("exit %d, audit %s/%s/%s, stderr %q", ws.ExitStatus(), recs[0].Outcome, recs[0].Code, recs[0].Reason, stderr.String())
+	return recs
 }
